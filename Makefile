@@ -1,0 +1,50 @@
+# The README's two commands -- `make demo` and `make test` -- and the steps they are made of.
+# Each installs whatever is missing first (Debian packages, the venv, PyTorch): see tools/setup_env.sh.
+
+VENV      ?= $(HOME)/.cache/verl-cpp/venv
+PYTHON    ?= python3
+PY        := $(VENV)/bin/python
+BUILD_DIR := build/dev
+JOBS      ?= $(shell nproc)
+STAMP     := $(VENV)/.verl-cpp-setup
+
+.PHONY: all setup build test test-cpp test-cpp-app test-python demo clean
+
+all: build
+
+# Re-run only when the dependency lists or the setup script change.
+setup: $(STAMP)
+$(STAMP): pyproject.toml tools/setup_env.sh
+	VENV=$(VENV) PYTHON=$(PYTHON) bash tools/setup_env.sh
+	@touch $@
+
+# One CMake build (libverl, verl._C, the C++ tests) in $(BUILD_DIR), installed into the venv as
+# the verl-cpp package; ninja and ccache keep rebuilds incremental.
+build: setup
+	@echo "build: libverl + verl._C + tests -> $(BUILD_DIR), installing verl-cpp into $(VENV)"
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY) -m pip install --no-build-isolation --no-deps --disable-pip-version-check -q \
+	  -C build-dir=$(BUILD_DIR) -C cmake.define.VERL_BUILD_TESTS=ON .
+
+test: build
+	$(MAKE) --no-print-directory test-cpp test-cpp-app test-python
+
+test-cpp:
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+
+# examples/cpp_app is configured out of tree against the installed package, as a user would.
+test-cpp-app:
+	cmake -S examples/cpp_app -B build/cpp_app -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_PREFIX_PATH="$$($(PY) -c 'import torch, verl; print(verl.cmake_prefix_path + ";" + torch.utils.cmake_prefix_path)')" >/dev/null
+	cmake --build build/cpp_app
+	./build/cpp_app/verl_cpp_app
+
+test-python:
+	$(PY) -m pytest tests/python -q
+
+demo: build
+	@echo "make demo: the GRPO demo needs the trainer, which is not available yet in this version." >&2
+	@echo "           Nothing was trained. Run 'make test' to build and test what exists." >&2
+	@exit 1
+
+clean:
+	rm -rf build

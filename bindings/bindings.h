@@ -1,0 +1,12 @@
+// The registration functions of verl._C, one per binding file; module.cpp calls them all.
+#pragma once
+
+#include <torch/python.h>
+
+namespace py = pybind11;
+
+namespace verl::bindings {
+void register_errors(py::module_& m);  // errors.cpp: C++ exception classes -> verl.errors
+void register_config(py::module_& m);  // config.cpp: verl::Config
+void register_data(py::module_& m);    // data.cpp: verl::DataProto and row plans
+}  // namespace verl::bindings

@@ -1,0 +1,63 @@
+// Maps libverl's exception classes onto the Python classes of verl/errors.py, keeping the message.
+#include "bindings.h"
+
+#include "verl/core/error.h"
+
+namespace verl::bindings {
+namespace {
+
+// Python exception classes, looked up once at import; never released (they live as long as
+// the interpreter, and releasing at exit would race with interpreter teardown).
+struct PyErrors {
+  PyObject* base;
+  PyObject* config;
+  PyObject* config_type;
+  PyObject* data;
+  PyObject* invalid_argument;
+  PyObject* type_mismatch;
+  PyObject* checkpoint;
+};
+PyErrors g_errors{};
+
+PyObject* lookup(const py::module_& errors, const char* name) { return py::object(errors.attr(name)).release().ptr(); }
+
+}  // namespace
+
+void register_errors(py::module_& m) {
+  py::module_ errors = py::module_::import("verl.errors");
+  g_errors = {lookup(errors, "VerlError"),  lookup(errors, "ConfigError"),        lookup(errors, "ConfigTypeError"),
+              lookup(errors, "DataError"),  lookup(errors, "InvalidArgumentError"), lookup(errors, "VerlTypeError"),
+              lookup(errors, "CheckpointError")};
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ConfigTypeError& e) {  // most derived first
+      PyErr_SetString(g_errors.config_type, e.what());
+    } catch (const ConfigError& e) {
+      PyErr_SetString(g_errors.config, e.what());
+    } catch (const DataError& e) {
+      PyErr_SetString(g_errors.data, e.what());
+    } catch (const InvalidArgument& e) {
+      PyErr_SetString(g_errors.invalid_argument, e.what());
+    } catch (const TypeMismatch& e) {
+      PyErr_SetString(g_errors.type_mismatch, e.what());
+    } catch (const CheckpointError& e) {
+      PyErr_SetString(g_errors.checkpoint, e.what());
+    } catch (const Error& e) {
+      PyErr_SetString(g_errors.base, e.what());
+    }
+  });
+  // Lets tests (and users debugging a binding) see the mapping from the C++ side.
+  m.def("_raise_for_test", [](const std::string& kind, const std::string& message) {
+    if (kind == "ConfigError") throw ConfigError(message);
+    if (kind == "ConfigTypeError") throw ConfigTypeError(message);
+    if (kind == "DataError") throw DataError(message);
+    if (kind == "InvalidArgument") throw InvalidArgument(message);
+    if (kind == "TypeMismatch") throw TypeMismatch(message);
+    if (kind == "CheckpointError") throw CheckpointError(message);
+    if (kind == "Error") throw Error(message);
+    VERL_FAIL(InvalidArgument, "unknown error kind '", kind, "'");
+  }, py::arg("kind"), py::arg("message"), "Throws the named C++ exception (to test the mapping).");
+}
+
+}  // namespace verl::bindings

@@ -1,0 +1,12 @@
+// verl._C: the one compiled module of the verl package.
+#include "bindings.h"
+
+#include "verl/core/version.h"
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "verl-cpp core (libverl) bindings";
+  m.attr("__version__") = verl::version();
+  verl::bindings::register_errors(m);
+  verl::bindings::register_config(m);
+  verl::bindings::register_data(m);
+}

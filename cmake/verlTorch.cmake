@@ -1,0 +1,19 @@
+# Finds LibTorch: from Torch_DIR / CMAKE_PREFIX_PATH, else from the Python interpreter's torch
+# package (the venv that `make` creates). Sets TORCH_LIBRARIES and, when found,
+# VERL_TORCH_PYTHON_LIBRARY (libtorch_python, needed by the tensor caster in verl._C).
+find_package(Python 3.10 COMPONENTS Interpreter Development.Module)
+if(NOT Torch_DIR AND Python_EXECUTABLE)
+  execute_process(
+    COMMAND "${Python_EXECUTABLE}" -c "import torch; print(torch.utils.cmake_prefix_path)"
+    OUTPUT_VARIABLE _verl_torch_prefix OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _verl_torch_rc)
+  if(_verl_torch_rc EQUAL 0)
+    list(APPEND CMAKE_PREFIX_PATH "${_verl_torch_prefix}")
+  endif()
+endif()
+# We compile no CUDA sources ourselves; keep Torch's CUDA probe from warning about arch lists.
+if(NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+  set(ENV{TORCH_CUDA_ARCH_LIST} "8.0;9.0")
+endif()
+find_package(Torch REQUIRED)
+find_library(VERL_TORCH_PYTHON_LIBRARY torch_python PATHS "${TORCH_INSTALL_PREFIX}/lib" NO_DEFAULT_PATH)
+include(verlTorchRuntime)

@@ -1,0 +1,31 @@
+// Constraints on config values beyond "same type as the default": ranges and allowed choices.
+// Private to libverl; config.cpp checks them in Config::validate().
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "verl/core/json.h"
+
+namespace verl::config_schema {
+
+struct Rule {
+  enum class Kind { kInt, kNumber, kBool, kString, kStringOrList };
+  std::string key;
+  Kind kind;
+  std::optional<double> min = std::nullopt;  // inclusive unless min_exclusive
+  std::optional<double> max = std::nullopt;  // inclusive
+  bool min_exclusive = false;
+  std::vector<std::string> choices = {};
+  bool nullable = false;
+};
+
+// Every rule, keyed by dotted path.
+const std::vector<Rule>& rules();
+const Rule* find_rule(const std::string& key);
+
+// Empty when `value` satisfies the rule, else the reason ("must be >= 1", ...).
+std::string violation(const Rule& rule, const Json& value);
+
+}  // namespace verl::config_schema

@@ -1,0 +1,43 @@
+"""verl-cpp: verl (the HybridFlow RL framework for LLM post-training) with a C++ core.
+
+``import verl`` gives verl's Python API on top of libverl: ``DataProto`` (``verl.protocol``), the
+config tree (``verl.config``), and the ``python -m verl.trainer.main_ppo`` command line.
+"""
+
+import os as _os
+
+import torch as _torch  # noqa: F401  (loads LibTorch and its CUDA libraries before verl._C needs them)
+
+from . import errors
+from ._C import __version__
+from .config import Config, load_config
+from .errors import (
+    CheckpointError,
+    ConfigError,
+    ConfigTypeError,
+    DataError,
+    InvalidArgumentError,
+    VerlError,
+    VerlTypeError,
+)
+from .protocol import DataProto, DataProtoItem
+
+#: Directory to put on CMAKE_PREFIX_PATH for ``find_package(verl)`` (the C++ SDK shipped in the wheel).
+cmake_prefix_path = _os.path.join(_os.path.dirname(__file__), "lib", "cmake")
+
+__all__ = [
+    "__version__",
+    "cmake_prefix_path",
+    "Config",
+    "load_config",
+    "DataProto",
+    "DataProtoItem",
+    "errors",
+    "VerlError",
+    "ConfigError",
+    "ConfigTypeError",
+    "DataError",
+    "InvalidArgumentError",
+    "VerlTypeError",
+    "CheckpointError",
+]

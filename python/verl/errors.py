@@ -1,0 +1,40 @@
+"""Exceptions raised by verl-cpp. libverl's C++ exceptions arrive as these classes (bindings/errors.cpp),
+with the C++ message intact; each is also a built-in exception class, so ``except ValueError`` works."""
+
+__all__ = [
+    "VerlError",
+    "ConfigError",
+    "ConfigTypeError",
+    "DataError",
+    "InvalidArgumentError",
+    "VerlTypeError",
+    "CheckpointError",
+]
+
+
+class VerlError(RuntimeError):
+    """Base class of every error verl-cpp raises on purpose (C++ ``verl::Error``)."""
+
+
+class ConfigError(VerlError, ValueError):
+    """Bad configuration: unknown key, out-of-range value, malformed YAML (C++ ``verl::ConfigError``)."""
+
+
+class ConfigTypeError(ConfigError, TypeError):
+    """A config value of the wrong type (C++ ``verl::ConfigTypeError``)."""
+
+
+class DataError(VerlError, ValueError):
+    """Data that does not fit the operation: batch sizes, keys, indices (C++ ``verl::DataError``)."""
+
+
+class InvalidArgumentError(VerlError, ValueError):
+    """A bad argument to a function (C++ ``verl::InvalidArgument``)."""
+
+
+class VerlTypeError(VerlError, TypeError):
+    """A value of the wrong kind for the operation (C++ ``verl::TypeMismatch``)."""
+
+
+class CheckpointError(VerlError):
+    """A checkpoint or data file that cannot be read or written (C++ ``verl::CheckpointError``)."""

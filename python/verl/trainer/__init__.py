@@ -1,0 +1,1 @@
+"""verl's trainer entry points: ``python -m verl.trainer.main_ppo`` (config keys as in verl)."""

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs what the build needs, idempotently: missing Debian packages, then the venv (outside
+# the work tree, so clean clones reuse it) with torch and the pinned Python packages that
+# pyproject.toml lists. Run by `make setup`, which every other make target depends on.
+set -euo pipefail
+
+VENV=${VENV:-$HOME/.cache/verl-cpp/venv}
+PYTHON=${PYTHON:-python3}
+APT_PACKAGES=(build-essential cmake ninja-build ccache git catch2 nlohmann-json3-dev libyaml-cpp-dev)
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do installed "$p" || missing+=("$p"); done
+# The interpreter must be able to create venvs and to build extensions (Python.h).
+if ! "$PYTHON" -c 'import ensurepip, os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' 2>/dev/null; then
+  for p in python3 python3-venv python3-dev; do installed "$p" || missing+=("$p"); done
+  PYTHON=/usr/bin/python3
+fi
+if ((${#missing[@]})); then
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
+  echo "setup: installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating the venv at $VENV"
+  mkdir -p "$(dirname "$VENV")"
+  "$PYTHON" -m venv "$VENV"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+fi
+
+# Runtime dependencies (torch pinned there) plus the pinned development group, read from pyproject.toml.
+mapfile -t requirements < <("$VENV/bin/python" - <<'PY'
+import tomllib
+with open("pyproject.toml", "rb") as f:
+    project = tomllib.load(f)
+print("\n".join(project["project"]["dependencies"] + project["dependency-groups"]["dev"]))
+PY
+)
+echo "setup: checking Python packages (${requirements[*]})"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check "${requirements[@]}"
