@@ -11,15 +11,7 @@ import torch as _torch  # noqa: F401  (loads LibTorch and its CUDA libraries bef
 from . import errors
 from ._C import __version__
 from .config import Config, load_config
-from .errors import (
-    CheckpointError,
-    ConfigError,
-    ConfigTypeError,
-    DataError,
-    InvalidArgumentError,
-    VerlError,
-    VerlTypeError,
-)
+from .errors import *  # noqa: F403  (every exception class, listed in errors.__all__)
 from .protocol import DataProto, DataProtoItem
 
 #: Directory to put on CMAKE_PREFIX_PATH for ``find_package(verl)`` (the C++ SDK shipped in the wheel).
@@ -33,11 +25,5 @@ __all__ = [
     "DataProto",
     "DataProtoItem",
     "errors",
-    "VerlError",
-    "ConfigError",
-    "ConfigTypeError",
-    "DataError",
-    "InvalidArgumentError",
-    "VerlTypeError",
-    "CheckpointError",
+    *errors.__all__,
 ]

@@ -64,6 +64,13 @@ def _object_array(values: Iterable[Any]) -> np.ndarray:
     return out
 
 
+def _require_keys(keys: Iterable[str], store: dict, where: str) -> None:
+    """Raises DataError naming the keys of ``keys`` missing from ``store`` (and the keys it has)."""
+    missing = [k for k in keys if k not in store]
+    if missing:
+        raise DataError(f"keys {missing} not in {where}; keys: {sorted(store)}")
+
+
 def _as_rows(n: int, idxs: Any) -> torch.Tensor:
     """int64 CPU row indices for a list / ndarray / tensor of indices or a boolean mask."""
     if isinstance(idxs, (list, tuple)):
@@ -114,9 +121,7 @@ class TensorBatch(dict):
         return (TensorBatch, (dict(self), self._rows))
 
     def select(self, *keys: str) -> TensorBatch:
-        missing = [k for k in keys if k not in self]
-        if missing:
-            raise DataError(f"keys {missing} not in batch; keys: {sorted(self)}")
+        _require_keys(keys, self, "batch")
         return TensorBatch({k: self[k] for k in keys}, self._rows)
 
     def to(self, device: torch.device | str) -> TensorBatch:
@@ -350,20 +355,15 @@ class DataProto:
         """A DataProto with only the named entries (all of a kind when its keys are None)."""
         batch = self.batch
         if batch_keys is not None:
-            if self.batch is None and batch_keys:
-                raise DataError(f"keys {list(batch_keys)} not in batch: the DataProto has no tensors")
+            _require_keys(batch_keys, self.batch or {}, "batch")
             batch = self.batch.select(*batch_keys) if self.batch is not None else None
         columns = self.non_tensor_batch
         if non_tensor_batch_keys is not None:
-            missing = [k for k in non_tensor_batch_keys if k not in self.non_tensor_batch]
-            if missing:
-                raise DataError(f"keys {missing} not in non_tensor_batch; keys: {sorted(self.non_tensor_batch)}")
+            _require_keys(non_tensor_batch_keys, self.non_tensor_batch, "non_tensor_batch")
             columns = {k: v for k, v in self.non_tensor_batch.items() if k in non_tensor_batch_keys}
         meta = self.meta_info
         if meta_info_keys is not None:
-            missing = [k for k in meta_info_keys if k not in self.meta_info]
-            if missing:
-                raise DataError(f"keys {missing} not in meta_info; keys: {sorted(self.meta_info)}")
+            _require_keys(meta_info_keys, self.meta_info, "meta_info")
             meta = {k: v for k, v in self.meta_info.items() if k in meta_info_keys}
         if deepcopy:
             batch = batch.clone() if batch is not None else None
@@ -373,14 +373,9 @@ class DataProto:
     def pop(self, batch_keys=None, non_tensor_batch_keys=None, meta_info_keys=None) -> DataProto:
         """Moves the named entries out of this DataProto into a new one."""
         batch_keys, non_tensor_batch_keys, meta_info_keys = batch_keys or [], non_tensor_batch_keys or [], meta_info_keys or []
-        for keys, where, store in (
-            (batch_keys, "batch", self.batch or {}),
-            (non_tensor_batch_keys, "non_tensor_batch", self.non_tensor_batch),
-            (meta_info_keys, "meta_info", self.meta_info),
-        ):
-            missing = [k for k in keys if k not in store]
-            if missing:
-                raise DataError(f"cannot pop {missing}: not in {where}; keys: {sorted(store)}")
+        _require_keys(batch_keys, self.batch or {}, "batch")
+        _require_keys(non_tensor_batch_keys, self.non_tensor_batch, "non_tensor_batch")
+        _require_keys(meta_info_keys, self.meta_info, "meta_info")
         tensors = {k: dict.pop(self.batch, k) for k in batch_keys}
         columns = {k: self.non_tensor_batch.pop(k) for k in non_tensor_batch_keys}
         meta = {k: self.meta_info.pop(k) for k in meta_info_keys}
@@ -400,9 +395,7 @@ class DataProto:
         if len(new_keys) != len(old_keys):
             raise ValueError(f"new_keys and old_keys must have the same length, but got {len(new_keys)} and {len(old_keys)}")
         batch = self.batch if self.batch is not None else TensorBatch()
-        missing = [k for k in old_keys if k not in batch]
-        if missing:
-            raise DataError(f"cannot rename {missing}: not in batch; keys: {sorted(batch)}")
+        _require_keys(old_keys, batch, "batch")
         moved = {new: batch[old] for old, new in zip(old_keys, new_keys)}
         for old in old_keys:
             dict.pop(batch, old)

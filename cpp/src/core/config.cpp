@@ -407,15 +407,16 @@ void Config::validate() const {
                 type_label(v), " ", v.dump());
     }
     if (const auto* rule = config_schema::find_rule(key)) {
-      std::string why = config_schema::violation(*rule, v);
+      const std::string type_error = config_schema::type_violation(*rule, v);
+      const std::string why = type_error.empty() ? config_schema::value_violation(*rule, v) : type_error;
       if (why.empty()) continue;
+      std::string origin;
       if (const Json* raw_value = find(key); raw_value != nullptr && raw_value->is_string() &&
                                              raw_value->get_ref<const std::string&>().find("${") != std::string::npos) {
-        why += " (value from " + raw_value->get<std::string>() + ")";
+        origin = " (value from " + raw_value->get<std::string>() + ")";
       }
-      const bool wrong_type = why.rfind("must be a", 0) == 0 || why.rfind("must be an", 0) == 0;
-      if (wrong_type) VERL_FAIL(ConfigTypeError, "config key '", key, "' = ", v.dump(), ": ", why);
-      VERL_FAIL(ConfigError, "config key '", key, "' = ", v.dump(), ": ", why);
+      if (!type_error.empty()) VERL_FAIL(ConfigTypeError, "config key '", key, "' = ", v.dump(), ": ", why, origin);
+      VERL_FAIL(ConfigError, "config key '", key, "' = ", v.dump(), ": ", why, origin);
     }
   }
 }

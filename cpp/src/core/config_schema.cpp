@@ -120,25 +120,22 @@ const Rule* find_rule(const std::string& key) {
   return nullptr;
 }
 
-std::string violation(const Rule& rule, const Json& v) {
+std::string type_violation(const Rule& rule, const Json& v) {
   if (v.is_null()) return rule.nullable ? "" : "must not be null";
   switch (rule.kind) {
     case K::kInt:
-      if (!v.is_number_integer()) return "must be an integer";
-      break;
+      return v.is_number_integer() ? "" : "must be an integer";
     case K::kNumber:
-      if (!v.is_number()) return "must be a number";
-      break;
-    case K::kBool:
-      if (!v.is_boolean()) return "must be true or false";
-      break;
+      return v.is_number() ? "" : "must be a number";
     case K::kString:
-      if (!v.is_string()) return "must be a string";
-      break;
+      return v.is_string() ? "" : "must be a string";
     case K::kStringOrList:
-      if (!v.is_string() && !v.is_array()) return "must be a string or a list of strings";
-      break;
+      return v.is_string() || v.is_array() ? "" : "must be a string or a list of strings";
   }
+  return "";
+}
+
+std::string value_violation(const Rule& rule, const Json& v) {
   if (v.is_number()) {
     const double x = v.get<double>();
     if (rule.min && (rule.min_exclusive ? !(x > *rule.min) : !(x >= *rule.min)))

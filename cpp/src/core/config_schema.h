@@ -11,7 +11,7 @@
 namespace verl::config_schema {
 
 struct Rule {
-  enum class Kind { kInt, kNumber, kBool, kString, kStringOrList };
+  enum class Kind { kInt, kNumber, kString, kStringOrList };
   std::string key;
   Kind kind;
   std::optional<double> min = std::nullopt;  // inclusive unless min_exclusive
@@ -25,7 +25,9 @@ struct Rule {
 const std::vector<Rule>& rules();
 const Rule* find_rule(const std::string& key);
 
-// Empty when `value` satisfies the rule, else the reason ("must be >= 1", ...).
-std::string violation(const Rule& rule, const Json& value);
+// Empty when `value` has the rule's type, else the reason ("must be an integer", ...).
+std::string type_violation(const Rule& rule, const Json& value);
+// For a value of the right type: empty when it is in range / among the choices, else the reason.
+std::string value_violation(const Rule& rule, const Json& value);
 
 }  // namespace verl::config_schema
