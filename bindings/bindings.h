@@ -9,4 +9,5 @@ namespace verl::bindings {
 void register_errors(py::module_& m);  // errors.cpp: C++ exception classes -> verl.errors
 void register_config(py::module_& m);  // config.cpp: verl::Config
 void register_data(py::module_& m);    // data.cpp: verl::DataProto and row plans
+void register_algo(py::module_& m);    // algo.cpp: verl/algo (functional, advantages, losses, KL)
 }  // namespace verl::bindings

@@ -1,0 +1,1 @@
+"""verl's utilities (``verl.utils``), backed by libverl where the work is numeric."""
