@@ -114,7 +114,8 @@ torch::ScalarType promoted(const char* who, const torch::Tensor& rewards, const 
   return torch::promote_types(rewards.scalar_type(), other.scalar_type());
 }
 
-// The finite check for an optional second operand (values, reward_baselines).
+// A second operand (values, reward_baselines) on the rewards' device in the compute dtype, checked
+// finite (inside mask_for_check when given).
 torch::Tensor prepare_operand(const torch::Tensor& t, const char* name, const Batch& b,
                               const torch::Tensor& mask_for_check) {
   const torch::Tensor on_device = t.to(b.rewards.device());
@@ -129,7 +130,9 @@ torch::Tensor group_ids(const std::vector<std::string>& uids) {
   seen.reserve(uids.size());
   std::vector<int64_t> ids;
   ids.reserve(uids.size());
-  for (const std::string& uid : uids) ids.push_back(seen.emplace(uid, static_cast<int64_t>(seen.size())).first->second);
+  for (const std::string& uid : uids) {
+    ids.push_back(seen.emplace(uid, static_cast<int64_t>(seen.size())).first->second);
+  }
   return torch::tensor(ids, torch::kLong);
 }
 
@@ -192,9 +195,11 @@ AdvantageResult compute_grpo_passk_outcome_advantage(const torch::Tensor& token_
   const char* who = "compute_grpo_passk_outcome_advantage";
   const Batch b = prepare(who, token_level_rewards, response_mask, /*whole_row_finite=*/true);
   const Groups g = make_groups(who, index, b);
-  const int64_t smallest = g.count.argmin().item<int64_t>();
-  VERL_CHECK(g.count[smallest].item<double>() >= 2, who, ": Pass@k requires at least 2 samples per group. Got ",
-             g.count[smallest].item<int64_t>(), " for group ", g.original[smallest].item<int64_t>(), ".");
+  if (g.count.min().item<double>() < 2) {
+    const int64_t smallest = g.count.argmin().item<int64_t>();
+    VERL_FAIL(InvalidArgument, who, ": Pass@k requires at least 2 samples per group. Got ",
+              g.count[smallest].item<int64_t>(), " for group ", g.original[smallest].item<int64_t>(), ".");
+  }
 
   const torch::Tensor scores = b.rewards.sum(-1);
   const double neg_inf = -std::numeric_limits<double>::infinity();

@@ -590,8 +590,10 @@ TEST_CASE("estimators: NaN or Inf input is an error instead of NaN output") {
 TEST_CASE("estimators: all-masked rows give finite results, zero where an outcome is masked") {
   RandomBatch b = random_batch(72, true);  // row 2 is all-masked
   for (const AdvantageResult& res :
-       {compute_grpo_outcome_advantage(b.rewards, b.mask, b.index), compute_rloo_outcome_advantage(b.rewards, b.mask, b.index),
-        compute_opo_outcome_advantage(b.rewards, b.mask, b.index), compute_gpg_outcome_advantage(b.rewards, b.mask, b.index),
+       {compute_grpo_outcome_advantage(b.rewards, b.mask, b.index),
+        compute_rloo_outcome_advantage(b.rewards, b.mask, b.index),
+        compute_opo_outcome_advantage(b.rewards, b.mask, b.index),
+        compute_gpg_outcome_advantage(b.rewards, b.mask, b.index),
         compute_reinforce_plus_plus_baseline_outcome_advantage(b.rewards, b.mask, b.index),
         compute_reinforce_plus_plus_outcome_advantage(b.rewards, b.mask, 0.9)}) {
     CHECK(torch::isfinite(res.first).all().item<bool>());
