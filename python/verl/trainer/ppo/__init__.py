@@ -1,0 +1,1 @@
+"""verl's PPO-family algorithms (``verl.trainer.ppo.core_algos``)."""
