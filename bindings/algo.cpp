@@ -129,20 +129,17 @@ torch::Tensor group_ids(const py::iterable& uids) {
 }
 
 void register_functional(py::module_& algo) {
-  algo.def("masked_sum",
-           [](const torch::Tensor& values, const torch::Tensor& mask, const py::object& axis) {
-             auto dims = axis_arg(axis);
-             py::gil_scoped_release release;
-             return algo::masked_sum(values, mask, dims);
-           },
-           py::arg("values"), py::arg("mask"), py::arg("axis") = py::none());
-  algo.def("masked_mean",
-           [](const torch::Tensor& values, const torch::Tensor& mask, const py::object& axis) {
-             auto dims = axis_arg(axis);
-             py::gil_scoped_release release;
-             return algo::masked_mean(values, mask, dims);
-           },
-           py::arg("values"), py::arg("mask"), py::arg("axis") = py::none());
+  using Reduction = torch::Tensor (*)(const torch::Tensor&, const torch::Tensor&, std::optional<std::vector<int64_t>>);
+  for (auto [name, reduce] : {std::pair<const char*, Reduction>{"masked_sum", &algo::masked_sum},
+                              std::pair<const char*, Reduction>{"masked_mean", &algo::masked_mean}}) {
+    algo.def(name,
+             [reduce](const torch::Tensor& values, const torch::Tensor& mask, const py::object& axis) {
+               auto dims = axis_arg(axis);
+               py::gil_scoped_release release;
+               return reduce(values, mask, dims);
+             },
+             py::arg("values"), py::arg("mask"), py::arg("axis") = py::none());
+  }
   algo.def("masked_var", &algo::masked_var, py::arg("values"), py::arg("mask"), py::arg("unbiased") = true,
            Release());
   algo.def("masked_whiten", &algo::masked_whiten, py::arg("values"), py::arg("mask"), py::arg("shift_mean") = true,
