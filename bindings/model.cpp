@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "bindings.h"
+#include "verl/core/error.h"
 #include "verl/model/safetensors.h"
 
 namespace verl::bindings {
@@ -18,7 +19,7 @@ namespace fs = std::filesystem;
 model::NamedTensors named_tensors(const py::dict& tensors) {
   model::NamedTensors out;
   for (auto [k, v] : tensors) {
-    VERL_CHECK_AS(TypeMismatch, py::isinstance<py::str>(k), "tensor names must be str, got ", py::str(k.get_type()).cast<std::string>());
+    VERL_CHECK_AS(TypeMismatch, py::isinstance<py::str>(k), "tensor names must be str, got ", py::str(py::type::of(k)).cast<std::string>());
     VERL_CHECK_AS(TypeMismatch, THPVariable_Check(v.ptr()), "value of '", k.cast<std::string>(), "' is not a torch.Tensor");
     out.emplace_back(k.cast<std::string>(), v.cast<torch::Tensor>());
   }
