@@ -57,12 +57,15 @@ torch::nn::Linear linear(int64_t in, int64_t out, bool bias) {
 // through it, accumulating parameter gradients into .grad. Like the reentrant checkpoint it
 // serves loss.backward(), not torch::autograd::grad(..., params).
 struct LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
+  // `mask` may be undefined (plain causal); autograd inputs must be defined, so an empty tensor
+  // stands in for it and `has_mask` says which.
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor h, int64_t layer_address,
-                               torch::Tensor cos, torch::Tensor sin, torch::Tensor mask) {
+                               torch::Tensor cos, torch::Tensor sin, torch::Tensor mask, bool has_mask) {
     ctx->saved_data["layer"] = layer_address;
+    ctx->saved_data["has_mask"] = has_mask;
     ctx->save_for_backward({h, cos, sin, mask});
     auto* layer = reinterpret_cast<DecoderLayer*>(layer_address);
-    return layer->forward(h, cos, sin, mask);
+    return layer->forward(h, cos, sin, has_mask ? mask : torch::Tensor());
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -73,11 +76,11 @@ struct LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
     torch::Tensor out;
     {
       torch::AutoGradMode enable(true);
-      out = layer->forward(h, saved[1], saved[2], saved[3]);
+      out = layer->forward(h, saved[1], saved[2], ctx->saved_data["has_mask"].toBool() ? saved[3] : torch::Tensor());
     }
     torch::autograd::backward({out}, {grad_out[0]});
     return {h.requires_grad() ? h.grad() : torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
-            torch::Tensor()};
+            torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -133,13 +136,18 @@ torch::Tensor Attention::forward(const torch::Tensor& x, const torch::Tensor& co
     k = cache->k[layer].narrow(2, 0, end);
     v = cache->v[layer].narrow(2, 0, end);
   }
-  // Grouped-query attention: each kv head serves heads / kv_heads consecutive query heads (HF repeat_kv).
-  if (kv_heads_ != heads_) {
+  // Grouped-query attention: each kv head serves heads / kv_heads consecutive query heads. As
+  // transformers does: without a mask the kernel broadcasts kv heads itself (enable_gqa, keeps the
+  // fused kernels); with a mask kv heads are repeated first (HF repeat_kv), since masked GQA
+  // would fall back to the math kernel. Following HF here makes bf16 results agree bit for bit.
+  const bool causal_only = !mask.defined();
+  if (kv_heads_ != heads_ && !causal_only) {
     k = k.repeat_interleave(heads_ / kv_heads_, 1);
     v = v.repeat_interleave(heads_ / kv_heads_, 1);
   }
-  torch::Tensor out = at::scaled_dot_product_attention(q, k, v, mask, 0.0, false,
-                                                       1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  torch::Tensor out = at::scaled_dot_product_attention(q, k, v, causal_only ? std::optional<torch::Tensor>() : mask, 0.0, causal_only,
+                                                       1.0 / std::sqrt(static_cast<double>(head_dim_)),
+                                                       /*enable_gqa=*/causal_only && kv_heads_ != heads_);
   return o_proj->forward(out.transpose(1, 2).reshape({bs, q_len, heads_ * head_dim_}));
 }
 
@@ -206,7 +214,8 @@ torch::Tensor CausalLM::run_layers(torch::Tensor h, const torch::Tensor& cos, co
   for (size_t i = 0; i < model->layer_ptrs.size(); ++i) {
     auto& layer = model->layer_ptrs[i];
     if (checkpoint)
-      h = LayerCheckpoint::apply(h, reinterpret_cast<int64_t>(layer.get()), cos, sin, mask);
+      h = LayerCheckpoint::apply(h, reinterpret_cast<int64_t>(layer.get()), cos, sin,
+                                 mask.defined() ? mask : torch::empty({0}, cos.options()), mask.defined());
     else
       h = layer->forward(h, cos, sin, mask, cache, static_cast<int64_t>(i));
   }
@@ -236,14 +245,18 @@ torch::Tensor CausalLM::hidden_states(const torch::Tensor& input_ids, const torc
   } else {
     positions = (valid.to(torch::kLong).cumsum(1) - 1).clamp_min(0);
   }
-  torch::Tensor idx = torch::arange(seq, torch::dtype(torch::kLong).device(device));
-  torch::Tensor causal = idx.unsqueeze(1) >= idx.unsqueeze(0);  // (q, k)
-  // A padding query would see no key at all (softmax over nothing = NaN, which then leaks into
-  // later layers through 0 * NaN); letting every query see itself keeps padding rows finite.
-  torch::Tensor mask = (causal.unsqueeze(0) & valid.unsqueeze(1)) | torch::eye(seq, torch::dtype(torch::kBool).device(device)).unsqueeze(0);
+  torch::Tensor mask;  // undefined without padding: plain causal attention
+  if (attention_mask.defined()) {
+    torch::Tensor idx = torch::arange(seq, torch::dtype(torch::kLong).device(device));
+    torch::Tensor causal = idx.unsqueeze(1) >= idx.unsqueeze(0);  // (q, k)
+    // A padding query would see no key at all (softmax over nothing = NaN, which then leaks into
+    // later layers through 0 * NaN); letting every query see itself keeps padding rows finite.
+    torch::Tensor self = torch::eye(seq, torch::dtype(torch::kBool).device(device));
+    mask = ((causal.unsqueeze(0) & valid.unsqueeze(1)) | self.unsqueeze(0)).unsqueeze(1);  // (bs, 1, q, k)
+  }
   torch::Tensor h = model->embed_tokens->forward(input_ids);
   auto [cos, sin] = rope(positions, h.scalar_type());
-  return run_layers(h, cos, sin, mask.unsqueeze(1), nullptr);
+  return run_layers(h, cos, sin, mask, nullptr);
 }
 
 torch::Tensor CausalLM::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,

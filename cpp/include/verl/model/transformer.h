@@ -50,7 +50,8 @@ class RMSNorm : public torch::nn::Module {
 class Attention : public torch::nn::Module {
  public:
   explicit Attention(const ModelConfig& c);
-  // x (bs, q, hidden); cos/sin (bs, q, head_dim); mask (bs, 1, q, k) bool, true = attend.
+  // x (bs, q, hidden); cos/sin (bs, q, head_dim); mask (bs, 1, q, k) bool, true = attend, or
+  // undefined for plain causal attention (q == k, no padding, no cache).
   // Without a cache k == q. With one, the new keys/values go into slots [length, length+q) of
   // `layer` and attention runs over slots [0, length+q).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,

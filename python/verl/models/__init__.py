@@ -1,0 +1,1 @@
+"""Model implementations of verl-cpp (LibTorch decoders with Hugging Face names)."""
