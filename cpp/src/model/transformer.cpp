@@ -52,6 +52,13 @@ torch::nn::Linear linear(int64_t in, int64_t out, bool bias) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
 }
 
+// at::linear, as torch.nn.Linear runs it. LibTorch's LinearImpl::forward (F::linear) computes
+// matmul and then adds the bias for >2-D inputs, rounding twice in bf16; at::linear fuses the
+// bias into the GEMM, which is what transformers' bf16 numbers are made of.
+torch::Tensor run_linear(const torch::nn::Linear& l, const torch::Tensor& x) {
+  return torch::linear(x, l->weight, l->bias);
+}
+
 // Recomputes a decoder layer in backward (torch.utils.checkpoint's reentrant variant): forward
 // keeps only the layer input; backward reruns the layer with grad enabled and backpropagates
 // through it, accumulating parameter gradients into .grad. Like the reentrant checkpoint it
@@ -120,9 +127,9 @@ torch::Tensor Attention::forward(const torch::Tensor& x, const torch::Tensor& co
                                  const torch::Tensor& mask, KVCache* cache, int64_t layer) {
   const int64_t bs = x.size(0), q_len = x.size(1);
   // (bs, q, heads * d) -> (bs, q, heads, d); q/k norm act per head before the transpose, as HF.
-  torch::Tensor q = q_proj->forward(x).view({bs, q_len, heads_, head_dim_});
-  torch::Tensor k = k_proj->forward(x).view({bs, q_len, kv_heads_, head_dim_});
-  torch::Tensor v = v_proj->forward(x).view({bs, q_len, kv_heads_, head_dim_}).transpose(1, 2);
+  torch::Tensor q = run_linear(q_proj, x).view({bs, q_len, heads_, head_dim_});
+  torch::Tensor k = run_linear(k_proj, x).view({bs, q_len, kv_heads_, head_dim_});
+  torch::Tensor v = run_linear(v_proj, x).view({bs, q_len, kv_heads_, head_dim_}).transpose(1, 2);
   if (q_norm) {
     q = q_norm->forward(q);
     k = k_norm->forward(k);
@@ -148,7 +155,7 @@ torch::Tensor Attention::forward(const torch::Tensor& x, const torch::Tensor& co
   torch::Tensor out = at::scaled_dot_product_attention(q, k, v, causal_only ? std::optional<torch::Tensor>() : mask, 0.0, causal_only,
                                                        1.0 / std::sqrt(static_cast<double>(head_dim_)),
                                                        /*enable_gqa=*/causal_only && kv_heads_ != heads_);
-  return o_proj->forward(out.transpose(1, 2).reshape({bs, q_len, heads_ * head_dim_}));
+  return run_linear(o_proj, out.transpose(1, 2).reshape({bs, q_len, heads_ * head_dim_}));
 }
 
 MLP::MLP(const ModelConfig& c) {
@@ -158,7 +165,7 @@ MLP::MLP(const ModelConfig& c) {
 }
 
 torch::Tensor MLP::forward(const torch::Tensor& x) {
-  return down_proj->forward(F::silu(gate_proj->forward(x)) * up_proj->forward(x));
+  return run_linear(down_proj, F::silu(run_linear(gate_proj, x)) * run_linear(up_proj, x));
 }
 
 DecoderLayer::DecoderLayer(const ModelConfig& c) {
@@ -223,8 +230,8 @@ torch::Tensor CausalLM::run_layers(torch::Tensor h, const torch::Tensor& cos, co
 }
 
 torch::Tensor CausalLM::apply_head(const torch::Tensor& hidden) {
-  if (head_kind_ == HeadKind::kValue) return score->forward(hidden).squeeze(-1);
-  if (lm_head) return lm_head->forward(hidden);
+  if (head_kind_ == HeadKind::kValue) return run_linear(score, hidden).squeeze(-1);
+  if (lm_head) return run_linear(lm_head, hidden);
   return F::linear(hidden, model->embed_tokens->weight);
 }
 

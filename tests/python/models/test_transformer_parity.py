@@ -70,39 +70,29 @@ def test_fp32_logits_match(family, tied):
     assert diff <= 1e-4
 
 
-# Known gap: on these tiny random models (median top-2 logit gap ~0.2, bf16 noise ~0.05) ours agrees
-# with transformers' bf16 argmax on 98.0-99.2 % of tokens, while transformers' own eager and sdpa
-# bf16 paths agree with each other on only 98.4 % (qwen3). fp32 is bit-identical, so the remaining
-# bf16 difference is an op-level rounding difference not yet located; see the accuracy test below.
-@pytest.mark.xfail(reason="bf16 argmax agreement with transformers is 98-99 % on tiny random models", strict=False)
+def hf_bf16(hf):
+    """The bf16 transformers model as from_pretrained(dtype=bfloat16) builds it: weights in bf16,
+    RoPE inv_freq computed in float32 (hf.to(bfloat16) would round that buffer to bf16 too)."""
+    out = transformers.AutoModelForCausalLM.from_config(hf.config, attn_implementation="sdpa", dtype=torch.bfloat16)
+    out.eval()
+    out.load_state_dict(hf.state_dict())
+    assert out.model.rotary_emb.inv_freq.dtype == torch.float32
+    return out
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_bf16_argmax_agrees(family):
     hf, ours = make_pair(family)
-    hf.to(torch.bfloat16)
+    hb = hf_bf16(hf)
     ours.to(dtype=torch.bfloat16)
     assert ours.dtype == torch.bfloat16
     ids = torch.randint(VOCAB, (4, 64), generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
-        a, b = ours(ids), hf_logits(hf, ids)
+        a, b = ours(ids), hf_logits(hb, ids)
     assert a.dtype == torch.bfloat16
     agree = (a.argmax(-1) == b.argmax(-1)).float().mean().item()
     print(f"{family} bf16 argmax agreement = {agree:.4f}, max|diff| = {(a.float() - b.float()).abs().max():.3e}")
     assert agree >= 0.99
-
-
-@pytest.mark.parametrize("family", FAMILIES)
-def test_bf16_as_accurate_as_transformers(family):
-    """Against the fp32 logits, our bf16 argmax is as often right as transformers' bf16 argmax."""
-    hf, ours = make_pair(family)
-    ids = torch.randint(VOCAB, (4, 64), generator=torch.Generator().manual_seed(2))
-    ref = hf_logits(hf, ids).argmax(-1)
-    hf.to(torch.bfloat16)
-    ours.to(dtype=torch.bfloat16)
-    with torch.no_grad():
-        ours_acc = (ours(ids).argmax(-1) == ref).float().mean().item()
-    hf_acc = (hf_logits(hf, ids).argmax(-1) == ref).float().mean().item()
-    print(f"{family} bf16 argmax == fp32 argmax: ours {ours_acc:.4f}, transformers {hf_acc:.4f}")
-    assert ours_acc >= hf_acc - 0.005
 
 
 def left_padded(seqs, pad=0):
