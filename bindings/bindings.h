@@ -11,4 +11,5 @@ void register_config(py::module_& m);  // config.cpp: verl::Config
 void register_data(py::module_& m);    // data.cpp: verl::DataProto and row plans
 void register_algo(py::module_& m);    // algo.cpp: verl/algo (functional, advantages, losses, KL)
 void register_model(py::module_& m);   // model.cpp: verl/model (safetensors, checkpoint directories)
+void register_transformer(py::module_& m);  // transformer.cpp: verl/model CausalLM, KVCache
 }  // namespace verl::bindings

@@ -11,4 +11,5 @@ PYBIND11_MODULE(_C, m) {
   verl::bindings::register_data(m);
   verl::bindings::register_algo(m);
   verl::bindings::register_model(m);
+  verl::bindings::register_transformer(m);
 }

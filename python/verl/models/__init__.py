@@ -1,4 +1,5 @@
-"""Model checkpoints for verl-cpp: ``verl.models.safetensors`` reads and writes Hugging Face files."""
+"""Models for verl-cpp: LibTorch decoders with Hugging Face names (``verl.models.transformer``) and
+Hugging Face checkpoint files (``verl.models.safetensors``)."""
 
 from . import safetensors
 

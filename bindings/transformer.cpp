@@ -1,0 +1,109 @@
+// verl._C.model.CausalLM / KVCache: the LibTorch decoder (verl/model/transformer.h) for Python.
+// python/verl/models/transformer.py wraps it with a torch-like API (state_dict, to, __call__).
+#include <map>
+#include <optional>
+#include <string>
+
+#include "bindings.h"
+#include "json_cast.h"
+#include "verl/core/error.h"
+#include "verl/model/model_config.h"
+#include "verl/model/transformer.h"
+
+namespace verl::bindings {
+namespace {
+
+using model::CausalLM;
+using model::HeadKind;
+using model::KVCache;
+using model::ModelConfig;
+using Release = py::call_guard<py::gil_scoped_release>;
+using OptTensor = std::optional<torch::Tensor>;
+
+torch::Tensor or_undefined(const OptTensor& t) { return t ? *t : torch::Tensor(); }
+
+torch::Dtype parse_dtype(const std::string& name) {
+  if (name == "float32" || name == "float") return torch::kFloat;
+  if (name == "bfloat16") return torch::kBFloat16;
+  if (name == "float16" || name == "half") return torch::kHalf;
+  if (name == "float64" || name == "double") return torch::kDouble;
+  VERL_FAIL(InvalidArgument, "CausalLM.to: unsupported dtype '", name, "' (float32, bfloat16, float16, float64)");
+}
+
+std::string dtype_name(torch::Dtype d) {
+  switch (d) {
+    case torch::kFloat: return "float32";
+    case torch::kBFloat16: return "bfloat16";
+    case torch::kHalf: return "float16";
+    case torch::kDouble: return "float64";
+    default: return c10::toString(d);
+  }
+}
+
+}  // namespace
+
+void register_transformer(py::module_& m) {
+  py::module_ mm = m.def_submodule("model", "verl::model: model configs, the decoder, checkpoints");
+
+  mm.def("parse_model_config", [](const std::string& json_text) {
+        return to_python(ModelConfig::from_json(Json::parse(json_text), "<config json>").to_json());
+      }, py::arg("config_json"),
+      "Parses an HF config.json text and returns the normalised config dict (raises ConfigError).");
+
+  py::class_<KVCache>(mm, "KVCache", "Contiguous per-layer KV cache for CausalLM.forward_step.")
+      .def_property_readonly("length", [](const KVCache& c) { return c.length; })
+      .def_property_readonly("batch_size", &KVCache::batch_size)
+      .def_property_readonly("max_len", &KVCache::max_len)
+      .def_property_readonly("valid", [](const KVCache& c) { return c.valid; })
+      .def_property_readonly("k", [](const KVCache& c) { return c.k; })
+      .def_property_readonly("v", [](const KVCache& c) { return c.v; })
+      .def("num_tokens", &KVCache::num_tokens);
+
+  py::class_<CausalLM, std::shared_ptr<CausalLM>>(mm, "CausalLM",
+                                                  "Qwen2/Qwen3/Llama decoder with HF parameter names.")
+      .def(py::init([](const std::string& config_json, bool value_head) {
+             return std::make_shared<CausalLM>(ModelConfig::from_json(Json::parse(config_json), "<config json>"),
+                                               value_head ? HeadKind::kValue : HeadKind::kLanguageModel);
+           }),
+           py::arg("config_json"), py::arg("value_head") = false)
+      .def_property_readonly("config", [](const CausalLM& c) { return to_python(c.config().to_json()); })
+      .def_property_readonly("value_head", [](const CausalLM& c) { return c.head_kind() == HeadKind::kValue; })
+      .def_property_readonly("dtype", [](const CausalLM& c) { return dtype_name(c.dtype()); })
+      .def_property_readonly("device", [](const CausalLM& c) { return c.device().str(); })
+      .def("state_dict", &CausalLM::named_state, "HF-named parameters (the live tensors).")
+      .def("load_state_dict", &CausalLM::load_state_dict, py::arg("state_dict"), py::arg("strict") = true, Release())
+      .def("forward",
+           [](CausalLM& c, const torch::Tensor& ids, const OptTensor& mask, const OptTensor& pos) {
+             return c.forward(ids, or_undefined(mask), or_undefined(pos));
+           },
+           py::arg("input_ids"), py::arg("attention_mask") = py::none(), py::arg("position_ids") = py::none(),
+           Release())
+      .def("hidden_states",
+           [](CausalLM& c, const torch::Tensor& ids, const OptTensor& mask, const OptTensor& pos) {
+             return c.hidden_states(ids, or_undefined(mask), or_undefined(pos));
+           },
+           py::arg("input_ids"), py::arg("attention_mask") = py::none(), py::arg("position_ids") = py::none(),
+           Release())
+      .def("forward_packed", &CausalLM::forward_packed, py::arg("input_ids"), py::arg("cu_seqlens"), Release())
+      .def("hidden_states_packed", &CausalLM::hidden_states_packed, py::arg("input_ids"), py::arg("cu_seqlens"),
+           Release())
+      .def("apply_head", &CausalLM::apply_head, py::arg("hidden"), Release())
+      .def("new_cache", &CausalLM::new_cache, py::arg("batch_size"), py::arg("max_len"), Release())
+      .def("forward_step",
+           [](CausalLM& c, const torch::Tensor& ids, KVCache& cache, const OptTensor& mask, const OptTensor& pos) {
+             return c.forward_step(ids, cache, or_undefined(mask), or_undefined(pos));
+           },
+           py::arg("input_ids"), py::arg("cache"), py::arg("attention_mask") = py::none(),
+           py::arg("positions") = py::none(), Release())
+      .def("set_gradient_checkpointing", &CausalLM::set_gradient_checkpointing, py::arg("enabled"))
+      .def_property_readonly("gradient_checkpointing", &CausalLM::gradient_checkpointing)
+      .def("train", [](CausalLM& c, bool on) { c.train(on); }, py::arg("mode") = true)
+      .def("to",
+           [](CausalLM& c, const std::optional<std::string>& device, const std::optional<std::string>& dtype) {
+             if (device) c.to(torch::Device(*device));
+             if (dtype) c.to(parse_dtype(*dtype));
+           },
+           py::arg("device") = py::none(), py::arg("dtype") = py::none(), Release());
+}
+
+}  // namespace verl::bindings

@@ -1,0 +1,63 @@
+// verl::model::ModelConfig: the architecture of a Qwen2 / Qwen3 / Llama decoder, read from and
+// written to a Hugging Face config.json. Used by CausalLM (transformer.h), checkpoint I/O and rollout.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "verl/core/json.h"
+
+namespace verl::model {
+
+// Llama 3.1 frequency-dependent RoPE scaling (rope_type "llama3"), the only scaling supported.
+struct RopeScaling {
+  std::string rope_type = "llama3";
+  double factor = 8.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position_embeddings = 8192;
+};
+
+struct ModelConfig {
+  std::string model_type;  // "qwen2", "qwen3" or "llama"
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;  // defaults to num_attention_heads (no GQA)
+  int64_t head_dim = 0;             // qwen3: explicit (HF default 128); others: hidden / heads
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  std::optional<RopeScaling> rope_scaling;
+  int64_t max_position_embeddings = 2048;
+  bool tie_word_embeddings = false;
+  // q/k/v projection bias (qwen2: always true; llama/qwen3: the attention_bias field).
+  bool qkv_bias = false;
+  // o_proj bias (llama/qwen3: attention_bias; qwen2: never).
+  bool o_bias = false;
+  bool mlp_bias = false;   // llama's mlp_bias
+  bool qk_norm = false;    // qwen3: per-head RMSNorm on q and k before RoPE
+  // Value head (score Linear(hidden, 1)) bias: transformers' token_classification_bias, default true.
+  bool score_bias = true;
+  std::optional<int64_t> bos_token_id;
+  std::vector<int64_t> eos_token_ids;  // config.json's eos_token_id, an int or a list
+  std::optional<int64_t> pad_token_id;
+  std::string torch_dtype = "float32";  // "float32", "bfloat16" or "float16"
+
+  // Parses an HF config.json object; `source` names the file in error messages.
+  // Unknown model_type, missing required fields and unsupported features throw ConfigError.
+  static ModelConfig from_json(const Json& j, const std::string& source = "<config.json>");
+  // Reads a config.json file, or the config.json inside a directory.
+  static ModelConfig from_file(const std::string& path);
+  // A config.json that transformers (4.x and 5.x) loads into the same architecture.
+  Json to_json() const;
+  void save(const std::string& path) const;
+
+  int64_t q_size() const { return num_attention_heads * head_dim; }
+  int64_t kv_size() const { return num_key_value_heads * head_dim; }
+};
+
+}  // namespace verl::model

@@ -1,0 +1,162 @@
+// verl::model::CausalLM: the Qwen2 / Qwen3 / Llama decoder in LibTorch, with HF state-dict names,
+// used by training (padded / packed forward, value head) and by rollout (KV-cache decode) alike.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "verl/model/model_config.h"
+
+namespace verl::model {
+
+// The head on top of the final norm: next-token logits or a per-token scalar value (critic).
+enum class HeadKind {
+  kLanguageModel,  // lm_head (or the tied embedding): (..., vocab) logits
+  kValue,          // score = Linear(hidden, 1) as AutoModelForTokenClassification(num_labels=1): (...) values
+};
+
+// A contiguous KV cache for incremental decoding. All rows share the slot counter `length`; rows
+// of a left-padded prompt batch mark their padding slots invalid, so rows need not have equal
+// prompt lengths. The rollout engine may replace this with a paged cache behind forward_step.
+struct KVCache {
+  std::vector<torch::Tensor> k;  // per layer: (bs, kv_heads, max_len, head_dim), post-RoPE keys
+  std::vector<torch::Tensor> v;  // per layer: (bs, kv_heads, max_len, head_dim)
+  torch::Tensor valid;           // (bs, max_len) bool: slot holds a real (non-padding) token
+  int64_t length = 0;            // slots [0, length) are filled
+
+  int64_t batch_size() const { return valid.size(0); }
+  int64_t max_len() const { return valid.size(1); }
+  // Per-row count of real tokens so far (bs,) int64: the position of the row's next token.
+  torch::Tensor num_tokens() const;
+};
+
+class RMSNorm : public torch::nn::Module {
+ public:
+  RMSNorm(int64_t dim, double eps);
+  // x (..., dim) -> (..., dim), normalised in float32 and cast back before the weight (as HF).
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor weight;
+
+ private:
+  double eps_;
+};
+
+class Attention : public torch::nn::Module {
+ public:
+  explicit Attention(const ModelConfig& c);
+  // x (bs, q, hidden); cos/sin (bs, q, head_dim); mask (bs, 1, q, k) bool, true = attend, or
+  // undefined for plain causal attention (q == k, no padding, no cache).
+  // Without a cache k == q. With one, the new keys/values go into slots [length, length+q) of
+  // `layer` and attention runs over slots [0, length+q).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        const torch::Tensor& mask, KVCache* cache = nullptr, int64_t layer = 0);
+  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  std::shared_ptr<RMSNorm> q_norm, k_norm;  // qwen3 only
+
+ private:
+  int64_t heads_, kv_heads_, head_dim_;
+};
+
+class MLP : public torch::nn::Module {
+ public:
+  explicit MLP(const ModelConfig& c);
+  // SwiGLU: down(silu(gate(x)) * up(x)).
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+};
+
+class DecoderLayer : public torch::nn::Module {
+ public:
+  explicit DecoderLayer(const ModelConfig& c);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        const torch::Tensor& mask, KVCache* cache = nullptr, int64_t layer = 0);
+  std::shared_ptr<Attention> self_attn;
+  std::shared_ptr<MLP> mlp;
+  std::shared_ptr<RMSNorm> input_layernorm, post_attention_layernorm;
+};
+
+// The decoder body, registered as "model" so its parameters are named model.*.
+class DecoderModel : public torch::nn::Module {
+ public:
+  explicit DecoderModel(const ModelConfig& c);
+  torch::nn::Embedding embed_tokens{nullptr};
+  torch::nn::ModuleList layers{nullptr};
+  std::shared_ptr<RMSNorm> norm;
+  std::vector<std::shared_ptr<DecoderLayer>> layer_ptrs;
+};
+
+class CausalLM : public torch::nn::Module {
+ public:
+  explicit CausalLM(ModelConfig config, HeadKind head = HeadKind::kLanguageModel);
+
+  const ModelConfig& config() const { return config_; }
+  HeadKind head_kind() const { return head_kind_; }
+
+  // Padded batch. input_ids (bs, seq) int64; attention_mask (bs, seq) {0,1} (undefined = all ones);
+  // position_ids (bs, seq) (undefined = cumsum(mask) - 1 clamped at 0, verl's convention, so a
+  // left-padded row matches its unpadded forward). Returns logits (bs, seq, vocab) for the LM head
+  // or values (bs, seq) for the value head; padding positions hold don't-care (finite) values.
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask = {},
+                        const torch::Tensor& position_ids = {});
+  // Same inputs; the final-norm hidden states (bs, seq, hidden) without the head.
+  torch::Tensor hidden_states(const torch::Tensor& input_ids, const torch::Tensor& attention_mask = {},
+                              const torch::Tensor& position_ids = {});
+
+  // Packed sequences without padding. input_ids (total,) int64; cu_seqlens (n+1,) int64 with
+  // cu_seqlens[0] = 0, cu_seqlens[n] = total. Attention is causal within each sequence only and
+  // positions restart at 0 per sequence. Returns (total, vocab) logits or (total,) values.
+  torch::Tensor forward_packed(const torch::Tensor& input_ids, const torch::Tensor& cu_seqlens);
+  torch::Tensor hidden_states_packed(const torch::Tensor& input_ids, const torch::Tensor& cu_seqlens);
+
+  // An empty cache for `batch_size` rows of up to `max_len` tokens, in the parameters' dtype/device.
+  KVCache new_cache(int64_t batch_size, int64_t max_len) const;
+  // Incremental forward: input_ids (bs, new) are written into cache slots [length, length+new)
+  // and attend to all valid earlier slots. attention_mask (bs, new) marks padding among the new
+  // tokens (left-padded prefill); positions (bs, new) default to each row's running token count.
+  // Returns (bs, new, vocab) logits or (bs, new) values; advances cache.length by new.
+  torch::Tensor forward_step(const torch::Tensor& input_ids, KVCache& cache,
+                             const torch::Tensor& attention_mask = {}, const torch::Tensor& positions = {});
+
+  // Applies the head to final hidden states (..., hidden).
+  torch::Tensor apply_head(const torch::Tensor& hidden);
+
+  // HF-named parameters (no tied duplicate: lm_head.weight is absent when embeddings are tied).
+  std::map<std::string, torch::Tensor> named_state() const;
+  // Copies tensors in by HF name (dtype converted to the parameter's). Strict: missing and
+  // unexpected names are errors. Shape mismatches are always errors. Throws CheckpointError
+  // listing every offending name. A tied model also accepts (and checks nothing of) lm_head.weight.
+  void load_state_dict(const std::map<std::string, torch::Tensor>& state, bool strict = true);
+
+  // Recompute each decoder layer in backward instead of keeping its activations.
+  void set_gradient_checkpointing(bool enabled) { gradient_checkpointing_ = enabled; }
+  bool gradient_checkpointing() const { return gradient_checkpointing_; }
+
+  torch::Dtype dtype() const;
+  torch::Device device() const;
+
+  std::shared_ptr<DecoderModel> model;
+  torch::nn::Linear lm_head{nullptr};  // untied LM head only
+  torch::nn::Linear score{nullptr};    // value head only
+
+ private:
+  // cos/sin (bs, q, head_dim) in `dtype` for positions (bs, q); computed in float32 as HF does.
+  std::pair<torch::Tensor, torch::Tensor> rope(const torch::Tensor& positions, torch::Dtype dtype) const;
+  torch::Tensor run_layers(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
+                           const torch::Tensor& mask, KVCache* cache);
+
+  ModelConfig config_;
+  HeadKind head_kind_;
+  torch::Tensor inv_freq_;  // (head_dim / 2,) float32, a buffer so it follows .to(device)
+  bool gradient_checkpointing_ = false;
+};
+
+// The llama3-scaled (or plain) RoPE inverse frequencies (head_dim / 2,) float32.
+torch::Tensor rope_inv_freq(const ModelConfig& c);
+
+}  // namespace verl::model

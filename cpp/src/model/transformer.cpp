@@ -1,0 +1,383 @@
+// The decoder of transformers' modeling_qwen2 / modeling_qwen3 / modeling_llama, re-expressed in
+// LibTorch with the same parameter names and the same numerics (float32 RMSNorm and RoPE tables).
+#include "verl/model/transformer.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "verl/core/error.h"
+
+namespace verl::model {
+namespace F = torch::nn::functional;
+using torch::indexing::Slice;
+
+torch::Tensor KVCache::num_tokens() const {
+  return valid.narrow(1, 0, length).sum(1).to(torch::kLong);
+}
+
+// ---- RoPE ------------------------------------------------------------------------------------
+
+torch::Tensor rope_inv_freq(const ModelConfig& c) {
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat);
+  // Same expression as HF: int64 arange cast to float, then base ** (i / dim).
+  torch::Tensor inv_freq =
+      1.0 / torch::pow(c.rope_theta, torch::arange(0, c.head_dim, 2, torch::kLong).to(torch::kFloat) / c.head_dim);
+  if (!c.rope_scaling) return inv_freq;
+  const RopeScaling& s = *c.rope_scaling;
+  const double old_len = static_cast<double>(s.original_max_position_embeddings);
+  const double low_freq_wavelen = old_len / s.low_freq_factor;
+  const double high_freq_wavelen = old_len / s.high_freq_factor;
+  torch::Tensor wavelen = 2 * M_PI / inv_freq;
+  // Long wavelengths are slowed by `factor`, short ones kept, the band between interpolated.
+  torch::Tensor scaled = torch::where(wavelen > low_freq_wavelen, inv_freq / s.factor, inv_freq);
+  torch::Tensor smooth = (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+  torch::Tensor smoothed = (1 - smooth) * scaled / s.factor + smooth * scaled;
+  torch::Tensor medium = (wavelen >= high_freq_wavelen).logical_and(wavelen <= low_freq_wavelen);
+  return torch::where(medium, smoothed, scaled).to(f32.dtype());
+}
+
+namespace {
+
+torch::Tensor rotate_half(const torch::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+}
+
+// x (bs, heads, q, head_dim); cos/sin (bs, q, head_dim).
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  return x * cos.unsqueeze(1) + rotate_half(x) * sin.unsqueeze(1);
+}
+
+torch::nn::Linear linear(int64_t in, int64_t out, bool bias) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
+}
+
+// at::linear, as torch.nn.Linear runs it. LibTorch's LinearImpl::forward (F::linear) computes
+// matmul and then adds the bias for >2-D inputs, rounding twice in bf16; at::linear fuses the
+// bias into the GEMM, which is what transformers' bf16 numbers are made of.
+torch::Tensor run_linear(const torch::nn::Linear& l, const torch::Tensor& x) {
+  return torch::linear(x, l->weight, l->bias);
+}
+
+// Recomputes a decoder layer in backward (torch.utils.checkpoint's reentrant variant): forward
+// keeps only the layer input; backward reruns the layer with grad enabled and backpropagates
+// through it, accumulating parameter gradients into .grad. Like the reentrant checkpoint it
+// serves loss.backward(), not torch::autograd::grad(..., params).
+struct LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
+  // `mask` may be undefined (plain causal); autograd inputs must be defined, so an empty tensor
+  // stands in for it and `has_mask` says which.
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor h, int64_t layer_address,
+                               torch::Tensor cos, torch::Tensor sin, torch::Tensor mask, bool has_mask) {
+    ctx->saved_data["layer"] = layer_address;
+    ctx->saved_data["has_mask"] = has_mask;
+    ctx->save_for_backward({h, cos, sin, mask});
+    auto* layer = reinterpret_cast<DecoderLayer*>(layer_address);
+    return layer->forward(h, cos, sin, has_mask ? mask : torch::Tensor());
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    auto saved = ctx->get_saved_variables();
+    auto* layer = reinterpret_cast<DecoderLayer*>(ctx->saved_data["layer"].toInt());
+    torch::Tensor h = saved[0].detach().requires_grad_(saved[0].requires_grad());
+    torch::Tensor out;
+    {
+      torch::AutoGradMode enable(true);
+      out = layer->forward(h, saved[1], saved[2], ctx->saved_data["has_mask"].toBool() ? saved[3] : torch::Tensor());
+    }
+    torch::autograd::backward({out}, {grad_out[0]});
+    return {h.requires_grad() ? h.grad() : torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
+            torch::Tensor(), torch::Tensor()};
+  }
+};
+
+std::string join(const std::vector<std::string>& names) {
+  std::ostringstream out;
+  for (size_t i = 0; i < names.size(); ++i) out << (i ? ", " : "") << names[i];
+  return out.str();
+}
+
+}  // namespace
+
+// ---- layers ----------------------------------------------------------------------------------
+
+RMSNorm::RMSNorm(int64_t dim, double eps) : eps_(eps) {
+  weight = register_parameter("weight", torch::ones({dim}));
+}
+
+torch::Tensor RMSNorm::forward(const torch::Tensor& x) {
+  torch::Tensor h = x.to(torch::kFloat);
+  h = h * torch::rsqrt(h.pow(2).mean(-1, true) + eps_);
+  return weight * h.to(x.scalar_type());
+}
+
+Attention::Attention(const ModelConfig& c)
+    : heads_(c.num_attention_heads), kv_heads_(c.num_key_value_heads), head_dim_(c.head_dim) {
+  q_proj = register_module("q_proj", linear(c.hidden_size, c.q_size(), c.qkv_bias));
+  k_proj = register_module("k_proj", linear(c.hidden_size, c.kv_size(), c.qkv_bias));
+  v_proj = register_module("v_proj", linear(c.hidden_size, c.kv_size(), c.qkv_bias));
+  o_proj = register_module("o_proj", linear(c.q_size(), c.hidden_size, c.o_bias));
+  if (c.qk_norm) {
+    q_norm = register_module("q_norm", std::make_shared<RMSNorm>(c.head_dim, c.rms_norm_eps));
+    k_norm = register_module("k_norm", std::make_shared<RMSNorm>(c.head_dim, c.rms_norm_eps));
+  }
+}
+
+torch::Tensor Attention::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                 const torch::Tensor& mask, KVCache* cache, int64_t layer) {
+  const int64_t bs = x.size(0), q_len = x.size(1);
+  // (bs, q, heads * d) -> (bs, q, heads, d); q/k norm act per head before the transpose, as HF.
+  torch::Tensor q = run_linear(q_proj, x).view({bs, q_len, heads_, head_dim_});
+  torch::Tensor k = run_linear(k_proj, x).view({bs, q_len, kv_heads_, head_dim_});
+  torch::Tensor v = run_linear(v_proj, x).view({bs, q_len, kv_heads_, head_dim_}).transpose(1, 2);
+  if (q_norm) {
+    q = q_norm->forward(q);
+    k = k_norm->forward(k);
+  }
+  q = apply_rope(q.transpose(1, 2), cos, sin);
+  k = apply_rope(k.transpose(1, 2), cos, sin);
+  if (cache != nullptr) {
+    const int64_t end = cache->length + q_len;
+    cache->k[layer].narrow(2, cache->length, q_len).copy_(k);
+    cache->v[layer].narrow(2, cache->length, q_len).copy_(v);
+    k = cache->k[layer].narrow(2, 0, end);
+    v = cache->v[layer].narrow(2, 0, end);
+  }
+  // Grouped-query attention: each kv head serves heads / kv_heads consecutive query heads. As
+  // transformers does: without a mask the kernel broadcasts kv heads itself (enable_gqa, keeps the
+  // fused kernels); with a mask kv heads are repeated first (HF repeat_kv), since masked GQA
+  // would fall back to the math kernel. Following HF here makes bf16 results agree bit for bit.
+  const bool causal_only = !mask.defined();
+  if (kv_heads_ != heads_ && !causal_only) {
+    k = k.repeat_interleave(heads_ / kv_heads_, 1);
+    v = v.repeat_interleave(heads_ / kv_heads_, 1);
+  }
+  torch::Tensor out = at::scaled_dot_product_attention(q, k, v, causal_only ? std::optional<torch::Tensor>() : mask, 0.0, causal_only,
+                                                       1.0 / std::sqrt(static_cast<double>(head_dim_)),
+                                                       /*enable_gqa=*/causal_only && kv_heads_ != heads_);
+  return run_linear(o_proj, out.transpose(1, 2).reshape({bs, q_len, heads_ * head_dim_}));
+}
+
+MLP::MLP(const ModelConfig& c) {
+  gate_proj = register_module("gate_proj", linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
+  up_proj = register_module("up_proj", linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
+  down_proj = register_module("down_proj", linear(c.intermediate_size, c.hidden_size, c.mlp_bias));
+}
+
+torch::Tensor MLP::forward(const torch::Tensor& x) {
+  return run_linear(down_proj, F::silu(run_linear(gate_proj, x)) * run_linear(up_proj, x));
+}
+
+DecoderLayer::DecoderLayer(const ModelConfig& c) {
+  self_attn = register_module("self_attn", std::make_shared<Attention>(c));
+  mlp = register_module("mlp", std::make_shared<MLP>(c));
+  input_layernorm = register_module("input_layernorm", std::make_shared<RMSNorm>(c.hidden_size, c.rms_norm_eps));
+  post_attention_layernorm =
+      register_module("post_attention_layernorm", std::make_shared<RMSNorm>(c.hidden_size, c.rms_norm_eps));
+}
+
+torch::Tensor DecoderLayer::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                    const torch::Tensor& mask, KVCache* cache, int64_t layer) {
+  torch::Tensor h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, mask, cache, layer);
+  return h + mlp->forward(post_attention_layernorm->forward(h));
+}
+
+DecoderModel::DecoderModel(const ModelConfig& c) {
+  embed_tokens = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size, c.hidden_size));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    layer_ptrs.push_back(std::make_shared<DecoderLayer>(c));
+    layers->push_back(layer_ptrs.back());
+  }
+  norm = register_module("norm", std::make_shared<RMSNorm>(c.hidden_size, c.rms_norm_eps));
+}
+
+// ---- CausalLM --------------------------------------------------------------------------------
+
+CausalLM::CausalLM(ModelConfig config, HeadKind head) : config_(std::move(config)), head_kind_(head) {
+  model = register_module("model", std::make_shared<DecoderModel>(config_));
+  if (head_kind_ == HeadKind::kValue) {
+    score = register_module("score", linear(config_.hidden_size, 1, config_.score_bias));
+  } else if (!config_.tie_word_embeddings) {
+    lm_head = register_module("lm_head", linear(config_.hidden_size, config_.vocab_size, false));
+  }
+  // Not a registered buffer: Module::to(dtype) would round it; it stays float32 like HF's.
+  inv_freq_ = rope_inv_freq(config_);
+}
+
+torch::Dtype CausalLM::dtype() const { return model->embed_tokens->weight.scalar_type(); }
+torch::Device CausalLM::device() const { return model->embed_tokens->weight.device(); }
+
+std::pair<torch::Tensor, torch::Tensor> CausalLM::rope(const torch::Tensor& positions, torch::Dtype dtype) const {
+  torch::Tensor inv_freq = inv_freq_.to(positions.device());
+  torch::Tensor freqs = positions.to(torch::kFloat).unsqueeze(-1) * inv_freq;  // (bs, q, d/2)
+  torch::Tensor emb = torch::cat({freqs, freqs}, -1);
+  return {emb.cos().to(dtype), emb.sin().to(dtype)};
+}
+
+torch::Tensor CausalLM::run_layers(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
+                                   const torch::Tensor& mask, KVCache* cache) {
+  const bool checkpoint = gradient_checkpointing_ && cache == nullptr && torch::GradMode::is_enabled();
+  for (size_t i = 0; i < model->layer_ptrs.size(); ++i) {
+    auto& layer = model->layer_ptrs[i];
+    if (checkpoint)
+      h = LayerCheckpoint::apply(h, reinterpret_cast<int64_t>(layer.get()), cos, sin,
+                                 mask.defined() ? mask : torch::empty({0}, cos.options()), mask.defined());
+    else
+      h = layer->forward(h, cos, sin, mask, cache, static_cast<int64_t>(i));
+  }
+  return model->norm->forward(h);
+}
+
+torch::Tensor CausalLM::apply_head(const torch::Tensor& hidden) {
+  if (head_kind_ == HeadKind::kValue) return run_linear(score, hidden).squeeze(-1);
+  if (lm_head) return run_linear(lm_head, hidden);
+  return F::linear(hidden, model->embed_tokens->weight);
+}
+
+torch::Tensor CausalLM::hidden_states(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                                      const torch::Tensor& position_ids) {
+  VERL_CHECK(input_ids.dim() == 2, "CausalLM.forward: input_ids must be (bs, seq), got ", input_ids.sizes());
+  const int64_t bs = input_ids.size(0), seq = input_ids.size(1);
+  const auto device = input_ids.device();
+  torch::Tensor valid = attention_mask.defined() ? attention_mask.to(device).to(torch::kBool)
+                                                 : torch::ones({bs, seq}, torch::dtype(torch::kBool).device(device));
+  VERL_CHECK(valid.sizes() == input_ids.sizes(), "CausalLM.forward: attention_mask ", valid.sizes(),
+             " does not match input_ids ", input_ids.sizes());
+  torch::Tensor positions;
+  if (position_ids.defined()) {
+    VERL_CHECK(position_ids.sizes() == input_ids.sizes(), "CausalLM.forward: position_ids ", position_ids.sizes(),
+               " does not match input_ids ", input_ids.sizes());
+    positions = position_ids.to(device);
+  } else {
+    positions = (valid.to(torch::kLong).cumsum(1) - 1).clamp_min(0);
+  }
+  torch::Tensor mask;  // undefined without padding: plain causal attention
+  if (attention_mask.defined()) {
+    torch::Tensor idx = torch::arange(seq, torch::dtype(torch::kLong).device(device));
+    torch::Tensor causal = idx.unsqueeze(1) >= idx.unsqueeze(0);  // (q, k)
+    // A padding query would see no key at all (softmax over nothing = NaN, which then leaks into
+    // later layers through 0 * NaN); letting every query see itself keeps padding rows finite.
+    torch::Tensor self = torch::eye(seq, torch::dtype(torch::kBool).device(device));
+    mask = ((causal.unsqueeze(0) & valid.unsqueeze(1)) | self.unsqueeze(0)).unsqueeze(1);  // (bs, 1, q, k)
+  }
+  torch::Tensor h = model->embed_tokens->forward(input_ids);
+  auto [cos, sin] = rope(positions, h.scalar_type());
+  return run_layers(h, cos, sin, mask, nullptr);
+}
+
+torch::Tensor CausalLM::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                                const torch::Tensor& position_ids) {
+  return apply_head(hidden_states(input_ids, attention_mask, position_ids));
+}
+
+torch::Tensor CausalLM::hidden_states_packed(const torch::Tensor& input_ids, const torch::Tensor& cu_seqlens) {
+  VERL_CHECK(input_ids.dim() == 1, "CausalLM.forward_packed: input_ids must be (total,), got ", input_ids.sizes());
+  VERL_CHECK(cu_seqlens.dim() == 1 && cu_seqlens.size(0) >= 2,
+             "CausalLM.forward_packed: cu_seqlens must be (n+1,) with n >= 1, got ", cu_seqlens.sizes());
+  const auto device = input_ids.device();
+  const int64_t total = input_ids.size(0);
+  torch::Tensor cu = cu_seqlens.to(torch::kCPU).to(torch::kLong);
+  torch::Tensor lengths = cu.narrow(0, 1, cu.size(0) - 1) - cu.narrow(0, 0, cu.size(0) - 1);
+  VERL_CHECK(cu[0].item<int64_t>() == 0 && cu[-1].item<int64_t>() == total && (lengths >= 0).all().item<bool>(),
+             "CausalLM.forward_packed: cu_seqlens must rise from 0 to total (", total, "), got ", cu);
+  torch::Tensor seg = torch::repeat_interleave(torch::arange(lengths.size(0), torch::kLong), lengths).to(device);
+  torch::Tensor idx = torch::arange(total, torch::dtype(torch::kLong).device(device));
+  torch::Tensor positions = idx - cu.to(device).index_select(0, seg);
+  // Block-diagonal causal mask (total, total): O(total^2) memory; a varlen kernel can replace it.
+  torch::Tensor mask = (seg.unsqueeze(1) == seg.unsqueeze(0)) & (idx.unsqueeze(1) >= idx.unsqueeze(0));
+  torch::Tensor h = model->embed_tokens->forward(input_ids.unsqueeze(0));
+  auto [cos, sin] = rope(positions.unsqueeze(0), h.scalar_type());
+  return run_layers(h, cos, sin, mask.unsqueeze(0).unsqueeze(0), nullptr).squeeze(0);
+}
+
+torch::Tensor CausalLM::forward_packed(const torch::Tensor& input_ids, const torch::Tensor& cu_seqlens) {
+  return apply_head(hidden_states_packed(input_ids, cu_seqlens));
+}
+
+KVCache CausalLM::new_cache(int64_t batch_size, int64_t max_len) const {
+  VERL_CHECK(batch_size > 0 && max_len > 0, "CausalLM.new_cache: batch_size and max_len must be positive");
+  const auto opts = torch::TensorOptions().dtype(dtype()).device(device());
+  KVCache cache;
+  for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
+    cache.k.push_back(torch::zeros({batch_size, config_.num_key_value_heads, max_len, config_.head_dim}, opts));
+    cache.v.push_back(torch::zeros({batch_size, config_.num_key_value_heads, max_len, config_.head_dim}, opts));
+  }
+  cache.valid = torch::zeros({batch_size, max_len}, torch::dtype(torch::kBool).device(device()));
+  return cache;
+}
+
+torch::Tensor CausalLM::forward_step(const torch::Tensor& input_ids, KVCache& cache,
+                                     const torch::Tensor& attention_mask, const torch::Tensor& positions) {
+  VERL_CHECK(input_ids.dim() == 2, "CausalLM.forward_step: input_ids must be (bs, new), got ", input_ids.sizes());
+  VERL_CHECK(static_cast<int64_t>(cache.k.size()) == config_.num_hidden_layers,
+             "CausalLM.forward_step: cache has ", cache.k.size(), " layers, model has ", config_.num_hidden_layers);
+  const int64_t bs = input_ids.size(0), n = input_ids.size(1);
+  VERL_CHECK(bs == cache.batch_size(), "CausalLM.forward_step: batch size ", bs, " != cache batch size ",
+             cache.batch_size());
+  VERL_CHECK(cache.length + n <= cache.max_len(), "CausalLM.forward_step: cache full (", cache.length, " + ", n,
+             " > ", cache.max_len(), ")");
+  const auto device = input_ids.device();
+  torch::Tensor new_valid = attention_mask.defined() ? attention_mask.to(device).to(torch::kBool)
+                                                     : torch::ones({bs, n}, torch::dtype(torch::kBool).device(device));
+  VERL_CHECK(new_valid.sizes() == input_ids.sizes(), "CausalLM.forward_step: attention_mask ", new_valid.sizes(),
+             " does not match input_ids ", input_ids.sizes());
+  torch::Tensor pos;
+  if (positions.defined()) {
+    VERL_CHECK(positions.sizes() == input_ids.sizes(), "CausalLM.forward_step: positions ", positions.sizes(),
+               " does not match input_ids ", input_ids.sizes());
+    pos = positions.to(device);
+  } else {
+    pos = (cache.num_tokens().unsqueeze(1) + new_valid.to(torch::kLong).cumsum(1) - 1).clamp_min(0);
+  }
+  const int64_t start = cache.length, end = start + n;
+  cache.valid.narrow(1, start, n).copy_(new_valid);
+  torch::Tensor q_slot = torch::arange(start, end, torch::dtype(torch::kLong).device(device));
+  torch::Tensor k_slot = torch::arange(end, torch::dtype(torch::kLong).device(device));
+  // (bs, n, end): earlier-or-same slots that hold real tokens, and always the query itself.
+  torch::Tensor mask = ((q_slot.unsqueeze(1) >= k_slot.unsqueeze(0)).unsqueeze(0) &
+                        cache.valid.narrow(1, 0, end).unsqueeze(1)) |
+                       (q_slot.unsqueeze(1) == k_slot.unsqueeze(0)).unsqueeze(0);
+  torch::Tensor h = model->embed_tokens->forward(input_ids);
+  auto [cos, sin] = rope(pos, h.scalar_type());
+  torch::Tensor out = run_layers(h, cos, sin, mask.unsqueeze(1), &cache);
+  cache.length = end;
+  return apply_head(out);
+}
+
+std::map<std::string, torch::Tensor> CausalLM::named_state() const {
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& item : named_parameters(true)) out.emplace(item.key(), item.value());
+  return out;
+}
+
+void CausalLM::load_state_dict(const std::map<std::string, torch::Tensor>& state, bool strict) {
+  auto params = named_parameters(true);
+  std::vector<std::string> missing, unexpected, mismatched;
+  for (const auto& item : params)
+    if (state.find(item.key()) == state.end()) missing.push_back(item.key());
+  for (const auto& [name, tensor] : state) {
+    const torch::Tensor* p = params.find(name);
+    if (p == nullptr) {
+      // HF state dicts of tied models carry lm_head.weight as an alias of the embedding.
+      if (!(name == "lm_head.weight" && config_.tie_word_embeddings && head_kind_ == HeadKind::kLanguageModel))
+        unexpected.push_back(name);
+    } else if (p->sizes() != tensor.sizes()) {
+      std::ostringstream s;
+      s << name << " (checkpoint " << tensor.sizes() << ", model " << p->sizes() << ")";
+      mismatched.push_back(s.str());
+    }
+  }
+  std::ostringstream err;
+  if (strict && !missing.empty()) err << " missing: [" << join(missing) << "];";
+  if (strict && !unexpected.empty()) err << " unexpected: [" << join(unexpected) << "];";
+  if (!mismatched.empty()) err << " shape mismatch: [" << join(mismatched) << "];";
+  if (!err.str().empty()) VERL_FAIL(CheckpointError, "CausalLM.load_state_dict:", err.str());
+  torch::NoGradGuard no_grad;
+  for (auto& item : params) {
+    auto it = state.find(item.key());
+    if (it != state.end()) item.value().copy_(it->second);
+  }
+}
+
+}  // namespace verl::model

@@ -1,0 +1,118 @@
+"""The LibTorch decoder (Qwen2 / Qwen3 / Llama) of verl-cpp, with Hugging Face parameter names.
+
+``CausalLM`` is the policy / reference model (next-token logits); ``ValueModel`` is the critic
+(``score`` head, as ``AutoModelForTokenClassification(num_labels=1)``). Both take HF ``config.json``
+contents and HF state dicts unchanged, so loading is a name lookup. Rollout and training use the
+same C++ module (``verl._C.model.CausalLM``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Mapping
+
+import torch
+
+from verl import _C
+
+__all__ = ["CausalLM", "ValueModel", "KVCache", "load_model_config"]
+
+KVCache = _C.model.KVCache
+
+_DTYPE_NAMES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float64: "float64"}
+
+
+def load_model_config(config: str | os.PathLike | Mapping[str, Any]) -> dict[str, Any]:
+    """A config.json path (or its directory) or dict, validated and normalised (raises ConfigError)."""
+    return _C.model.parse_model_config(json.dumps(_config_dict(config)))
+
+
+def _config_dict(config: str | os.PathLike | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(config, Mapping):
+        return dict(config)
+    if hasattr(config, "to_dict"):  # a transformers PretrainedConfig
+        return config.to_dict()
+    path = os.fspath(config)
+    if os.path.isdir(path):
+        path = os.path.join(path, "config.json")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+class CausalLM:
+    """Decoder-only LM. ``config``: an HF config dict, a transformers config, or a config.json path."""
+
+    _value_head = False
+
+    def __init__(self, config: str | os.PathLike | Mapping[str, Any]) -> None:
+        self._module = _C.model.CausalLM(json.dumps(_config_dict(config)), self._value_head)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self._module.config
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return getattr(torch, self._module.dtype)
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device(self._module.device)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """HF-named parameters; the tensors are the model's own (in-place edits change the model)."""
+        return dict(self._module.state_dict())
+
+    def named_parameters(self):
+        return iter(sorted(self.state_dict().items()))
+
+    def parameters(self):
+        return (p for _, p in self.named_parameters())
+
+    def load_state_dict(self, state_dict: Mapping[str, torch.Tensor], strict: bool = True) -> None:
+        """Copies tensors in by HF name; raises verl.CheckpointError listing bad names."""
+        self._module.load_state_dict(dict(state_dict), strict)
+
+    def to(self, device: str | torch.device | None = None, dtype: torch.dtype | None = None) -> "CausalLM":
+        if isinstance(device, torch.dtype):
+            device, dtype = None, device
+        self._module.to(None if device is None else str(torch.device(device)),
+                        None if dtype is None else _DTYPE_NAMES[dtype])
+        return self
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                position_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """(bs, seq) ids, left padding allowed -> (bs, seq, vocab) logits ((bs, seq) values for ValueModel)."""
+        return self._module.forward(input_ids, attention_mask, position_ids)
+
+    __call__ = forward
+
+    def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                      position_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Final-norm hidden states (bs, seq, hidden)."""
+        return self._module.hidden_states(input_ids, attention_mask, position_ids)
+
+    def forward_packed(self, input_ids: torch.Tensor, cu_seqlens: torch.Tensor) -> torch.Tensor:
+        """Concatenated sequences (total,) with cumulative lengths (n+1,) -> (total, vocab) / (total,)."""
+        return self._module.forward_packed(input_ids, cu_seqlens)
+
+    def new_cache(self, batch_size: int, max_len: int) -> KVCache:
+        return self._module.new_cache(batch_size, max_len)
+
+    def forward_step(self, input_ids: torch.Tensor, cache: KVCache, attention_mask: torch.Tensor | None = None,
+                     positions: torch.Tensor | None = None) -> torch.Tensor:
+        """Appends (bs, new) tokens to the cache and returns their (bs, new, vocab) logits."""
+        return self._module.forward_step(input_ids, cache, attention_mask, positions)
+
+    def gradient_checkpointing_enable(self) -> None:
+        self._module.set_gradient_checkpointing(True)
+
+    def gradient_checkpointing_disable(self) -> None:
+        self._module.set_gradient_checkpointing(False)
+
+
+class ValueModel(CausalLM):
+    """Critic: the decoder with a ``score`` Linear(hidden, 1) head returning (bs, seq) values."""
+
+    _value_head = True

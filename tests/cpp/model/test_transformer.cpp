@@ -1,0 +1,238 @@
+// verl::model: config.json parsing and its errors, HF state-dict names per family, strict loading,
+// and the equivalence of padded, packed and KV-cache forwards; gradients reach every parameter.
+#include <catch2/catch.hpp>
+#include <set>
+#include <string>
+#include <torch/torch.h>
+
+#include "verl/core/error.h"
+#include "verl/model/model_config.h"
+#include "verl/model/transformer.h"
+
+using namespace verl::model;
+
+namespace {
+
+verl::Json tiny_json(const std::string& type) {
+  verl::Json j = {{"model_type", type},        {"vocab_size", 64},          {"hidden_size", 32},
+                  {"intermediate_size", 48},   {"num_hidden_layers", 2},    {"num_attention_heads", 4},
+                  {"num_key_value_heads", 2},  {"rms_norm_eps", 1e-6},      {"rope_theta", 10000.0},
+                  {"max_position_embeddings", 128}, {"tie_word_embeddings", false}};
+  if (type == "qwen3") j["head_dim"] = 16;
+  if (type == "llama")
+    j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                         {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 16}};
+  return j;
+}
+
+std::shared_ptr<CausalLM> tiny_model(const std::string& type, bool tied = false) {
+  verl::Json j = tiny_json(type);
+  j["tie_word_embeddings"] = tied;
+  torch::manual_seed(0);
+  auto m = std::make_shared<CausalLM>(ModelConfig::from_json(j));
+  m->to(torch::kDouble);
+  return m;
+}
+
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+
+}  // namespace
+
+TEST_CASE("ModelConfig parses the families and round-trips", "[model]") {
+  ModelConfig q2 = ModelConfig::from_json(tiny_json("qwen2"));
+  CHECK(q2.qkv_bias);
+  CHECK_FALSE(q2.o_bias);
+  CHECK(q2.head_dim == 8);
+  CHECK_FALSE(q2.qk_norm);
+  ModelConfig q3 = ModelConfig::from_json(tiny_json("qwen3"));
+  CHECK(q3.qk_norm);
+  CHECK(q3.head_dim == 16);
+  CHECK_FALSE(q3.qkv_bias);
+  ModelConfig ll = ModelConfig::from_json(tiny_json("llama"));
+  REQUIRE(ll.rope_scaling.has_value());
+  CHECK(ll.rope_scaling->original_max_position_embeddings == 16);
+  ModelConfig back = ModelConfig::from_json(ll.to_json());
+  CHECK(back.to_json() == ll.to_json());
+  // transformers 5 spelling: rope_parameters carrying rope_theta.
+  verl::Json j5 = tiny_json("qwen2");
+  j5.erase("rope_theta");
+  j5["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 500.0}};
+  j5["eos_token_id"] = verl::Json::array({1, 2});
+  ModelConfig c5 = ModelConfig::from_json(j5);
+  CHECK(c5.rope_theta == 500.0);
+  CHECK(c5.eos_token_ids == std::vector<int64_t>{1, 2});
+}
+
+TEST_CASE("ModelConfig errors name the field and the file", "[model]") {
+  verl::Json j = tiny_json("qwen2");
+  j["model_type"] = "gpt2";
+  CHECK_THROWS_AS(ModelConfig::from_json(j, "x/config.json"), verl::ConfigError);
+  CHECK_THROWS_WITH(ModelConfig::from_json(j, "x/config.json"),
+                    Catch::Contains("gpt2") && Catch::Contains("x/config.json"));
+  j = tiny_json("llama");
+  j.erase("hidden_size");
+  CHECK_THROWS_WITH(ModelConfig::from_json(j, "y/config.json"),
+                    Catch::Contains("hidden_size") && Catch::Contains("y/config.json"));
+  j = tiny_json("llama");
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 2.0}};
+  CHECK_THROWS_AS(ModelConfig::from_json(j), verl::ConfigError);
+  j = tiny_json("llama");
+  j["rope_scaling"].erase("low_freq_factor");
+  CHECK_THROWS_WITH(ModelConfig::from_json(j), Catch::Contains("low_freq_factor"));
+  CHECK_THROWS_AS(ModelConfig::from_file("/nonexistent/config.json"), verl::ConfigError);
+}
+
+TEST_CASE("CausalLM parameter names are the HF state-dict names", "[model]") {
+  auto names = [](const CausalLM& m) {
+    std::set<std::string> out;
+    for (const auto& [k, v] : m.named_state()) out.insert(k);
+    return out;
+  };
+  std::set<std::string> layer0 = {"model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+                                   "model.layers.0.self_attn.v_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+                                   "model.layers.0.mlp.gate_proj.weight",    "model.layers.0.mlp.up_proj.weight",
+                                   "model.layers.0.mlp.down_proj.weight",    "model.layers.0.input_layernorm.weight",
+                                   "model.layers.0.post_attention_layernorm.weight"};
+  auto expected = [&](const std::set<std::string>& extra) {
+    std::set<std::string> out = {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"};
+    for (const auto& n : layer0) {
+      out.insert(n);
+      std::string n1 = n;
+      n1.replace(n1.find(".0."), 3, ".1.");
+      out.insert(n1);
+    }
+    for (const auto& e : extra) {
+      out.insert("model.layers.0." + e);
+      out.insert("model.layers.1." + e);
+    }
+    return out;
+  };
+  CHECK(names(*tiny_model("llama")) == expected({}));
+  CHECK(names(*tiny_model("qwen2")) ==
+        expected({"self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"}));
+  CHECK(names(*tiny_model("qwen3")) == expected({"self_attn.q_norm.weight", "self_attn.k_norm.weight"}));
+  auto tied = names(*tiny_model("llama", true));
+  CHECK(tied.count("lm_head.weight") == 0);
+  CausalLM value(ModelConfig::from_json(tiny_json("qwen2")), HeadKind::kValue);
+  auto vn = names(value);
+  CHECK(vn.count("score.weight") == 1);
+  CHECK(vn.count("lm_head.weight") == 0);
+  CHECK(tiny_model("qwen3")->named_state().at("model.layers.1.self_attn.q_norm.weight").sizes() ==
+        torch::IntArrayRef{16});
+}
+
+TEST_CASE("CausalLM strict load lists missing, unexpected and mismatched names", "[model]") {
+  auto m = tiny_model("qwen2");
+  auto state = m->named_state();
+  auto other = tiny_model("qwen2");
+  other->load_state_dict(state, true);  // a full state loads
+  CHECK(max_diff(other->named_state().at("model.norm.weight"), state.at("model.norm.weight")) == 0.0);
+
+  auto broken = state;
+  broken.erase("model.layers.1.mlp.up_proj.weight");
+  broken["model.layers.9.mlp.up_proj.weight"] = torch::zeros({48, 32});
+  broken["model.norm.weight"] = torch::zeros({7});
+  try {
+    other->load_state_dict(broken, true);
+    FAIL("expected CheckpointError");
+  } catch (const verl::CheckpointError& e) {
+    std::string msg = e.what();
+    CHECK_THAT(msg, Catch::Contains("missing: [model.layers.1.mlp.up_proj.weight]"));
+    CHECK_THAT(msg, Catch::Contains("unexpected: [model.layers.9.mlp.up_proj.weight]"));
+    CHECK_THAT(msg, Catch::Contains("model.norm.weight"));
+  }
+  broken.erase("model.norm.weight");
+  CHECK_NOTHROW(other->load_state_dict(broken, false));  // non-strict skips missing/unexpected
+}
+
+TEST_CASE("CausalLM packed, left-padded and KV-cache forwards agree", "[model]") {
+  for (const std::string type : {"qwen2", "qwen3", "llama"}) {
+    SECTION(type) {
+      auto m = tiny_model(type);
+      torch::NoGradGuard ng;
+      torch::manual_seed(1);
+      const std::vector<int64_t> lens = {5, 9, 3};
+      const int64_t seq = 9;
+      std::vector<torch::Tensor> seqs;
+      for (int64_t l : lens) seqs.push_back(torch::randint(64, {l}, torch::kLong));
+      // Left-padded batch.
+      torch::Tensor ids = torch::zeros({3, seq}, torch::kLong), mask = torch::zeros({3, seq}, torch::kLong);
+      for (int i = 0; i < 3; ++i) {
+        ids[i].narrow(0, seq - lens[i], lens[i]).copy_(seqs[i]);
+        mask[i].narrow(0, seq - lens[i], lens[i]).fill_(1);
+      }
+      torch::Tensor padded = m->forward(ids, mask);
+      REQUIRE(padded.sizes() == torch::IntArrayRef{3, seq, 64});
+      REQUIRE(torch::isfinite(padded).all().item<bool>());
+      torch::Tensor packed = m->forward_packed(torch::cat(seqs), torch::tensor({0, 5, 14, 17}, torch::kLong));
+      REQUIRE(packed.sizes() == torch::IntArrayRef{17, 64});
+      int64_t off = 0;
+      for (int i = 0; i < 3; ++i) {
+        torch::Tensor alone = m->forward(seqs[i].unsqueeze(0))[0];
+        CHECK(max_diff(padded[i].narrow(0, seq - lens[i], lens[i]), alone) < 1e-10);
+        CHECK(max_diff(packed.narrow(0, off, lens[i]), alone) < 1e-10);
+        off += lens[i];
+      }
+      // KV cache: prefill the left-padded prompts, then decode 4 tokens one at a time, and compare
+      // each step with the full forward of prompt + tokens so far.
+      KVCache cache = m->new_cache(3, seq + 4);
+      torch::Tensor step = m->forward_step(ids, cache, mask);
+      CHECK(max_diff(step.masked_select(mask.unsqueeze(-1).to(torch::kBool)),
+                     padded.masked_select(mask.unsqueeze(-1).to(torch::kBool))) < 1e-10);
+      torch::Tensor all_ids = ids, all_mask = mask;
+      for (int t = 0; t < 4; ++t) {
+        torch::Tensor next = torch::randint(64, {3, 1}, torch::kLong);
+        step = m->forward_step(next, cache);
+        all_ids = torch::cat({all_ids, next}, 1);
+        all_mask = torch::cat({all_mask, torch::ones({3, 1}, torch::kLong)}, 1);
+        torch::Tensor full = m->forward(all_ids, all_mask);
+        CHECK(max_diff(step.squeeze(1), full.select(1, -1)) < 1e-10);
+      }
+      CHECK(cache.length == seq + 4);
+      CHECK(torch::equal(cache.num_tokens(), torch::tensor({9, 13, 7}, torch::kLong)));
+      CHECK_THROWS_AS(m->forward_step(torch::zeros({3, 1}, torch::kLong), cache), verl::InvalidArgument);
+    }
+  }
+}
+
+TEST_CASE("CausalLM gradients reach every parameter, with and without checkpointing", "[model]") {
+  for (const std::string type : {"qwen2", "qwen3", "llama"}) {
+    auto m = tiny_model(type);
+    torch::manual_seed(2);
+    torch::Tensor ids = torch::randint(64, {2, 6}, torch::kLong);
+    torch::Tensor mask = torch::ones({2, 6}, torch::kLong);
+    mask[0][0] = 0;
+    m->forward(ids, mask).log_softmax(-1).mean().backward();
+    std::map<std::string, torch::Tensor> grads;
+    for (const auto& [name, p] : m->named_state()) {
+      INFO(type << " " << name);
+      REQUIRE(p.grad().defined());
+      CHECK(torch::isfinite(p.grad()).all().item<bool>());
+      CHECK(p.grad().abs().sum().item<double>() > 0);
+      grads[name] = p.grad().clone();
+      p.mutable_grad().zero_();
+    }
+    m->set_gradient_checkpointing(true);
+    m->forward(ids, mask).log_softmax(-1).mean().backward();
+    for (const auto& [name, p] : m->named_state()) {
+      INFO(type << " checkpointed " << name);
+      CHECK(max_diff(p.grad(), grads.at(name)) < 1e-12);
+    }
+  }
+  // Value head.
+  torch::manual_seed(0);
+  CausalLM v(ModelConfig::from_json(tiny_json("qwen3")), HeadKind::kValue);
+  torch::Tensor values = v.forward(torch::randint(64, {2, 5}, torch::kLong));
+  CHECK(values.sizes() == torch::IntArrayRef{2, 5});
+  values.sum().backward();
+  CHECK(v.score->weight.grad().defined());
+}
+
+TEST_CASE("CausalLM runs in bf16 with finite logits", "[model]") {
+  auto m = tiny_model("qwen3");
+  m->to(torch::kBFloat16);
+  torch::NoGradGuard ng;
+  torch::Tensor logits = m->forward(torch::randint(64, {2, 7}, torch::kLong));
+  CHECK(logits.scalar_type() == torch::kBFloat16);
+  CHECK(torch::isfinite(logits).all().item<bool>());
+}
