@@ -10,4 +10,5 @@ void register_errors(py::module_& m);  // errors.cpp: C++ exception classes -> v
 void register_config(py::module_& m);  // config.cpp: verl::Config
 void register_data(py::module_& m);    // data.cpp: verl::DataProto and row plans
 void register_algo(py::module_& m);    // algo.cpp: verl/algo (functional, advantages, losses, KL)
+void register_tokenizer(py::module_& m);  // tokenizer.cpp: verl::tokenizer (Tokenizer, render_chatml)
 }  // namespace verl::bindings

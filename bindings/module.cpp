@@ -10,4 +10,5 @@ PYBIND11_MODULE(_C, m) {
   verl::bindings::register_config(m);
   verl::bindings::register_data(m);
   verl::bindings::register_algo(m);
+  verl::bindings::register_tokenizer(m);
 }
