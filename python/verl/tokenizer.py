@@ -48,11 +48,20 @@ class Tokenizer:
 
     # -- ids <-> text -----------------------------------------------------------------------
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
-        return self._cpp.encode(text, add_special_tokens)
+        try:
+            return self._cpp.encode(text, add_special_tokens)
+        except TypeError:
+            _check_texts([text])
+            raise
 
     def batch_encode(self, texts: Iterable[str], add_special_tokens: bool = True) -> list[list[int]]:
         """``encode`` of every text; large batches are spread over threads in C++."""
-        return self._cpp.encode_batch(list(texts), add_special_tokens)
+        texts = list(texts)
+        try:
+            return self._cpp.encode_batch(texts, add_special_tokens)
+        except TypeError:
+            _check_texts(texts)
+            raise
 
     def decode(self, ids: Any, skip_special_tokens: bool = False) -> str:
         """Ids (a list, numpy array or tensor) -> text; invalid UTF-8 becomes U+FFFD as in HF."""
@@ -128,14 +137,16 @@ class Tokenizer:
         documents: Sequence[Mapping[str, Any]] | None = None,
         chat_template: str | None = None,
         continue_final_message: bool | str = False,
+        return_dict: bool = False,
         **kwargs: Any,
-    ) -> str | list[int] | list[str] | list[list[int]]:
+    ) -> str | list[int] | list[str] | list[list[int]] | dict[str, Any]:
         """Renders messages with the chat template as transformers' ``apply_chat_template`` does.
 
         Extra keyword arguments reach the template (e.g. Qwen3's ``enable_thinking=False``), after
         the special tokens (``bos_token``, ``eos_token``, ...). ``tokenize=True`` returns the ids of
-        the rendered text, encoded without adding special tokens. A list of conversations gives a
-        list of results. ``tools`` are JSON-schema dicts.
+        the rendered text, encoded without adding special tokens (with ``return_dict=True``:
+        ``{"input_ids": ..., "attention_mask": ...}``, transformers' default in v5). A list of
+        conversations gives a list of results. ``tools`` are JSON-schema dicts.
         """
         template = self._get_chat_template(chat_template, tools)
         if isinstance(conversation, (list, tuple)) and len(conversation) == 0:
@@ -162,6 +173,10 @@ class Tokenizer:
         ]
         if tokenize:
             ids = self._cpp.encode_batch(rendered, False)
+            if return_dict:
+                masks = [[1] * len(row) for row in ids]
+                return {"input_ids": ids, "attention_mask": masks} if batched else {"input_ids": ids[0],
+                                                                                   "attention_mask": masks[0]}
             return ids if batched else ids[0]
         return rendered if batched else rendered[0]
 
@@ -185,9 +200,19 @@ class Tokenizer:
         return f"verl.Tokenizer(vocab_size={self.vocab_size}, len={len(self)}, eos_token={self.eos_token!r})"
 
 
+def _check_texts(texts: list[Any]) -> None:
+    # pybind11 reports a str it cannot convert only as "incompatible function arguments"; say why.
+    for text in texts:
+        if not isinstance(text, str):
+            raise TypeError(f"expected str, got {type(text).__name__}")
+        text.encode("utf-8")  # raises UnicodeEncodeError for lone surrogates
+
+
 def _id_list(ids: Any) -> list[int]:
     if hasattr(ids, "tolist"):  # torch.Tensor, numpy.ndarray
         ids = ids.tolist()
+    if isinstance(ids, int):
+        return [ids]
     return [int(i) for i in ids]
 
 

@@ -183,9 +183,15 @@ class ByteLevelPreTokenizer final : public PreTokenizer {
       }
       const auto emit = [&](std::size_t start, std::size_t end) {
         if (end <= start) return;
-        std::string mapped;
-        mapped.reserve((end - start) * 2);
-        for (std::size_t i = start; i < end; ++i) mapped += map.to_char[static_cast<unsigned char>((*source)[i])];
+        // Every mapped character is 1 or 2 bytes of UTF-8: write them into a presized string.
+        std::string mapped((end - start) * 2, '\0');
+        std::size_t n = 0;
+        for (std::size_t i = start; i < end; ++i) {
+          const std::string& c = map.to_char[static_cast<unsigned char>((*source)[i])];
+          mapped[n++] = c[0];
+          if (c.size() == 2) mapped[n++] = c[1];
+        }
+        mapped.resize(n);
         out.push_back(std::move(mapped));
       };
       if (!use_regex_) {

@@ -266,6 +266,13 @@ struct Tokenizer::Impl {
     for (int i = 0; i < nfc_steps; ++i) out = unicode::nfc(out);
     return out;
   }
+  // The text to tokenize for a raw segment: the segment itself unless normalization changes it
+  // (the common case), so that it need not be copied.
+  std::string_view normalized_view(std::string_view text, std::string& storage) const {
+    if (nfc_steps == 0 || unicode::nfc_quick_check(text)) return text;
+    storage = normalize(text);
+    return storage;
+  }
 
   std::optional<std::int32_t> token_to_id(std::string_view token) const {
     if (const auto it = added_to_id.find(token); it != added_to_id.end()) return it->second;
@@ -380,6 +387,7 @@ struct Tokenizer::Impl {
     ids.reserve(text.size() / 3 + 4);
     std::vector<Segment> raw_segments, segments;
     std::vector<std::string> pieces;
+    std::string storage;
     find_matches(text, raw_trie, raw_segments);
     for (const Segment& raw : raw_segments) {
       if (raw.id >= 0) {
@@ -387,13 +395,13 @@ struct Tokenizer::Impl {
         continue;
       }
       if (raw.end <= raw.start) continue;
-      const std::string normalized = normalize(text.substr(raw.start, raw.end - raw.start));
+      const std::string_view normalized = normalized_view(text.substr(raw.start, raw.end - raw.start), storage);
       find_matches(normalized, normalized_trie, segments);
       for (const Segment& seg : segments) {
         if (seg.id >= 0) {
           ids.push_back(seg.id);
         } else if (seg.end > seg.start) {
-          tokenize_plain(std::string_view(normalized).substr(seg.start, seg.end - seg.start), ids, pieces);
+          tokenize_plain(normalized.substr(seg.start, seg.end - seg.start), ids, pieces);
         }
       }
     }

@@ -166,21 +166,21 @@ std::string utf8_lossy(std::string_view bytes) {
   return out;
 }
 
-std::string nfc(std::string_view text) {
-  // Most text (ASCII, CJK, precomposed Latin) is already NFC: leave it untouched without decoding.
-  bool stable = true;
+bool nfc_quick_check(std::string_view text) {
+  // Most text (ASCII, CJK, precomposed Latin) is already NFC: no character in it can change.
   for (std::size_t pos = 0; pos < text.size();) {
-    if (static_cast<unsigned char>(text[pos]) < 0x80) {
-      ++pos;
+    if (static_cast<unsigned char>(text[pos]) < 0xCC) {  // below U+0300 (lead bytes < 0xCC)
+      pos += utf8_length(static_cast<unsigned char>(text[pos]));
       continue;
     }
     const char32_t cp = next_codepoint(text, pos);
-    if (cp >= 0x300 && in_ranges(tables::kNfcUnstable, tables::kNfcUnstable_size, cp)) {
-      stable = false;
-      break;
-    }
+    if (in_ranges(tables::kNfcUnstable, tables::kNfcUnstable_size, cp)) return false;
   }
-  if (stable) return std::string(text);
+  return true;
+}
+
+std::string nfc(std::string_view text) {
+  if (nfc_quick_check(text)) return std::string(text);
 
   std::u32string decomposed;
   decomposed.reserve(text.size());

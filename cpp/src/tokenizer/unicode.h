@@ -30,6 +30,8 @@ std::size_t find_invalid_utf8(std::string_view text);
 // maximal prefix of a valid sequence that cannot be completed becomes one U+FFFD.
 std::string utf8_lossy(std::string_view bytes);
 
+// True when NFC leaves text unchanged for certain (a quick scan; false means "maybe").
+bool nfc_quick_check(std::string_view text);
 // Unicode NFC with the character data HF's NFC normalizer has (Unicode 9.0); input valid UTF-8.
 std::string nfc(std::string_view text);
 

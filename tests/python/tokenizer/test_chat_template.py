@@ -84,6 +84,8 @@ def test_tokenized_template_matches_transformers(pair, name):
     expected = hf.apply_chat_template(messages, tokenize=True, return_dict=False, add_generation_prompt=True,
                                       tools=[WEATHER_TOOL])
     assert ours.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, tools=[WEATHER_TOOL]) == expected
+    as_dict = hf.apply_chat_template(messages, tokenize=True, return_dict=True, add_generation_prompt=True)
+    assert ours.apply_chat_template(messages, tokenize=True, return_dict=True, add_generation_prompt=True) == dict(as_dict)
 
 
 def test_batched_conversations(pair):
