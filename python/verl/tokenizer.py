@@ -181,10 +181,11 @@ class Tokenizer:
         return rendered if batched else rendered[0]
 
     def _get_chat_template(self, chat_template: str | None, tools: Any) -> str:
-        # transformers' get_chat_template: a named template, the tool_use one when tools are
-        # given, else the default.
+        # transformers' get_chat_template: with several templates, a named one, the tool_use one
+        # when tools are given, else the default; with one, the argument is template text.
         if chat_template is not None:
-            return self._templates.get(chat_template, chat_template)
+            several = list(self._templates) != ["default"]
+            return self._templates.get(chat_template, chat_template) if several else chat_template
         if tools is not None and "tool_use" in self._templates:
             return self._templates["tool_use"]
         if "default" in self._templates:

@@ -288,6 +288,13 @@ struct Tokenizer::Impl {
 
   // HF's AddedVocabulary::add_tokens for the file's list, then refresh_added_tokens.
   void add_tokens(const std::vector<AddedToken>& tokens) {
+    // A token equal (content and flags) to one already stored is skipped, as HF does.
+    const auto key = [](const AddedToken& t) {
+      return t.content + '\0' + char('0' + t.single_word) + char('0' + t.lstrip) + char('0' + t.rstrip) +
+             char('0' + t.normalized) + char('0' + t.special);
+    };
+    std::unordered_set<std::string> stored_keys;
+    std::optional<std::int32_t> max_added;  // ids only ever grow, so a running maximum will do
     std::vector<const AddedToken*> special_list, plain_list;
     for (const AddedToken& token : tokens) {
       if (token.special && !token.content.empty() && special_contents.insert(token.content).second) {
@@ -295,20 +302,13 @@ struct Tokenizer::Impl {
       }
     }
     for (const AddedToken& token : tokens) {
-      if (token.content.empty()) continue;
-      const bool duplicate = std::any_of(added.begin(), added.end(), [&](const AddedToken& t) {
-        return t.content == token.content && t.single_word == token.single_word && t.lstrip == token.lstrip &&
-               t.rstrip == token.rstrip && t.normalized == token.normalized && t.special == token.special;
-      });
-      if (duplicate) continue;
+      if (token.content.empty() || stored_keys.count(key(token)) != 0) continue;
       std::int32_t id = 0;
       if (const auto existing = token_to_id(token.content)) {
         id = *existing;
       } else {
         // The next id after the model vocab and the added tokens so far (HF ignores the file's id).
         const auto model_size = static_cast<std::int32_t>(model->vocab_size());
-        std::optional<std::int32_t> max_added;
-        for (const auto& [content, other] : added_to_id) max_added = std::max(max_added.value_or(other), other);
         if (!max_added) {
           id = model_size;
         } else {
@@ -316,14 +316,17 @@ struct Tokenizer::Impl {
         }
       }
       added_to_id[token.content] = id;
+      max_added = std::max(max_added.value_or(id), id);
       AddedToken stored = token;
       stored.id = id;
       if (const auto it = id_to_added.find(id); it != id_to_added.end()) {
+        stored_keys.erase(key(added[it->second]));
         added[it->second] = stored;
       } else {
         id_to_added[id] = added.size();
         added.push_back(stored);
       }
+      stored_keys.insert(key(stored));
       if (special_contents.count(token.content) == 0) plain_list.push_back(&token);
     }
     // Patterns: special tokens first, then the others, each in file order.

@@ -167,3 +167,22 @@ def test_errors(pair, tmp_path):
     assert no_template.eos_token_id is None and no_template.chat_template is None
     with pytest.raises(ValueError, match="no chat template"):
         no_template.apply_chat_template(CONVERSATIONS["user_only"])
+
+
+def test_named_templates_are_chosen_as_transformers_chooses(tmp_path):
+    (tmp_path / "tokenizer.json").write_text('{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}}')
+    (tmp_path / "tokenizer_config.json").write_text(
+        '{"eos_token": "a", "chat_template": [{"name": "default", "template": "D{{ eos_token }}"},'
+        ' {"name": "tool_use", "template": "T{{ tools | length }}"}, {"name": "rag", "template": "R"}]}')
+    tok = verl.load_tokenizer(tmp_path)
+    messages = [{"role": "user", "content": "x"}]
+    assert tok.chat_template == {"default": "D{{ eos_token }}", "tool_use": "T{{ tools | length }}", "rag": "R"}
+    assert tok.apply_chat_template(messages) == "Da"
+    assert tok.apply_chat_template(messages, tools=[WEATHER_TOOL]) == "T1"
+    assert tok.apply_chat_template(messages, chat_template="rag") == "R"
+    assert tok.apply_chat_template(messages, chat_template="literal {{ 1 + 1 }}") == "literal 2"
+    # A chat_template.jinja beside the tokenizer replaces the config's templates.
+    (tmp_path / "chat_template.jinja").write_text("J")
+    single = verl.load_tokenizer(tmp_path)
+    assert single.chat_template == "J"
+    assert single.apply_chat_template(messages, chat_template="rag") == "rag"  # one template: text, not a name
