@@ -84,22 +84,23 @@ BpeModel::BpeModel(const JsonTree& model, const std::string& file) : cache_(std:
   const JsonTree& merges = model["merges"];
   merges_.reserve(merges.size());
   std::uint32_t rank = 0;
+  std::string merged;
   for (std::size_t i = 0; i < merges.size(); ++i) {
     const JsonTree& m = merges[i];
-    std::string left, right;
+    std::string_view left, right;
     if (m.is_string()) {
       const std::string& line = m.get_ref<const std::string&>();
       if (line.rfind("#version", 0) == 0) continue;
       const std::size_t space = line.find(' ');
       VERL_CHECK_AS(CheckpointError, space != std::string::npos && line.find(' ', space + 1) == std::string::npos, file,
                     ": model.merges[", i, "] = '", line, "' is not two tokens separated by one space");
-      left = line.substr(0, space);
-      right = line.substr(space + 1);
+      left = std::string_view(line).substr(0, space);
+      right = std::string_view(line).substr(space + 1);
     } else {
       VERL_CHECK_AS(CheckpointError, m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string(), file,
                     ": model.merges[", i, "] must be \"a b\" or [\"a\", \"b\"], got ", m.dump());
-      left = m[0].get<std::string>();
-      right = m[1].get<std::string>();
+      left = m[0].get_ref<const std::string&>();
+      right = m[1].get_ref<const std::string&>();
     }
     const auto left_id = token_to_id(left);
     const auto right_id = token_to_id(right);
@@ -107,7 +108,8 @@ BpeModel::BpeModel(const JsonTree& model, const std::string& file) : cache_(std:
                   "', which is not in model.vocab");
     VERL_CHECK_AS(CheckpointError, right.size() >= continuing_subword_prefix_.size(), file, ": model.merges[", i,
                   "]: '", right, "' is shorter than continuing_subword_prefix");
-    const std::string merged = left + right.substr(continuing_subword_prefix_.size());
+    merged.assign(left);
+    merged.append(right.substr(continuing_subword_prefix_.size()));
     const auto merged_id = token_to_id(merged);
     VERL_CHECK_AS(CheckpointError, merged_id.has_value(), file, ": model.merges[", i, "] makes '", merged,
                   "', which is not in model.vocab");
