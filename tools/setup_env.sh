@@ -6,7 +6,7 @@ set -euo pipefail
 
 VENV=${VENV:-$HOME/.cache/verl-cpp/venv}
 PYTHON=${PYTHON:-python3}
-APT_PACKAGES=(build-essential cmake ninja-build ccache git catch2 nlohmann-json3-dev libyaml-cpp-dev)
+APT_PACKAGES=(build-essential cmake ninja-build ccache git catch2 nlohmann-json3-dev libyaml-cpp-dev libpcre2-dev pkg-config)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 

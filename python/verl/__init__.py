@@ -13,6 +13,7 @@ from ._C import __version__
 from .config import Config, load_config
 from .errors import *  # noqa: F403  (every exception class, listed in errors.__all__)
 from .protocol import DataProto, DataProtoItem
+from .tokenizer import Tokenizer, load_tokenizer
 
 #: Directory to put on CMAKE_PREFIX_PATH for ``find_package(verl)`` (the C++ SDK shipped in the wheel).
 cmake_prefix_path = _os.path.join(_os.path.dirname(__file__), "lib", "cmake")
@@ -24,6 +25,8 @@ __all__ = [
     "load_config",
     "DataProto",
     "DataProtoItem",
+    "Tokenizer",
+    "load_tokenizer",
     "errors",
     *errors.__all__,
 ]

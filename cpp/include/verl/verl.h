@@ -14,3 +14,4 @@
 #include "verl/core/version.h"
 #include "verl/data/data_proto.h"
 #include "verl/data/row_plan.h"
+#include "verl/tokenizer/tokenizer.h"

@@ -1,0 +1,728 @@
+// verl::tokenizer::Tokenizer: loading tokenizer.json (+ tokenizer_config.json), the encode pipeline
+// (added tokens -> normalizer -> pre-tokenizer -> BPE -> post-processor) and decoding.
+#include "verl/tokenizer/tokenizer.h"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "tokenizer/bpe.h"
+#include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/unicode.h"
+#include "verl/core/error.h"
+#include "verl/core/json.h"
+
+namespace verl::tokenizer {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  VERL_CHECK_AS(CheckpointError, in.good(), "cannot read tokenizer file '", path.string(), "'");
+  std::ostringstream content;
+  content << in.rdbuf();
+  VERL_CHECK_AS(CheckpointError, !in.bad(), "error while reading tokenizer file '", path.string(), "'");
+  return content.str();
+}
+
+template <typename J>
+J parse_json(std::string_view text, const std::string& file) {
+  try {
+    return J::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    VERL_FAIL(CheckpointError, file, ": malformed JSON: ", e.what());
+  }
+}
+
+// ---- normalizer ------------------------------------------------------------------------------
+
+// The normalizer as the list of NFC steps it flattens to (Sequence nests, null is empty).
+void parse_normalizer(const JsonTree& config, const std::string& file, const std::string& field, int& nfc_steps) {
+  if (config.is_null()) return;
+  VERL_CHECK_AS(CheckpointError, config.is_object() && config.contains("type") && config["type"].is_string(), file,
+                ": ", field, " must be null or an object with a \"type\"");
+  const std::string type = config["type"].get<std::string>();
+  if (type == "NFC") {
+    ++nfc_steps;
+  } else if (type == "Sequence") {
+    VERL_CHECK_AS(CheckpointError, config.contains("normalizers") && config["normalizers"].is_array(), file, ": ",
+                  field, ".normalizers must be an array");
+    for (std::size_t i = 0; i < config["normalizers"].size(); ++i) {
+      parse_normalizer(config["normalizers"][i], file, field + ".normalizers[" + std::to_string(i) + "]", nfc_steps);
+    }
+  } else {
+    VERL_FAIL(InvalidArgument, file, ": ", field, ".type '", type, "' is not supported (supported normalizers: NFC, Sequence)");
+  }
+}
+
+// ---- added tokens ----------------------------------------------------------------------------
+
+// Byte trie over added-token patterns; longest match at the leftmost position, like the
+// LeftmostLongest Aho-Corasick automaton HF uses.
+class Trie {
+ public:
+  void insert(std::string_view pattern, std::int32_t id) {
+    if (pattern.empty()) return;
+    std::size_t node = 0;
+    for (unsigned char b : pattern) {
+      const auto it = std::find_if(nodes_[node].children.begin(), nodes_[node].children.end(),
+                                   [b](const auto& child) { return child.first == b; });
+      if (it != nodes_[node].children.end()) {
+        node = it->second;
+      } else {
+        nodes_.emplace_back();
+        nodes_[node].children.emplace_back(b, nodes_.size() - 1);
+        node = nodes_.size() - 1;
+      }
+    }
+    if (nodes_[node].id < 0) nodes_[node].id = id;  // the first pattern wins among equal ones
+    first_bytes_[static_cast<unsigned char>(pattern[0])] = true;
+  }
+  bool empty() const { return nodes_.size() == 1; }
+
+  // The longest pattern starting at text[pos]: (length, id), or length 0.
+  std::pair<std::size_t, std::int32_t> longest_at(std::string_view text, std::size_t pos) const {
+    if (!first_bytes_[static_cast<unsigned char>(text[pos])]) return {0, -1};
+    std::pair<std::size_t, std::int32_t> best{0, -1};
+    std::size_t node = 0;
+    for (std::size_t i = pos; i < text.size(); ++i) {
+      const auto b = static_cast<unsigned char>(text[i]);
+      const auto& children = nodes_[node].children;
+      const auto it = std::find_if(children.begin(), children.end(), [b](const auto& child) { return child.first == b; });
+      if (it == children.end()) break;
+      node = it->second;
+      if (nodes_[node].id >= 0) best = {i + 1 - pos, nodes_[node].id};
+    }
+    return best;
+  }
+
+ private:
+  struct Node {
+    std::vector<std::pair<unsigned char, std::size_t>> children;
+    std::int32_t id = -1;
+  };
+  std::vector<Node> nodes_{Node{}};
+  std::array<bool, 256> first_bytes_{};
+};
+
+struct Segment {
+  std::size_t start;
+  std::size_t end;
+  std::int32_t id;  // -1: text to tokenize
+};
+
+bool ends_with_word(std::string_view text) { return !text.empty() && unicode::is_word_char(unicode::last_codepoint(text)); }
+bool starts_with_word(std::string_view text) {
+  std::size_t pos = 0;
+  return !text.empty() && unicode::is_word_char(unicode::next_codepoint(text, pos));
+}
+// Start of the whitespace run that ends `text` (text.size() if none).
+std::size_t trailing_space_start(std::string_view text) {
+  std::size_t start = text.size();
+  while (start > 0) {
+    std::size_t begin = start - 1;
+    while (begin > 0 && (static_cast<unsigned char>(text[begin]) & 0xC0) == 0x80) --begin;
+    std::size_t pos = begin;
+    if (!unicode::is_white_space(unicode::next_codepoint(text, pos))) break;
+    start = begin;
+  }
+  return start;
+}
+// Length of the whitespace run that starts `text`.
+std::size_t leading_space_length(std::string_view text) {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t next = pos;
+    if (!unicode::is_white_space(unicode::next_codepoint(text, next))) break;
+    pos = next;
+  }
+  return pos;
+}
+
+// ---- post-processor ------------------------------------------------------------------------
+
+// A post-processor as the ids it puts around a single sequence; a Sequence applies its steps in
+// order, each wrapping the result of the previous one.
+struct Wrap {
+  std::vector<std::int32_t> before;
+  std::vector<std::int32_t> after;
+};
+
+std::pair<std::string, std::int32_t> token_and_id(const JsonTree& value, const std::string& file, const std::string& field) {
+  VERL_CHECK_AS(CheckpointError,
+                value.is_array() && value.size() == 2 && value[0].is_string() && value[1].is_number_integer(), file,
+                ": ", field, " must be [token, id]");
+  return {value[0].get<std::string>(), value[1].get<std::int32_t>()};
+}
+
+void parse_post_processor(const JsonTree& config, const std::string& file, const std::string& field, std::vector<Wrap>& wraps) {
+  if (config.is_null()) return;
+  VERL_CHECK_AS(CheckpointError, config.is_object() && config.contains("type") && config["type"].is_string(), file,
+                ": ", field, " must be null or an object with a \"type\"");
+  const std::string type = config["type"].get<std::string>();
+  if (type == "ByteLevel") return;  // only adjusts offsets
+  if (type == "Sequence") {
+    VERL_CHECK_AS(CheckpointError, config.contains("processors") && config["processors"].is_array(), file, ": ", field,
+                  ".processors must be an array");
+    for (std::size_t i = 0; i < config["processors"].size(); ++i) {
+      parse_post_processor(config["processors"][i], file, field + ".processors[" + std::to_string(i) + "]", wraps);
+    }
+    return;
+  }
+  if (type == "BertProcessing" || type == "RobertaProcessing") {
+    VERL_CHECK_AS(CheckpointError, config.contains("cls") && config.contains("sep"), file, ": ", field,
+                  " needs \"cls\" and \"sep\"");
+    wraps.push_back(Wrap{{token_and_id(config["cls"], file, field + ".cls").second},
+                         {token_and_id(config["sep"], file, field + ".sep").second}});
+    return;
+  }
+  if (type == "TemplateProcessing") {
+    VERL_CHECK_AS(CheckpointError, config.contains("single") && config["single"].is_array(), file, ": ", field,
+                  ".single must be an array");
+    const JsonTree specials = config.value("special_tokens", JsonTree::object());
+    Wrap wrap;
+    bool seen_sequence = false;
+    for (std::size_t i = 0; i < config["single"].size(); ++i) {
+      const JsonTree& piece = config["single"][i];
+      const std::string where = field + ".single[" + std::to_string(i) + "]";
+      if (piece.contains("Sequence")) {
+        VERL_CHECK(!seen_sequence, file, ": ", where, ": a single-sequence template may use its sequence only once");
+        seen_sequence = true;
+        continue;
+      }
+      VERL_CHECK_AS(CheckpointError, piece.contains("SpecialToken") && piece["SpecialToken"].contains("id"), file, ": ",
+                    where, " must be {\"Sequence\": ...} or {\"SpecialToken\": ...}");
+      const std::string name = piece["SpecialToken"]["id"].get<std::string>();
+      VERL_CHECK_AS(CheckpointError, specials.contains(name) && specials[name].contains("ids"), file, ": ", field,
+                    ".special_tokens has no entry '", name, "'");
+      auto& target = seen_sequence ? wrap.after : wrap.before;
+      for (const JsonTree& id : specials[name]["ids"]) target.push_back(id.get<std::int32_t>());
+    }
+    wraps.push_back(std::move(wrap));
+    return;
+  }
+  VERL_FAIL(InvalidArgument, file, ": ", field, ".type '", type,
+            "' is not supported (supported post-processors: ByteLevel, TemplateProcessing, BertProcessing, "
+            "RobertaProcessing, Sequence)");
+}
+
+bool get_flag(const JsonTree& entry, const char* key, bool fallback, const std::string& file, const std::string& field) {
+  if (!entry.contains(key) || entry[key].is_null()) return fallback;
+  VERL_CHECK_AS(CheckpointError, entry[key].is_boolean(), file, ": ", field, ".", key, " must be a boolean");
+  return entry[key].get<bool>();
+}
+
+// A special-token value of tokenizer_config.json: "text" or {"content": "text", ...}.
+template <typename J>
+std::optional<std::string> token_content(const J& value) {
+  if (value.is_string()) return value.template get<std::string>();
+  if (value.is_object() && value.contains("content") && value["content"].is_string()) {
+    return value["content"].template get<std::string>();
+  }
+  return std::nullopt;
+}
+
+constexpr const char* kNamedSpecialTokens[] = {"bos_token", "eos_token", "unk_token", "sep_token",
+                                               "pad_token", "cls_token", "mask_token"};
+
+}  // namespace
+
+// ---- Impl ----------------------------------------------------------------------------------
+
+struct Tokenizer::Impl {
+  std::string file;  // for messages
+  std::unique_ptr<BpeModel> model;
+  int nfc_steps = 0;
+  std::unique_ptr<PreTokenizer> pre_tokenizer;
+  std::vector<Wrap> post_processor;
+  bool byte_level_decoder = false;
+
+  // Added vocabulary, as HF's AddedVocabulary keeps it.
+  std::vector<AddedToken> added;                              // by id order of first assignment
+  std::unordered_map<std::string, std::int32_t, StringHash, std::equal_to<>> added_to_id;  // content -> id
+  std::unordered_map<std::int32_t, std::size_t> id_to_added;  // id -> index in `added`
+  std::unordered_set<std::string> special_contents;
+  Trie raw_trie;         // tokens with normalized=false, matched on the raw text
+  Trie normalized_trie;  // tokens with normalized=true, matched on the normalized text
+
+  std::vector<std::pair<std::string, std::string>> special_tokens;  // special_tokens_map
+  std::vector<std::pair<std::string, std::string>> templates;
+
+  // Parses tokenizer.json (and the config, if any); `file`/`config_file` name them in errors.
+  static std::shared_ptr<Impl> load(std::string_view tokenizer_json, const std::string& file, const Json* config,
+                                    const std::string& config_file);
+
+  std::string normalize(std::string_view text) const {
+    std::string out(text);
+    for (int i = 0; i < nfc_steps; ++i) out = unicode::nfc(out);
+    return out;
+  }
+  // The text to tokenize for a raw segment: the segment itself unless normalization changes it
+  // (the common case), so that it need not be copied.
+  std::string_view normalized_view(std::string_view text, std::string& storage) const {
+    if (nfc_steps == 0 || unicode::nfc_quick_check(text)) return text;
+    storage = normalize(text);
+    return storage;
+  }
+
+  std::optional<std::int32_t> token_to_id(std::string_view token) const {
+    if (const auto it = added_to_id.find(token); it != added_to_id.end()) return it->second;
+    return model->token_to_id(token);
+  }
+
+  const std::string* id_to_token(std::int32_t id) const {
+    if (const auto it = id_to_added.find(id); it != id_to_added.end()) return &added[it->second].content;
+    return model->id_to_token(id);
+  }
+
+  const AddedToken& added_by_id(std::int32_t id) const { return added[id_to_added.at(id)]; }
+
+  // HF's AddedVocabulary::add_tokens for the file's list, then refresh_added_tokens.
+  void add_tokens(const std::vector<AddedToken>& tokens) {
+    // A token equal (content and flags) to one already stored is skipped, as HF does.
+    const auto key = [](const AddedToken& t) {
+      return t.content + '\0' + char('0' + t.single_word) + char('0' + t.lstrip) + char('0' + t.rstrip) +
+             char('0' + t.normalized) + char('0' + t.special);
+    };
+    std::unordered_set<std::string> stored_keys;
+    std::optional<std::int32_t> max_added;  // ids only ever grow, so a running maximum will do
+    std::vector<const AddedToken*> special_list, plain_list;
+    for (const AddedToken& token : tokens) {
+      if (token.special && !token.content.empty() && special_contents.insert(token.content).second) {
+        special_list.push_back(&token);
+      }
+    }
+    for (const AddedToken& token : tokens) {
+      if (token.content.empty() || stored_keys.count(key(token)) != 0) continue;
+      std::int32_t id = 0;
+      if (const auto existing = token_to_id(token.content)) {
+        id = *existing;
+      } else {
+        // The next id after the model vocab and the added tokens so far (HF ignores the file's id).
+        const auto model_size = static_cast<std::int32_t>(model->vocab_size());
+        if (!max_added) {
+          id = model_size;
+        } else {
+          id = (*max_added >= model_size || model_size == 0) ? *max_added + 1 : model_size;
+        }
+      }
+      added_to_id[token.content] = id;
+      max_added = std::max(max_added.value_or(id), id);
+      AddedToken stored = token;
+      stored.id = id;
+      if (const auto it = id_to_added.find(id); it != id_to_added.end()) {
+        stored_keys.erase(key(added[it->second]));
+        added[it->second] = stored;
+      } else {
+        id_to_added[id] = added.size();
+        added.push_back(stored);
+      }
+      stored_keys.insert(key(stored));
+      if (special_contents.count(token.content) == 0) plain_list.push_back(&token);
+    }
+    // Patterns: special tokens first, then the others, each in file order.
+    for (const auto* list : {&special_list, &plain_list}) {
+      for (const AddedToken* token : *list) {
+        const std::int32_t id = *token_to_id(token->content);
+        if (token->normalized) {
+          normalized_trie.insert(normalize(token->content), id);
+        } else {
+          raw_trie.insert(token->content, id);
+        }
+      }
+    }
+  }
+
+  // HF's AddedVocabulary::find_matches: added tokens and the text between them.
+  void find_matches(std::string_view text, const Trie& trie, std::vector<Segment>& out) const {
+    out.clear();
+    if (text.empty() || trie.empty()) {
+      out.push_back(Segment{0, text.size(), -1});
+      return;
+    }
+    std::size_t start_offset = 0;
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+      const auto [length, id] = trie.longest_at(text, pos);
+      if (length == 0) {
+        ++pos;
+        continue;
+      }
+      std::size_t start = pos, stop = pos + length;
+      pos = stop;  // the automaton resumes after the raw match, whatever stripping does
+      const AddedToken& token = added_by_id(id);
+      if (token.single_word) {
+        const bool start_space = start == 0 || !ends_with_word(text.substr(0, start));
+        const bool stop_space = stop == text.size() || !starts_with_word(text.substr(stop));
+        if (!start_space || !stop_space) continue;
+      }
+      if (token.lstrip) start = std::max(trailing_space_start(text.substr(0, start)), start_offset);
+      if (token.rstrip) stop += leading_space_length(text.substr(stop));
+      if (start_offset < start) out.push_back(Segment{start_offset, start, -1});
+      out.push_back(Segment{start, stop, id});
+      start_offset = stop;
+    }
+    if (start_offset != text.size()) out.push_back(Segment{start_offset, text.size(), -1});
+  }
+
+  void tokenize_plain(std::string_view text, std::vector<std::int32_t>& ids, std::vector<std::string>& pieces) const {
+    if (text.empty()) return;
+    pieces.clear();
+    pieces.emplace_back(text);
+    if (pre_tokenizer) pre_tokenizer->apply(pieces);
+    for (const std::string& piece : pieces) model->tokenize(piece, ids);
+  }
+
+  std::vector<std::int32_t> encode(std::string_view text, bool add_special_tokens) const {
+    if (const std::size_t bad = unicode::find_invalid_utf8(text); bad != std::string_view::npos) {
+      VERL_FAIL(InvalidArgument, "Tokenizer.encode: the text is not valid UTF-8 (byte ", bad, ")");
+    }
+    std::vector<std::int32_t> ids;
+    ids.reserve(text.size() / 3 + 4);
+    std::vector<Segment> raw_segments, segments;
+    std::vector<std::string> pieces;
+    std::string storage;
+    find_matches(text, raw_trie, raw_segments);
+    for (const Segment& raw : raw_segments) {
+      if (raw.id >= 0) {
+        ids.push_back(raw.id);
+        continue;
+      }
+      if (raw.end <= raw.start) continue;
+      const std::string_view normalized = normalized_view(text.substr(raw.start, raw.end - raw.start), storage);
+      find_matches(normalized, normalized_trie, segments);
+      for (const Segment& seg : segments) {
+        if (seg.id >= 0) {
+          ids.push_back(seg.id);
+        } else if (seg.end > seg.start) {
+          tokenize_plain(normalized.substr(seg.start, seg.end - seg.start), ids, pieces);
+        }
+      }
+    }
+    if (add_special_tokens) {
+      for (const Wrap& wrap : post_processor) {
+        ids.insert(ids.begin(), wrap.before.begin(), wrap.before.end());
+        ids.insert(ids.end(), wrap.after.begin(), wrap.after.end());
+      }
+    }
+    return ids;
+  }
+
+  std::string decode(const std::vector<std::int32_t>& ids, bool skip_special_tokens) const {
+    std::string out;
+    if (!byte_level_decoder) {
+      // No decoder: HF joins the tokens with spaces.
+      bool first = true;
+      for (std::int32_t id : ids) {
+        const std::string* token = id_to_token(id);
+        if (token == nullptr || (skip_special_tokens && special_contents.count(*token) != 0)) continue;
+        if (!first) out += ' ';
+        out += *token;
+        first = false;
+      }
+      return out;
+    }
+    // Byte-level: every token's characters map back to bytes (a token with a character outside
+    // the map, e.g. an added token like "héllo", contributes its UTF-8 as is); then the bytes
+    // are read as UTF-8 with invalid sequences replaced.
+    std::string bytes;
+    bytes.reserve(ids.size() * 4);
+    for (std::int32_t id : ids) {
+      const std::string* token = id_to_token(id);
+      if (token == nullptr || (skip_special_tokens && special_contents.count(*token) != 0)) continue;
+      const std::size_t mark = bytes.size();
+      bool mapped = true;
+      for (std::size_t pos = 0; pos < token->size();) {
+        const int b = char_to_byte(unicode::next_codepoint(*token, pos));
+        if (b < 0) {
+          mapped = false;
+          break;
+        }
+        bytes.push_back(static_cast<char>(b));
+      }
+      if (!mapped) {
+        bytes.resize(mark);
+        bytes += *token;
+      }
+    }
+    return unicode::utf8_lossy(bytes);
+  }
+};
+
+// ---- loading -------------------------------------------------------------------------------
+
+std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::load(std::string_view tokenizer_json, const std::string& file,
+                                                       const Json* config, const std::string& config_file) {
+  auto impl = std::make_shared<Impl>();
+  impl->file = file;
+  const JsonTree root = parse_json<JsonTree>(tokenizer_json, file);
+  VERL_CHECK_AS(CheckpointError, root.is_object(), file, ": not a tokenizer.json (top level is not an object)");
+  VERL_CHECK_AS(CheckpointError, root.contains("model") && root["model"].is_object(), file,
+                ": the \"model\" field is missing or not an object");
+  const JsonTree& model = root["model"];
+  std::string model_type;
+  if (model.contains("type")) {
+    VERL_CHECK_AS(CheckpointError, model["type"].is_string(), file, ": model.type must be a string");
+    model_type = model["type"].get<std::string>();
+  } else if (model.contains("merges")) {
+    model_type = "BPE";  // files written before models were tagged
+  }
+  VERL_CHECK(model_type == "BPE", file, ": model.type '", model_type,
+             "' is not supported (only BPE models, e.g. GPT-2/Llama-3/Qwen byte-level BPE)");
+  impl->model = std::make_unique<BpeModel>(model, file);
+
+  parse_normalizer(root.value("normalizer", JsonTree()), file, "normalizer", impl->nfc_steps);
+  if (root.contains("pre_tokenizer") && !root["pre_tokenizer"].is_null()) {
+    impl->pre_tokenizer = make_pre_tokenizer(root["pre_tokenizer"], file, "pre_tokenizer");
+  }
+  parse_post_processor(root.value("post_processor", JsonTree()), file, "post_processor", impl->post_processor);
+  if (root.contains("decoder") && !root["decoder"].is_null()) {
+    const JsonTree& decoder = root["decoder"];
+    VERL_CHECK_AS(CheckpointError, decoder.is_object() && decoder.contains("type") && decoder["type"].is_string(), file,
+                  ": decoder must be null or an object with a \"type\"");
+    const std::string type = decoder["type"].get<std::string>();
+    VERL_CHECK(type == "ByteLevel", file, ": decoder.type '", type, "' is not supported (supported decoders: ByteLevel)");
+    impl->byte_level_decoder = true;
+  }
+
+  std::vector<AddedToken> added;
+  if (root.contains("added_tokens") && !root["added_tokens"].is_null()) {
+    const JsonTree& list = root["added_tokens"];
+    VERL_CHECK_AS(CheckpointError, list.is_array(), file, ": added_tokens must be an array");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const JsonTree& entry = list[i];
+      const std::string field = "added_tokens[" + std::to_string(i) + "]";
+      VERL_CHECK_AS(CheckpointError, entry.is_object() && entry.contains("content") && entry["content"].is_string(), file,
+                    ": ", field, ".content is missing");
+      AddedToken token;
+      token.content = entry["content"].get<std::string>();
+      VERL_CHECK_AS(CheckpointError, unicode::find_invalid_utf8(token.content) == std::string::npos, file, ": ", field,
+                    ".content is not valid UTF-8");
+      token.single_word = get_flag(entry, "single_word", false, file, field);
+      token.lstrip = get_flag(entry, "lstrip", false, file, field);
+      token.rstrip = get_flag(entry, "rstrip", false, file, field);
+      token.normalized = get_flag(entry, "normalized", true, file, field);
+      token.special = get_flag(entry, "special", false, file, field);
+      added.push_back(std::move(token));
+    }
+  }
+  impl->add_tokens(added);
+
+  if (config != nullptr) {
+    VERL_CHECK_AS(CheckpointError, config->is_object(), config_file, ": top level is not an object");
+    // transformers' special_tokens_map: the standard names, then model-specific *_token entries.
+    std::vector<std::pair<std::string, std::string>> extra;
+    for (const char* name : kNamedSpecialTokens) {
+      if (config->contains(name)) {
+        if (const auto content = token_content((*config)[name])) impl->special_tokens.emplace_back(name, *content);
+      }
+    }
+    for (const auto& [key, value] : config->items()) {
+      const bool named = std::any_of(std::begin(kNamedSpecialTokens), std::end(kNamedSpecialTokens),
+                                     [&](const char* n) { return key == n; });
+      if (named || key.size() <= 6 || key.compare(key.size() - 6, 6, "_token") != 0) continue;
+      if (value.is_string() || (value.is_object() && value.value("__type", "") == "AddedToken")) {
+        if (const auto content = token_content(value)) extra.emplace_back(key, *content);
+      }
+    }
+    if (config->contains("extra_special_tokens") && (*config)["extra_special_tokens"].is_object()) {
+      for (const auto& [key, value] : (*config)["extra_special_tokens"].items()) {
+        if (const auto content = token_content(value)) extra.emplace_back(key, *content);
+      }
+    }
+    impl->special_tokens.insert(impl->special_tokens.end(), extra.begin(), extra.end());
+
+    if (config->contains("chat_template") && !(*config)["chat_template"].is_null()) {
+      const Json& tpl = (*config)["chat_template"];
+      if (tpl.is_string()) {
+        impl->templates.emplace_back("default", tpl.get<std::string>());
+      } else {
+        VERL_CHECK_AS(CheckpointError, tpl.is_array(), config_file,
+                      ": chat_template must be a string or a list of {name, template}");
+        for (const Json& entry : tpl) {
+          VERL_CHECK_AS(CheckpointError,
+                        entry.is_object() && entry.contains("name") && entry["name"].is_string() &&
+                            entry.contains("template") && entry["template"].is_string(),
+                        config_file, ": chat_template entries must be {\"name\": ..., \"template\": ...}");
+          impl->templates.emplace_back(entry["name"].get<std::string>(), entry["template"].get<std::string>());
+        }
+      }
+    }
+  }
+  return impl;
+}
+
+Tokenizer::Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+
+Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view tokenizer_config_json) {
+  std::optional<Json> config;
+  if (!tokenizer_config_json.empty()) config = parse_json<Json>(tokenizer_config_json, "<tokenizer_config.json>");
+  return Tokenizer(Impl::load(tokenizer_json, "<tokenizer.json>", config ? &*config : nullptr, "<tokenizer_config.json>"));
+}
+
+Tokenizer Tokenizer::from_file(const std::string& path) {
+  fs::path file = path;
+  std::error_code ec;
+  if (fs::is_directory(file, ec)) file /= "tokenizer.json";
+  VERL_CHECK_AS(CheckpointError, fs::is_regular_file(file, ec), "tokenizer file '", file.string(),
+                "' does not exist (pass a tokenizer.json or the directory holding it)");
+  const fs::path dir = file.parent_path();
+  const std::string text = read_file(file);
+
+  std::optional<Json> config;
+  const fs::path config_path = dir / "tokenizer_config.json";
+  if (fs::is_regular_file(config_path, ec)) {
+    config = parse_json<Json>(read_file(config_path), config_path.string());
+    // Legacy special_tokens_map.json: transformers merges it over the config when the config has
+    // no added_tokens_decoder.
+    const fs::path legacy = dir / "special_tokens_map.json";
+    if (config->is_object() && !config->contains("added_tokens_decoder") && fs::is_regular_file(legacy, ec)) {
+      const Json map = parse_json<Json>(read_file(legacy), legacy.string());
+      if (map.is_object()) {
+        for (const auto& [key, value] : map.items()) (*config)[key] = value;
+      }
+    }
+  }
+  auto impl = Impl::load(text, file.string(), config ? &*config : nullptr, config_path.string());
+
+  // Template files beside the tokenizer replace the config's templates (transformers' rule).
+  std::vector<std::pair<std::string, std::string>> files;
+  const fs::path jinja = dir / "chat_template.jinja";
+  if (fs::is_regular_file(jinja, ec)) files.emplace_back("default", read_file(jinja));
+  const fs::path extra_dir = dir / "additional_chat_templates";
+  if (fs::is_directory(extra_dir, ec)) {
+    std::vector<fs::path> extra;
+    for (const auto& entry : fs::directory_iterator(extra_dir)) {
+      if (entry.is_regular_file() && entry.path().extension() == ".jinja") extra.push_back(entry.path());
+    }
+    std::sort(extra.begin(), extra.end());
+    for (const auto& p : extra) files.emplace_back(p.stem().string(), read_file(p));
+  }
+  if (!files.empty()) impl->templates = std::move(files);
+  return Tokenizer(std::move(impl));
+}
+
+std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+  return impl_->encode(text, add_special_tokens);
+}
+
+std::vector<std::vector<std::int32_t>> Tokenizer::encode_batch(const std::vector<std::string>& texts,
+                                                               bool add_special_tokens) const {
+  std::vector<std::vector<std::int32_t>> out(texts.size());
+  std::size_t total_bytes = 0;
+  for (const auto& t : texts) total_bytes += t.size();
+  const std::size_t hardware = std::max(1u, std::thread::hardware_concurrency());
+  // Threads pay off only when there is enough text to share out.
+  const std::size_t workers = std::min({hardware, texts.size(), std::max<std::size_t>(1, total_bytes / 16384)});
+  if (workers <= 1) {
+    for (std::size_t i = 0; i < texts.size(); ++i) out[i] = impl_->encode(texts[i], add_special_tokens);
+    return out;
+  }
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  const auto work = [&] {
+    for (std::size_t i = next++; i < texts.size(); i = next++) {
+      try {
+        out[i] = impl_->encode(texts[i], add_special_tokens);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t t = 1; t < workers; ++t) threads.emplace_back(work);
+  work();
+  for (auto& thread : threads) thread.join();
+  if (error) std::rethrow_exception(error);
+  return out;
+}
+
+std::string Tokenizer::decode(const std::vector<std::int32_t>& ids, bool skip_special_tokens) const {
+  return impl_->decode(ids, skip_special_tokens);
+}
+
+std::vector<std::string> Tokenizer::decode_batch(const std::vector<std::vector<std::int32_t>>& ids,
+                                                 bool skip_special_tokens) const {
+  std::vector<std::string> out;
+  out.reserve(ids.size());
+  for (const auto& row : ids) out.push_back(impl_->decode(row, skip_special_tokens));
+  return out;
+}
+
+std::optional<std::int32_t> Tokenizer::token_to_id(std::string_view token) const { return impl_->token_to_id(token); }
+
+std::optional<std::string> Tokenizer::id_to_token(std::int32_t id) const {
+  if (const std::string* token = impl_->id_to_token(id)) return *token;
+  return std::nullopt;
+}
+
+std::size_t Tokenizer::vocab_size(bool with_added_tokens) const {
+  std::size_t n = impl_->model->vocab_size();
+  if (with_added_tokens) {
+    for (const auto& [content, id] : impl_->added_to_id) {
+      if (!impl_->model->token_to_id(content)) ++n;
+    }
+  }
+  return n;
+}
+
+const std::vector<AddedToken>& Tokenizer::added_tokens() const { return impl_->added; }
+
+const std::vector<std::pair<std::string, std::string>>& Tokenizer::special_tokens_map() const {
+  return impl_->special_tokens;
+}
+
+std::optional<std::string> Tokenizer::special_token(std::string_view name) const {
+  for (const auto& [key, value] : impl_->special_tokens) {
+    if (key == name) return value;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::int32_t> Tokenizer::bos_token_id() const {
+  const auto token = special_token("bos_token");
+  return token ? token_to_id(*token) : std::nullopt;
+}
+std::optional<std::int32_t> Tokenizer::eos_token_id() const {
+  const auto token = special_token("eos_token");
+  return token ? token_to_id(*token) : std::nullopt;
+}
+std::optional<std::int32_t> Tokenizer::pad_token_id() const {
+  const auto token = special_token("pad_token");
+  return token ? token_to_id(*token) : std::nullopt;
+}
+
+const std::vector<std::pair<std::string, std::string>>& Tokenizer::chat_templates() const { return impl_->templates; }
+
+std::optional<std::string> Tokenizer::chat_template() const {
+  for (const auto& [name, text] : impl_->templates) {
+    if (name == "default") return text;
+  }
+  return std::nullopt;
+}
+
+std::string render_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+  std::string out;
+  for (const ChatMessage& m : messages) {
+    out += "<|im_start|>";
+    out += m.role;
+    out += '\n';
+    out += m.content;
+    out += "<|im_end|>\n";
+  }
+  if (add_generation_prompt) out += "<|im_start|>assistant\n";
+  return out;
+}
+
+}  // namespace verl::tokenizer
