@@ -52,7 +52,7 @@ bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
 struct ThreadMatchState {
   pcre2_match_data* data = pcre2_match_data_create(1, nullptr);
   pcre2_match_context* context = pcre2_match_context_create(nullptr);
-  // The default 32 KiB JIT stack is too small for long runs under patterns with lookahead.
+  // Room for patterns that backtrack deeply on long pieces (PCRE2's default JIT stack is 32 KiB).
   pcre2_jit_stack* stack = pcre2_jit_stack_create(32 * 1024, 4 * 1024 * 1024, nullptr);
   ThreadMatchState() { pcre2_jit_stack_assign(context, nullptr, stack); }
   ~ThreadMatchState() {

@@ -12,7 +12,7 @@
 namespace verl::tokenizer {
 
 // Rewrites the Oniguruma constructs whose meaning differs in PCRE2 (\p{..} classes gain the
-// characters Oniguruma's newer Unicode tables assign, \d, \w, \h, \uHHHH). Exposed for tests.
+// characters Oniguruma's newer Unicode tables assign; \s, \d, \w, \h and \uHHHH as Oniguruma reads them).
 std::string onig_to_pcre2(std::string_view pattern);
 
 class Regex {

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <array>
 #include <exception>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
