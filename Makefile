@@ -8,7 +8,7 @@ BUILD_DIR := build/dev
 JOBS      ?= $(shell nproc)
 STAMP     := $(VENV)/.verl-cpp-setup
 
-.PHONY: all setup build test test-cpp test-cpp-app test-python demo clean
+.PHONY: all setup build test test-cpp test-cpp-app test-python demo bench-core-algos clean
 
 all: build
 
@@ -45,6 +45,15 @@ demo: build
 	@echo "make demo: the GRPO demo needs the trainer, which is not available yet in this version." >&2
 	@echo "           Nothing was trained. Run 'make test' to build and test what exists." >&2
 	@exit 1
+
+# verl-cpp's core_algos vs. verl 0.9.1's Python core_algos (benchmarks/core_algos/): time, peak
+# memory, parity. verl 0.9.1 runs from its own venv $(REF_VENV), which shares this venv's torch.
+REF_VENV  ?= $(HOME)/.cache/verl-cpp/verl-ref-venv
+BENCH_ARGS ?=
+bench-core-algos: build
+	VENV=$(VENV) REF_VENV=$(REF_VENV) bash benchmarks/core_algos/setup_reference_venv.sh
+	$(PY) benchmarks/core_algos/bench_core_algos.py --ref-python $(REF_VENV)/bin/python \
+	  --results-md benchmarks/core_algos/RESULTS.md $(BENCH_ARGS)
 
 clean:
 	rm -rf build
