@@ -15,9 +15,10 @@ PyPI, under the venv made by setup_reference_venv.sh. Both packages are called `
 runs in its own process (core_algos_worker.py), with the same torch and torch.set_num_threads.
 
 One fresh process per side and function. Time: warm-up calls, then the median of >= 5 timed calls.
-Peak memory: then, in the same process, the peak RSS increase during one call (VmHWM after
-resetting it through /proc/self/clear_refs, with the heap trimmed and glibc's mmap threshold fixed
-so that the RSS follows the live tensors). For logprobs_from_logits the verl-cpp process also times
+Peak memory: then, in the same process, the peak increase of anonymous resident memory (RssAnon,
+sampled by a second process) during one call, with the heap trimmed and glibc's mmap threshold
+fixed so that it follows the live tensors (VmHWM's rise, which also counts file-backed pages, goes
+into the JSON reports too). For logprobs_from_logits the verl-cpp process also times
 and measures a plain log_softmax(logits).gather(labels) on the same tensors.
 Parity: max |verl-cpp - verl| for every output, the loss's gradient and the metrics.
 
@@ -184,6 +185,8 @@ def build_report(results: dict, parity: dict, sizes: dict, args: argparse.Namesp
     lines.append(f"reference: {ref_any['package']} ({ref_any['package_file']})")
     lines.append(f"torch {ours_any['torch']} on both sides, torch.set_num_threads({args.threads}) on both sides")
     lines.append(f"timing: {args.warmup} warm-up calls, then median of {args.repeats}; one process per side and function")
+    lines.append("peak extra: rise of the process's anonymous resident memory (RssAnon, sampled by a second process)"
+                 " during one call, after a warm-up call")
     for what, size in sizes.items():
         lines.append(f"sizes, {what}: {size}")
     lines.append("")

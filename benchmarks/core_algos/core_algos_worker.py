@@ -11,8 +11,9 @@ identical tensors. The driver starts one fresh process per side and function, wh
 1. times it: ``--warmup`` calls, then ``--repeats`` timed calls (wall clock, time.perf_counter),
    and saves the last call's outputs (and gradients) for the parity check;
 2. measures its peak memory: fixes glibc's mmap threshold and trims the heap (so the RSS follows
-   the live tensors), makes one more warm-up call, resets the peak RSS (``/proc/self/clear_refs``)
-   and reports how far VmHWM rises above the resident size during one call.
+   the live tensors), makes one more warm-up call, then reports how far the anonymous resident
+   memory (RssAnon, sampled by a second process) rises during one call; also VmHWM's rise (after
+   resetting it through ``/proc/self/clear_refs``), which includes file-backed pages.
 
 For ``--plain-baseline`` (verl-cpp's logprobs cases) the same process also times and measures a
 plain ``log_softmax(logits).gather(labels)`` on the same tensors.
@@ -27,6 +28,8 @@ import gc
 import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -40,6 +43,27 @@ CLIP_RATIO, CLIP_RATIO_LOW, CLIP_RATIO_HIGH, CLIP_RATIO_C = 0.2, 0.2, 0.28, 3.0
 
 
 # ---- peak memory -----------------------------------------------------------------------------------
+# A second process samples this one's RssAnon (tensors live in anonymous memory) for as long as the
+# measured call runs. VmHWM alone is not used: it counts file-backed pages too (the mapped .so
+# files), which the kernel may drop or fault in during the call (this machine runs DAMON pageout),
+# moving it by tens of MiB either way.
+_SAMPLER = r"""
+import sys, threading
+status = f"/proc/{sys.argv[1]}/status"
+stop = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.readline(), stop.set()), daemon=True).start()
+peak = 0
+print("ready", flush=True)
+while not stop.is_set():
+    with open(status) as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                peak = max(peak, int(line.split()[1]))
+                break
+print(peak, flush=True)
+"""
+
+
 def _status_kib(field: str) -> int:
     with open("/proc/self/status") as status:
         for line in status:
@@ -48,16 +72,22 @@ def _status_kib(field: str) -> int:
     raise RuntimeError(f"/proc/self/status has no {field}")
 
 
-def peak_extra_bytes(call: Callable[[], Any]) -> int:
-    """Peak RSS increase (bytes) while `call` runs; its result stays alive until the peak is read."""
+def peak_extra_bytes(call: Callable[[], Any]) -> dict:
+    """Peak increase (bytes) of anonymous resident memory while `call` runs (sampled), and of
+    VmHWM (exact peak of the whole RSS, file-backed pages included); the call's result stays alive
+    until both are read."""
     gc.collect()
+    sampler = subprocess.Popen([sys.executable, "-c", _SAMPLER, str(os.getpid())], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+    assert sampler.stdout.readline().strip() == "ready"
     with open("/proc/self/clear_refs", "w") as clear_refs:
         clear_refs.write("5")  # resets VmHWM to the current RSS
-    before = _status_kib("VmRSS")
+    rss_before, anon_before = _status_kib("VmRSS"), _status_kib("RssAnon")
     result = call()
-    peak = _status_kib("VmHWM")
+    hwm, anon_after = _status_kib("VmHWM"), _status_kib("RssAnon")
+    anon_peak = int(sampler.communicate("stop\n")[0])
     del result
-    return (peak - before) * 1024
+    return {"anon": (max(anon_peak, anon_after) - anon_before) * 1024, "hwm": (hwm - rss_before) * 1024}
 
 
 # ---- the calls -------------------------------------------------------------------------------------
@@ -212,7 +242,7 @@ def track_live_memory() -> None:
     libc.malloc_trim(0)
 
 
-def run_memory(call, reset) -> int:
+def run_memory(call, reset) -> dict:
     reset()
     call()  # warm-up under the fixed threshold
     reset()
@@ -262,10 +292,12 @@ def main() -> None:
         report.update(plain_times_s=plain_times, plain_median_s=statistics.median(plain_times))
 
     track_live_memory()
-    report["peak_extra_bytes"] = run_memory(call, reset)
+    peak = run_memory(call, reset)
+    report.update(peak_extra_bytes=peak["anon"], peak_extra_hwm_bytes=peak["hwm"])
     if plain is not None:
         reset()
-        report["plain_peak_extra_bytes"] = run_memory(*plain)
+        peak = run_memory(*plain)
+        report.update(plain_peak_extra_bytes=peak["anon"], plain_peak_extra_hwm_bytes=peak["hwm"])
 
     with open(args.report, "w") as f:
         json.dump(report, f, indent=1)
