@@ -1,0 +1,233 @@
+"""Experiment tracking with verl's interface: ``Tracking(project, experiment, default_backend).log(data, step)``.
+
+Backends (``trainer.logger``):
+
+- ``console`` -- one compact line per step with the metrics a person watches (reward, accuracy,
+  response length, losses, step time), not verl's dump of every key.
+- ``file`` -- a JSONL file, one ``{"step": N, "data": {...}}`` object per line exactly as verl's
+  ``FileLogger`` writes it, at ``$VERL_FILE_LOGGER_PATH`` or ``<root>/<project>/<experiment>.jsonl``
+  (root ``$VERL_FILE_LOGGER_ROOT`` or the ``log_dir`` argument). Each line is flushed when logged,
+  so a crashed run keeps every completed step. verl-cpp always writes it (see ``always_file``).
+- ``tensorboard`` -- ``torch.utils.tensorboard`` at ``$TENSORBOARD_DIR`` or
+  ``tensorboard_log/<project>/<experiment>``.
+- ``wandb`` -- ``wandb.init(project, name, config)``; ``WANDB_MODE=offline`` works without network.
+
+A backend that is configured but whose package is not installed is skipped with one warning: verl's
+default ``trainer.logger`` is ``[console, wandb]`` and a laptop run must not fail for lack of wandb.
+An unknown backend name is a ``ConfigError``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import sys
+import warnings
+from typing import Any, Iterable, Mapping, TextIO
+
+from verl.errors import ConfigError
+
+SUPPORTED_BACKENDS = ("console", "file", "tensorboard", "wandb")
+
+# Console columns: (label, candidate metric keys in order of preference, format).
+_CONSOLE_COLUMNS = (
+    ("reward", ("critic/score/mean", "critic/rewards/mean"), "{:.3f}"),
+    ("acc", ("val-core/acc",), "{:.3f}"),
+    ("resp_len", ("response_length/mean",), "{:.1f}"),
+    ("pg_loss", ("actor/pg_loss",), "{:.4f}"),
+    ("vf_loss", ("critic/vf_loss",), "{:.4f}"),
+    ("entropy", ("actor/entropy",), "{:.3f}"),
+    ("kl", ("actor/kl_loss", "actor/ppo_kl"), "{:.4f}"),
+    ("lr", ("actor/lr",), "{:.2e}"),
+    ("step_s", ("timing_s/step",), "{:.2f}"),
+)
+
+
+def _scalar(value: Any) -> float | None:
+    """A Python float for numbers, 0-d tensors/arrays and 1-element sequences; None for anything else."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, numbers.Number):
+        return float(value)
+    item = getattr(value, "item", None)
+    if callable(item) and getattr(value, "ndim", 0) == 0:
+        return float(item())
+    return None
+
+
+def _json_value(value: Any) -> Any:
+    scalar = _scalar(value)
+    if scalar is not None:
+        # JSON has no NaN/inf; verl's orjson writes null for them, and so do we.
+        return scalar if math.isfinite(scalar) else None
+    if isinstance(value, Mapping):
+        return {str(k): _json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):
+        return _json_value(tolist())
+    return value if isinstance(value, (str, type(None))) else str(value)
+
+
+def console_line(data: Mapping[str, Any], step: int) -> str:
+    """``step 12 | reward 0.412 | acc 0.530 | resp_len 9.8 | ...``: only the columns present in ``data``.
+
+    ``acc`` is the mean of the ``val-core/<data_source>/.../mean@N`` accuracies when validation ran.
+    """
+    values = dict(data)
+    val_acc = [v for k, v in data.items() if k.startswith("val-core/") and "/acc/mean@" in k]
+    if val_acc:
+        values["val-core/acc"] = sum(float(v) for v in val_acc) / len(val_acc)
+    parts = [f"step {step}"]
+    for label, keys, fmt in _CONSOLE_COLUMNS:
+        for key in keys:
+            scalar = _scalar(values.get(key))
+            if scalar is not None:
+                parts.append(f"{label} {fmt.format(scalar)}")
+                break
+    return " | ".join(parts)
+
+
+class ConsoleLogger:
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream
+
+    def log(self, data: Mapping[str, Any], step: int) -> None:
+        print(console_line(data, step), file=self.stream or sys.stdout, flush=True)
+
+    def finish(self) -> None:
+        pass
+
+
+class FileLogger:
+    """verl's JSONL metrics file: ``{"step": N, "data": {...}}`` per line, flushed per step."""
+
+    def __init__(self, project_name: str, experiment_name: str, log_dir: str | None = None) -> None:
+        path = os.environ.get("VERL_FILE_LOGGER_PATH")
+        if path is None:
+            root = os.path.expanduser(os.environ.get("VERL_FILE_LOGGER_ROOT", log_dir or "."))
+            path = os.path.join(root, project_name, f"{experiment_name}.jsonl")
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        self.path = path
+        # Append: a resumed run continues the same file rather than erasing the steps before it.
+        self._file = open(path, "a", encoding="utf-8")
+
+    def log(self, data: Mapping[str, Any], step: int) -> None:
+        record = {"step": int(step), "data": {str(k): _json_value(v) for k, v in data.items()}}
+        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._file.flush()
+
+    def finish(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+
+class TensorboardLogger:
+    def __init__(self, project_name: str, experiment_name: str) -> None:
+        from torch.utils.tensorboard import SummaryWriter  # needs the `tensorboard` package
+
+        directory = os.environ.get("TENSORBOARD_DIR", os.path.join("tensorboard_log", project_name, experiment_name))
+        os.makedirs(directory, exist_ok=True)
+        self.writer = SummaryWriter(directory)
+
+    def log(self, data: Mapping[str, Any], step: int) -> None:
+        for key, value in data.items():
+            scalar = _scalar(value)
+            if scalar is not None:
+                self.writer.add_scalar(key, scalar, step)
+
+    def finish(self) -> None:
+        self.writer.close()
+
+
+class WandbLogger:
+    def __init__(self, project_name: str, experiment_name: str, config: Any) -> None:
+        import wandb
+
+        if config is not None and hasattr(config, "to_dict"):
+            config = config.to_dict()
+        self.run = wandb.init(project=project_name, name=experiment_name, entity=os.environ.get("WANDB_ENTITY"),
+                              config=config)
+
+    def log(self, data: Mapping[str, Any], step: int) -> None:
+        self.run.log({k: v for k, v in ((k, _scalar(v)) for k, v in data.items()) if v is not None}, step=step)
+
+    def finish(self) -> None:
+        self.run.finish()
+
+
+class Tracking:
+    """Logs a step's metrics to every configured backend (verl's ``verl.utils.tracking.Tracking``)."""
+
+    supported_backend = list(SUPPORTED_BACKENDS)
+
+    def __init__(self, project_name: str, experiment_name: str, default_backend: str | Iterable[str] = "console",
+                 config: Any = None, log_dir: str | None = None, always_file: bool = False,
+                 console_stream: TextIO | None = None) -> None:
+        backends = [default_backend] if isinstance(default_backend, str) else list(default_backend)
+        for backend in backends:
+            if backend not in SUPPORTED_BACKENDS:
+                raise ConfigError(f"trainer.logger: unknown backend {backend!r}; supported: {', '.join(SUPPORTED_BACKENDS)}")
+        if always_file and "file" not in backends:
+            backends.append("file")
+        self.logger: dict[str, Any] = {}
+        self._finished = False
+        for backend in dict.fromkeys(backends):
+            if backend == "console":
+                self.logger[backend] = ConsoleLogger(console_stream)
+            elif backend == "file":
+                self.logger[backend] = FileLogger(project_name, experiment_name, log_dir)
+            else:
+                try:
+                    self.logger[backend] = (TensorboardLogger(project_name, experiment_name) if backend == "tensorboard"
+                                            else WandbLogger(project_name, experiment_name, config))
+                except ImportError as e:
+                    warnings.warn(f"trainer.logger lists {backend!r} but it is not installed ({e}); "
+                                  f"not logging to {backend}", RuntimeWarning, stacklevel=2)
+
+    @property
+    def metrics_path(self) -> str | None:
+        """The JSONL metrics file, when the ``file`` backend is active."""
+        file_logger = self.logger.get("file")
+        return file_logger.path if file_logger is not None else None
+
+    def log(self, data: Mapping[str, Any], step: int, backend: Iterable[str] | None = None) -> None:
+        for name, logger in self.logger.items():
+            if backend is None or name in backend:
+                logger.log(data, step)
+
+    def finish(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        for logger in self.logger.values():
+            logger.finish()
+
+    def __enter__(self) -> "Tracking":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.finish()
+
+    def __del__(self) -> None:
+        if hasattr(self, "_finished"):
+            self.finish()
+
+
+def read_metrics(path: str) -> list[tuple[int, dict[str, Any]]]:
+    """The (step, metrics) records of a JSONL metrics file, in file order."""
+    records = []
+    with open(path, encoding="utf-8") as f:
+        for line_number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                records.append((int(record["step"]), dict(record["data"])))
+            except (ValueError, KeyError, TypeError) as e:
+                raise ValueError(f"{path}:{line_number}: not a metrics record ({e})") from None
+    return records
