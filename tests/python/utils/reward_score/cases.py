@@ -28,12 +28,13 @@ def gsm8k_cases(n: int, seed: int = 0) -> list[dict]:
     return cases
 
 
-_MATH_ANSWERS = [
+MATH_ANSWERS = [
     "\\frac12", "\\frac{1}{2}", "\\dfrac{1}{2}", "\\tfrac12", "0.5", ".5", "1/2", " 1 / 2", "x = 3", "3", "k=3",
     "10\\text{ cm}", "10", "10\\text{ cm}\\text{ m}", "\\sqrt3", "\\sqrt{3}", "2\\sqrt2", "\\left( 1, 2 \\right)",
     "(1,2)", "90^\\circ", "90^{\\circ}", "90", "50\\%", "50", "\\$5", "5", "\\frac{\\sqrt{3}}{2}", "\\frac\\sqrt32",
     "\\frac", "\\sqrt", "a/b", "03/4", "3/4", "\\frac{3}{4}", "\\!1", "\\\\frac{1}{2}", "\\{1,2\\}", "{.5}",
-    "\\frac1{72}", "\\frac{72}1", "\\infty", "-\\infty", "x^2 + 1", "x^2+1", "", " ", "\n7", "7",
+    "\\frac1{72}", "\\frac{72}1", "1 \\frac", "1\\frac", "2 \\sqrt", "2\\sqrt", "1\\text{ m}\\text{ s}",
+    "1\\text{ m} \\text{ s}", "\\infty", "-\\infty", "x^2 + 1", "x^2+1", "", " ", "\n7", "7",
 ]
 
 
@@ -63,9 +64,9 @@ def math_cases(n: int, seed: int = 1) -> list[dict]:
     rng = random.Random(seed)
     cases = []
     for _ in range(n):
-        answer = rng.choice(_MATH_ANSWERS)
+        answer = rng.choice(MATH_ANSWERS)
         # a third of the ground truths are the answer itself, so both outcomes are well represented
-        gt = answer if rng.random() < 0.35 else rng.choice(_MATH_ANSWERS)
+        gt = answer if rng.random() < 0.35 else rng.choice(MATH_ANSWERS)
         cases.append({"solution_str": _boxed_solution(rng, answer), "ground_truth": gt})
     return cases
 

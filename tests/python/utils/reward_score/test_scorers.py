@@ -50,6 +50,8 @@ def test_gsm8k_scores_answer_format_and_missing():
         (".5", "\\frac{1}{2}", True),
         ("03/4", "\\frac{3}{4}", False),  # not written canonically, left as is
         ("\\frac", "\\frac", True),  # normalisation fails -> raw comparison
+        ("1 \\frac", "1\\frac", False),  # a trailing \frac fails normalisation: raw strings differ
+        ("2 \\sqrt", "2\\sqrt", False),  # likewise a trailing \sqrt
         ("2", "3", False),
         (None, None, True),
         (None, "1", False),

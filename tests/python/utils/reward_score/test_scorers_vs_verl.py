@@ -14,7 +14,7 @@ import pytest
 
 from verl.utils.reward_score import gsm8k, math_dapo, math_reward
 
-from .cases import dapo_cases, gsm8k_cases, math_cases
+from .cases import MATH_ANSWERS, dapo_cases, gsm8k_cases, math_cases
 
 REF_PYTHON = os.path.expanduser("~/.cache/verl-cpp/verl-ref-venv/bin/python")
 
@@ -50,7 +50,7 @@ def reference(tmp_path_factory):
         "math": math,
         # is_equiv directly on pairs of raw answers: hits every strip_string rule without the box step
         "math_equiv": [{"a": c["solution_str"][-40:], "b": c["ground_truth"]} for c in math]
-        + [{"a": a, "b": b} for a, b in zip([m["ground_truth"] for m in math], [m["ground_truth"] for m in math[1:]])],
+        + [{"a": a, "b": b} for a in MATH_ANSWERS for b in MATH_ANSWERS],  # every pair of the answer pool
         "math_dapo": dapo_cases(400),
     }
     tmp = tmp_path_factory.mktemp("verl_ref")
