@@ -2,7 +2,8 @@
 
 Order: with ``shuffle`` each epoch is ``torch.randperm(len(dataset), generator=g)`` from one ``torch.Generator``
 seeded once (``seed``; None keeps torch's fixed default seed, as ``torch.Generator()`` does in verl), so
-epochs differ and the order equals verl's ``RandomSampler(generator=g)``; without it, the dataset order.
+epochs differ and the order equals verl's ``RandomSampler(generator=g)`` epoch after epoch (including the extra
+draw RandomSampler makes at the end of each epoch); without it, the dataset order.
 ``drop_last`` drops a final short batch (verl's train loader does, the validation loader does not).
 
 ``state_dict()`` (plain ints, JSON-serialisable) records the generator state at the start of the current
@@ -60,7 +61,13 @@ class ResumableDataLoader:
 
     def _order(self) -> list[int]:
         n = len(self.dataset)
-        return torch.randperm(n, generator=self.generator).tolist() if self.shuffle else list(range(n))
+        if not self.shuffle:
+            return list(range(n))
+        order = torch.randperm(n, generator=self.generator).tolist()
+        # torch's RandomSampler then draws the permutation for its (empty) remainder slice, which advances the
+        # generator once more per epoch; the next epoch's order depends on it.
+        torch.randperm(n, generator=self.generator)
+        return order
 
     def __iter__(self) -> Iterator[Any]:
         if self._epoch_start_state is None or self._batches_done >= len(self):
