@@ -15,6 +15,13 @@ QWEN3_DIR = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "fixtures",
 
 
 @pytest.fixture(scope="session")
+def qwen3_dir():
+    if not os.path.isfile(os.path.join(QWEN3_DIR, "tokenizer.json")):
+        pytest.skip(f"Qwen3 tokenizer fixture not found at {QWEN3_DIR}")
+    return QWEN3_DIR
+
+
+@pytest.fixture(scope="session")
 def tokenizer():
     if not os.path.isfile(os.path.join(QWEN3_DIR, "tokenizer.json")):
         pytest.skip(f"Qwen3 tokenizer fixture not found at {QWEN3_DIR}")
