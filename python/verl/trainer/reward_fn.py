@@ -39,7 +39,8 @@ import torch
 
 from ..errors import InvalidArgumentError, RewardError
 
-__all__ = ["RewardFunction", "check_reward", "sample_description", "RESPONSE_PREVIEW_CHARS"]
+__all__ = ["RewardFunction", "ScoreTimeout", "build_reward_manager", "check_reward", "split_score",
+           "sample_description", "RESPONSE_PREVIEW_CHARS"]
 
 RESPONSE_PREVIEW_CHARS = 200
 
@@ -70,6 +71,11 @@ _VERL_KEYWORDS = {"data_source": "data_source", "solution_str": "response", "gro
                   "extra_info": "extra_info"}
 _VERL_BATCH_KEYWORDS = {"data_sources": "data_source", "solution_strs": "response", "ground_truths": "ground_truth",
                         "extra_infos": "extra_info"}
+
+
+class ScoreTimeout(TimeoutError):
+    """Raised into a scorer by the naive manager's per-sample timeout; passes through ``RewardFunction`` so the
+    manager can score the sample 0.0 (a TimeoutError the scorer raises itself is an error like any other)."""
 
 
 def sample_description(index: int, data_source: Any, response: str) -> str:
@@ -189,7 +195,7 @@ class RewardFunction:
                   "extra_info": extra_info, "prompt": prompt}
         try:
             return self._call(fields)
-        except RewardError:
+        except (RewardError, ScoreTimeout):
             raise
         except Exception as e:
             raise RewardError(f"reward function {self.name} raised {type(e).__name__}: {e} on "
@@ -238,3 +244,17 @@ class RewardFunction:
 def _name(fn: Any) -> str:
     inner = getattr(fn, "func", None)  # functools.partial
     return getattr(fn, "__qualname__", None) or getattr(inner, "__qualname__", None) or type(fn).__name__
+
+
+def build_reward_manager(reward_fn: Callable[..., Any] | None, tokenizer: Any, num_examine: int = 0,
+                         reward_fn_key: str = "data_source", **manager_kwargs: Any) -> Any:
+    """The reward manager for a Python reward function: ``BatchRewardManager`` for a batched one,
+    ``NaiveRewardManager`` otherwise (``default_compute_score`` when ``reward_fn`` is None). ``manager_kwargs``
+    go to the manager (``compute_score_timeout`` for the naive one, bound scorer kwargs for the batched one)."""
+    from ..workers.reward_manager import BatchRewardManager, NaiveRewardManager
+
+    if reward_fn is None:
+        return NaiveRewardManager(tokenizer, num_examine, None, reward_fn_key, **manager_kwargs)
+    wrapped = reward_fn if isinstance(reward_fn, RewardFunction) else RewardFunction(reward_fn)
+    cls = BatchRewardManager if wrapped.batched else NaiveRewardManager
+    return cls(tokenizer, num_examine, wrapped, reward_fn_key, **manager_kwargs)

@@ -97,7 +97,8 @@ class ResumableDataLoader:
         """Continues from ``state``; ``DataError`` when it was saved for another dataset size / batch size."""
         if state.get("version") != _STATE_VERSION:
             raise DataError(f"dataloader state version {state.get('version')!r} is not {_STATE_VERSION}")
-        for key, mine in (("dataset_len", len(self.dataset)), ("batch_size", self.batch_size), ("shuffle", self.shuffle)):
+        mine_by_key = {"dataset_len": len(self.dataset), "batch_size": self.batch_size, "shuffle": self.shuffle}
+        for key, mine in mine_by_key.items():
             if state.get(key) != mine:
                 raise DataError(f"dataloader state was saved with {key}={state.get(key)!r}, this loader has {mine!r}")
         self._epoch = int(state["epoch"])

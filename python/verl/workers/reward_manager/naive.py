@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from ...protocol import DataProto
-from ...trainer.reward_fn import RewardFunction, split_score
+from ...trainer.reward_fn import RewardFunction, ScoreTimeout, split_score
 from ...utils.reward_score import default_compute_score
 from .abstract import AbstractRewardManager, decode_samples, place_scores, print_examined
 from .registry import register
@@ -30,7 +30,7 @@ def _score_timeout(seconds: float | None):
         return
 
     def _handler(signum, frame):
-        raise TimeoutError(f"compute_score timed out after {seconds}s")
+        raise ScoreTimeout(f"compute_score timed out after {seconds}s")
 
     try:
         previous = signal.signal(signal.SIGALRM, _handler)
@@ -88,7 +88,7 @@ class NaiveRewardManager(AbstractRewardManager):
                     result = self.reward_fn.score(i, response=sample.response, ground_truth=sample.ground_truth,
                                                   data_source=sample.data_source, extra_info=sample.extra_info,
                                                   prompt=sample.prompt)
-            except TimeoutError:
+            except ScoreTimeout:
                 print(f"[NaiveRewardManager] compute_score exceeded {self.compute_score_timeout}s for "
                       f"data_source={sample.data_source}; assigning reward 0.0 and continuing.")
                 result = 0.0

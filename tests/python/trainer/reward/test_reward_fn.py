@@ -183,3 +183,28 @@ def test_batched_length_mismatch_and_nan(batch_maker, tokenizer):
         BatchRewardManager(tokenizer, 0, compute_score=lambda responses: [1.0, 2.0, float("nan")])(data)
     with pytest.raises(verl.RewardError, match="expected a sequence of 3"):
         BatchRewardManager(tokenizer, 0, compute_score=lambda responses: 1.0)(data)
+
+
+def test_build_reward_manager_picks_the_manager(batch_maker, tokenizer):
+    from verl.trainer.reward_fn import build_reward_manager
+
+    data = batch_maker(PROMPTS, RESPONSES, TRUTHS)
+    batched = build_reward_manager(f_batched, tokenizer)
+    assert isinstance(batched, BatchRewardManager) and batched(data).sum(-1).tolist() == [1.0, 0.0, 0.0]
+    per_sample = build_reward_manager(f_two, tokenizer)
+    assert isinstance(per_sample, NaiveRewardManager) and per_sample(data).sum(-1).tolist() == [1.0, 0.0, 0.0]
+    default = build_reward_manager(None, tokenizer)  # default_compute_score: gsm8k's "####" rule
+    assert default(batch_maker(PROMPTS, ["#### 72", "2", "x"], TRUTHS)).sum(-1).tolist() == [1.0, 0.0, 0.0]
+
+
+def test_naive_timeout_scores_zero_and_continues(batch_maker, tokenizer, capsys):
+    import time
+
+    def slow(response):
+        if response == "3":
+            time.sleep(5)
+        return 1.0
+
+    manager = NaiveRewardManager(tokenizer, 0, compute_score=slow, compute_score_timeout=0.2)
+    assert manager(batch_maker(PROMPTS, RESPONSES, TRUTHS)).sum(-1).tolist() == [1.0, 0.0, 1.0]
+    assert "exceeded 0.2s" in capsys.readouterr().out

@@ -9,7 +9,8 @@ import pytest
 
 import verl
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+# tests/python/<area>/<sub>/conftest.py -> the repository root; the shared fixtures sit beside it
+REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 QWEN3_DIR = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "fixtures", "qwen3-tokenizer"))
 
 ROWS = [
@@ -18,7 +19,8 @@ ROWS = [
      "ability": "math"},
     {"data_source": "openai/gsm8k",
      "prompt": [{"role": "system", "content": "Be brief."},
-                {"role": "user", "content": "A long question about many apples, pears and oranges in a basket: how many?"}],
+                {"role": "user",
+                 "content": "A long question about many apples, pears and oranges in a basket: how many?"}],
      "reward_model": {"style": "rule", "ground_truth": "12"}, "extra_info": {"index": 8}, "ability": "math"},
     {"data_source": "lighteval/MATH", "prompt": [{"role": "user", "content": "Simplify 6/8."}],
      "reward_model": {"style": "rule", "ground_truth": "\\frac{3}{4}"}, "ability": "math"},
