@@ -33,7 +33,8 @@ import torch
 from ...errors import ConfigError, DataError
 from ...protocol import DataProto
 
-__all__ = ["RLHFDataset", "collate_fn", "collate_to_dataproto", "compute_position_id_with_mask", "TRUNCATION_MODES"]
+__all__ = ["RLHFDataset", "create_rl_dataset", "collate_fn", "collate_to_dataproto", "compute_position_id_with_mask",
+           "TRUNCATION_MODES"]
 
 TRUNCATION_MODES = ("error", "left", "right", "middle")
 
@@ -289,3 +290,23 @@ class RLHFDataset:
     def __repr__(self) -> str:
         return f"RLHFDataset({len(self)} rows from {self.data_files}, max_prompt_length={self.max_prompt_length})"
 
+
+
+def create_rl_dataset(data_paths: str | Sequence[str], data_config: Any, tokenizer: Any, processor: Any = None,
+                      is_train: bool = True, max_samples: int | None = None) -> Any:
+    """verl's ``create_rl_dataset`` (main_ppo): ``data.custom_cls.path/name`` when configured (a class taking
+    ``data_files, tokenizer, config, processor, max_samples``), else ``RLHFDataset``; ``max_samples`` defaults to
+    ``data.train_max_samples`` / ``data.val_max_samples``."""
+    custom_path = _cfg(data_config, "custom_cls", {}).get("path")
+    if custom_path:
+        from ...trainer.ppo.reward import load_extern_object
+
+        dataset_cls = load_extern_object(custom_path, _cfg(data_config, "custom_cls", {}).get("name"))
+        if not isinstance(dataset_cls, type):
+            raise ConfigError(f"data.custom_cls '{custom_path}' names {dataset_cls!r}, not a class")
+    else:
+        dataset_cls = RLHFDataset
+    if max_samples is None:
+        max_samples = int(_cfg(data_config, "train_max_samples" if is_train else "val_max_samples", -1))
+    return dataset_cls(data_files=data_paths, tokenizer=tokenizer, config=data_config, processor=processor,
+                       max_samples=max_samples)

@@ -164,3 +164,24 @@ def test_collate_to_dataproto(data_file, tokenizer):
     assert nt["raw_prompt_ids"][0] == rows[0]["raw_prompt_ids"]  # a list stays one cell
     assert nt["index"].tolist() == [7, 8, 0]
     assert set(collate_fn(rows)) == set(batch.batch.keys()) | set(nt)
+
+
+def test_create_rl_dataset_from_config(tmp_path, data_file, tokenizer):
+    from verl.utils.dataset import create_rl_dataset
+
+    cfg = verl.load_config(overrides=["data.max_prompt_length=64", "data.train_max_samples=2"])
+    assert len(create_rl_dataset(data_file, cfg.data, tokenizer, is_train=True)) == 2
+    assert len(create_rl_dataset(data_file, cfg.data, tokenizer, is_train=False)) == 3  # val_max_samples -1
+
+    custom = tmp_path / "my_dataset.py"
+    custom.write_text(
+        "from verl.utils.dataset import RLHFDataset\n\n"
+        "class Upper(RLHFDataset):\n"
+        "    def __getitem__(self, i):\n"
+        "        row = super().__getitem__(i)\n"
+        "        row['data_source'] = row['data_source'].upper()\n"
+        "        return row\n")
+    cfg = verl.load_config(overrides=["data.max_prompt_length=64", f"data.custom_cls.path={custom}",
+                                      "data.custom_cls.name=Upper"])
+    ds = create_rl_dataset(data_file, cfg.data, tokenizer)
+    assert type(ds).__name__ == "Upper" and ds[0]["data_source"] == "OPENAI/GSM8K"
