@@ -20,7 +20,8 @@ import torch
 from ...errors import DataError
 from ...protocol import DataProto
 
-__all__ = ["AbstractRewardManager", "RawRewardFn", "DecodedSample", "decode_samples", "ground_truth_of"]
+__all__ = ["AbstractRewardManager", "RawRewardFn", "DecodedSample", "decode_samples", "ground_truth_of",
+           "place_scores"]
 
 RawRewardFn = Callable[..., Any]
 
@@ -88,7 +89,8 @@ def place_scores(reward_tensor: torch.Tensor, scores: list[float], valid_respons
     """``reward_tensor[i, valid_response_length_i - 1] = score_i`` (position 0 for an empty response, which the
     response mask zeroes anyway) in one indexed write."""
     rows = torch.arange(len(scores), device=reward_tensor.device)
-    cols = torch.tensor([max(n - 1, 0) for n in valid_response_lengths], device=reward_tensor.device)
+    cols = torch.tensor([max(n - 1, 0) for n in valid_response_lengths], dtype=torch.long,
+                        device=reward_tensor.device)
     reward_tensor[rows, cols] = torch.tensor(scores, dtype=reward_tensor.dtype, device=reward_tensor.device)
 
 
