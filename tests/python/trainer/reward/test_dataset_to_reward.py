@@ -7,8 +7,8 @@ import json
 import torch
 
 import verl
-from verl.utils.dataset import ResumableDataLoader, RLHFDataset, collate_to_dataproto
 from verl.trainer.ppo.reward import compute_reward, load_reward_manager
+from verl.utils.dataset import ResumableDataLoader, RLHFDataset, collate_to_dataproto
 
 
 def test_gsm8k_rows_flow_into_rewards(tmp_path, tokenizer):
