@@ -1,0 +1,1 @@
+"""verl's workers (``verl.workers``): the reward managers live in ``verl.workers.reward_manager``."""
