@@ -288,3 +288,19 @@ def test_optimizer_checkpoint_resumes_the_same_update(tmp_path):
         assert torch.equal(p, model_b.state_dict()[name]), name
     with pytest.raises(verl.CheckpointError):
         b.load_optimizer(tmp_path / "missing.pt")
+
+
+def test_workers_accept_a_loaded_verl_config():
+    cfg = verl.load_config(overrides=[
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4",
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+        "actor_rollout_ref.actor.entropy_coeff=0.01",
+        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=2",
+    ])
+    model = make_model()
+    data = rollout_batch()
+    actor = ActorWorker(cfg, model)
+    ref = ActorWorker(cfg, model, role="ref")
+    assert ref.role == "ref"
+    torch.testing.assert_close(ref.compute_ref_log_prob(data).batch["ref_log_prob"],
+                               actor.compute_log_prob(data).batch["old_log_probs"], rtol=0, atol=1e-12)
