@@ -12,5 +12,6 @@ PYBIND11_MODULE(_C, m) {
   verl::bindings::register_algo(m);
   verl::bindings::register_model(m);
   verl::bindings::register_transformer(m);
+  verl::bindings::register_checkpoint(m);
   verl::bindings::register_tokenizer(m);
 }
