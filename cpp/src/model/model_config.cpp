@@ -145,8 +145,6 @@ Json ModelConfig::to_json() const {
   static const std::map<std::string, std::string> architectures = {
       {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}, {"llama", "LlamaForCausalLM"}};
   Json j = source_json.is_object() ? source_json : Json::object();
-  // Spellings of modelled fields that would otherwise contradict what is written below.
-  for (const char* key : {"rope_parameters", "rope_scaling", "rope_theta", "torch_dtype", "dtype"}) j.erase(key);
   if (!j.contains("architectures") || !j["architectures"].is_array() || j["architectures"].empty())
     j["architectures"] = Json::array({architectures.at(model_type)});
   j["model_type"] = model_type;

@@ -164,8 +164,6 @@ def test_tokenizer_files_copied(tmp_path):
     for name in os.listdir(QWEN3_TOKENIZER):
         with open(os.path.join(QWEN3_TOKENIZER, name), "rb") as a, open(tmp_path / "ours" / name, "rb") as b:
             assert a.read() == b.read(), name
-    tok = verl.load_tokenizer(str(tmp_path / "ours"))
-    assert tok.decode(tok.encode("hello world")) == "hello world"
     # Saving again over it without tokenizer_dir keeps the tokenizer.
     ours.save_pretrained(tmp_path / "ours")
     assert (tmp_path / "ours" / "tokenizer.json").exists()

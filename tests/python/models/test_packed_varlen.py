@@ -9,7 +9,7 @@ transformers = pytest.importorskip("transformers")
 from verl.models import CausalLM  # noqa: E402
 
 VOCAB = 96
-LENGTHS = [200, 1, 7, 64, 1, 33, 7, 2, 90, 5, 7, 1, 16, 33, 3, 11, 2, 58, 1, 4, 200, 9, 6, 0, 128]
+LENGTHS = [97, 1, 7, 40, 1, 33, 7, 2, 60, 5, 7, 1, 16, 33, 3, 11, 2, 0, 97, 4]
 
 
 def test_packed_many_lengths_matches_transformers():
