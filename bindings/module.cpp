@@ -12,6 +12,7 @@ PYBIND11_MODULE(_C, m) {
   verl::bindings::register_algo(m);
   verl::bindings::register_model(m);
   verl::bindings::register_transformer(m);
+  verl::bindings::register_checkpoint(m);
   verl::bindings::register_tokenizer(m);
   verl::bindings::register_workers(m);
 }

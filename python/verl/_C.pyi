@@ -1,7 +1,7 @@
 """Type stubs for verl._C, the compiled core (libverl bindings). Use the Python wrappers
 (verl.protocol.DataProto, verl.config.Config) unless you need the C++ objects themselves."""
 
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -99,6 +99,16 @@ class row_plan:  # a submodule
 class model:  # a submodule (bindings/transformer.cpp)
     @staticmethod
     def parse_model_config(config_json: str) -> dict[str, Any]: ...
+
+    @staticmethod
+    def load_pretrained(dir: str, dtype: str | None = None, device: str = "cpu",
+                        value_head: bool = False) -> model.CausalLM: ...  # bindings/checkpoint.cpp
+    @staticmethod
+    def save_pretrained(model: model.CausalLM, dir: str, tokenizer_dir: str | None = None,
+                        max_shard_bytes: int = 5000000000,
+                        on_file_written: Callable[[str], None] | None = None) -> list[str]: ...
+    @staticmethod
+    def pretrained_config_json(model: model.CausalLM) -> dict[str, Any]: ...
 
     class KVCache:
         length: int

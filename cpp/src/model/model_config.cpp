@@ -62,6 +62,7 @@ ModelConfig ModelConfig::from_json(const Json& j, const std::string& source) {
   VERL_CHECK_AS(ConfigError, j.is_object(), "model config ", source, ": expected a JSON object");
   Reader rd{j, source};
   ModelConfig c;
+  c.source_json = j;
   c.model_type = rd.get<std::string>("model_type");
   VERL_CHECK_AS(ConfigError, c.model_type == "qwen2" || c.model_type == "qwen3" || c.model_type == "llama",
                 "model config ", source, ": unknown model_type '", c.model_type,
@@ -118,9 +119,11 @@ ModelConfig ModelConfig::from_json(const Json& j, const std::string& source) {
   }
   // transformers 5 writes "dtype", 4.x "torch_dtype".
   c.torch_dtype = rd.get<std::string>("torch_dtype", rd.get<std::string>("dtype", "float32"));
-  VERL_CHECK_AS(ConfigError, c.torch_dtype == "float32" || c.torch_dtype == "bfloat16" || c.torch_dtype == "float16",
+  VERL_CHECK_AS(ConfigError,
+                c.torch_dtype == "float32" || c.torch_dtype == "bfloat16" || c.torch_dtype == "float16" ||
+                    c.torch_dtype == "float64",
                 "model config ", source, ": torch_dtype '", c.torch_dtype,
-                "' is not supported (float32, bfloat16, float16)");
+                "' is not supported (float32, bfloat16, float16, float64)");
   return c;
 }
 
@@ -141,8 +144,9 @@ ModelConfig ModelConfig::from_file(const std::string& path) {
 Json ModelConfig::to_json() const {
   static const std::map<std::string, std::string> architectures = {
       {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}, {"llama", "LlamaForCausalLM"}};
-  Json j;
-  j["architectures"] = Json::array({architectures.at(model_type)});
+  Json j = source_json.is_object() ? source_json : Json::object();
+  if (!j.contains("architectures") || !j["architectures"].is_array() || j["architectures"].empty())
+    j["architectures"] = Json::array({architectures.at(model_type)});
   j["model_type"] = model_type;
   j["vocab_size"] = vocab_size;
   j["hidden_size"] = hidden_size;
@@ -154,15 +158,19 @@ Json ModelConfig::to_json() const {
   j["hidden_act"] = "silu";
   j["rms_norm_eps"] = rms_norm_eps;
   j["rope_theta"] = rope_theta;
+  Json rope_parameters = {{"rope_type", "default"}, {"rope_theta", rope_theta}};
   if (rope_scaling) {
     j["rope_scaling"] = {{"rope_type", rope_scaling->rope_type},
                          {"factor", rope_scaling->factor},
                          {"low_freq_factor", rope_scaling->low_freq_factor},
                          {"high_freq_factor", rope_scaling->high_freq_factor},
                          {"original_max_position_embeddings", rope_scaling->original_max_position_embeddings}};
+    rope_parameters = j["rope_scaling"];
+    rope_parameters["rope_theta"] = rope_theta;
   } else {
     j["rope_scaling"] = nullptr;
   }
+  j["rope_parameters"] = std::move(rope_parameters);
   j["max_position_embeddings"] = max_position_embeddings;
   j["tie_word_embeddings"] = tie_word_embeddings;
   if (model_type != "qwen2") j["attention_bias"] = qkv_bias;
@@ -178,6 +186,7 @@ Json ModelConfig::to_json() const {
     j["eos_token_id"] = eos_token_ids;
   j["pad_token_id"] = pad_token_id ? Json(*pad_token_id) : Json(nullptr);
   j["torch_dtype"] = torch_dtype;
+  j["dtype"] = torch_dtype;
   return j;
 }
 

@@ -91,6 +91,33 @@ struct LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
   }
 };
 
+// LayerCheckpoint for the packed path: the layout is rebuilt from cu_seqlens (a CPU tensor,
+// cheap) in backward, so nothing outlives the forward call by pointer.
+struct VarlenLayerCheckpoint : public torch::autograd::Function<VarlenLayerCheckpoint> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor h, int64_t layer_address,
+                               torch::Tensor cos, torch::Tensor sin, torch::Tensor cu_seqlens) {
+    ctx->saved_data["layer"] = layer_address;
+    ctx->save_for_backward({h, cos, sin, cu_seqlens});
+    auto* layer = reinterpret_cast<DecoderLayer*>(layer_address);
+    return layer->forward_varlen(h, cos, sin, VarlenLayout::build(cu_seqlens, h.size(1), h.device()));
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    auto saved = ctx->get_saved_variables();
+    auto* layer = reinterpret_cast<DecoderLayer*>(ctx->saved_data["layer"].toInt());
+    torch::Tensor h = saved[0].detach().requires_grad_(saved[0].requires_grad());
+    torch::Tensor out;
+    {
+      torch::AutoGradMode enable(true);
+      out = layer->forward_varlen(h, saved[1], saved[2], VarlenLayout::build(saved[3], h.size(1), h.device()));
+    }
+    torch::autograd::backward({out}, {grad_out[0]});
+    return {h.requires_grad() ? h.grad() : torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
+            torch::Tensor()};
+  }
+};
+
 std::string join(const std::vector<std::string>& names) {
   std::ostringstream out;
   for (size_t i = 0; i < names.size(); ++i) out << (i ? ", " : "") << names[i];
@@ -158,6 +185,23 @@ torch::Tensor Attention::forward(const torch::Tensor& x, const torch::Tensor& co
   return run_linear(o_proj, out.transpose(1, 2).reshape({bs, q_len, heads_ * head_dim_}));
 }
 
+torch::Tensor Attention::forward_varlen(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                        const VarlenLayout& layout) {
+  const int64_t total = x.size(1);
+  torch::Tensor q = run_linear(q_proj, x).view({1, total, heads_, head_dim_});
+  torch::Tensor k = run_linear(k_proj, x).view({1, total, kv_heads_, head_dim_});
+  torch::Tensor v = run_linear(v_proj, x).view({1, total, kv_heads_, head_dim_}).transpose(1, 2);
+  if (q_norm) {
+    q = q_norm->forward(q);
+    k = k_norm->forward(k);
+  }
+  q = apply_rope(q.transpose(1, 2), cos, sin);  // (1, heads, total, d)
+  k = apply_rope(k.transpose(1, 2), cos, sin);
+  torch::Tensor out = varlen_causal_attention(q.squeeze(0), k.squeeze(0), v.squeeze(0), layout,
+                                              1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  return run_linear(o_proj, out.transpose(0, 1).reshape({1, total, heads_ * head_dim_}));
+}
+
 MLP::MLP(const ModelConfig& c) {
   gate_proj = register_module("gate_proj", linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
   up_proj = register_module("up_proj", linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
@@ -179,6 +223,12 @@ DecoderLayer::DecoderLayer(const ModelConfig& c) {
 torch::Tensor DecoderLayer::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                     const torch::Tensor& mask, KVCache* cache, int64_t layer) {
   torch::Tensor h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, mask, cache, layer);
+  return h + mlp->forward(post_attention_layernorm->forward(h));
+}
+
+torch::Tensor DecoderLayer::forward_varlen(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                           const VarlenLayout& layout) {
+  torch::Tensor h = x + self_attn->forward_varlen(input_layernorm->forward(x), cos, sin, layout);
   return h + mlp->forward(post_attention_layernorm->forward(h));
 }
 
@@ -271,24 +321,36 @@ torch::Tensor CausalLM::forward(const torch::Tensor& input_ids, const torch::Ten
   return apply_head(hidden_states(input_ids, attention_mask, position_ids));
 }
 
+torch::Tensor CausalLM::run_layers_varlen(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
+                                          const VarlenLayout& layout) {
+  const bool checkpoint = gradient_checkpointing_ && torch::GradMode::is_enabled();
+  for (auto& layer : model->layer_ptrs) {
+    if (checkpoint)
+      h = VarlenLayerCheckpoint::apply(h, reinterpret_cast<int64_t>(layer.get()), cos, sin, layout.cu_seqlens);
+    else
+      h = layer->forward_varlen(h, cos, sin, layout);
+  }
+  return model->norm->forward(h);
+}
+
 torch::Tensor CausalLM::hidden_states_packed(const torch::Tensor& input_ids, const torch::Tensor& cu_seqlens) {
   VERL_CHECK(input_ids.dim() == 1, "CausalLM.forward_packed: input_ids must be (total,), got ", input_ids.sizes());
-  VERL_CHECK(cu_seqlens.dim() == 1 && cu_seqlens.size(0) >= 2,
-             "CausalLM.forward_packed: cu_seqlens must be (n+1,) with n >= 1, got ", cu_seqlens.sizes());
   const auto device = input_ids.device();
   const int64_t total = input_ids.size(0);
-  torch::Tensor cu = cu_seqlens.to(torch::kCPU).to(torch::kLong);
+  VarlenLayout layout;
+  try {
+    layout = VarlenLayout::build(cu_seqlens, total, device);
+  } catch (const InvalidArgument& e) {
+    VERL_FAIL(InvalidArgument, "CausalLM.forward_packed: ", e.what());
+  }
+  torch::Tensor cu = layout.cu_seqlens;
   torch::Tensor lengths = cu.narrow(0, 1, cu.size(0) - 1) - cu.narrow(0, 0, cu.size(0) - 1);
-  VERL_CHECK(cu[0].item<int64_t>() == 0 && cu[-1].item<int64_t>() == total && (lengths >= 0).all().item<bool>(),
-             "CausalLM.forward_packed: cu_seqlens must rise from 0 to total (", total, "), got ", cu);
   torch::Tensor seg = torch::repeat_interleave(torch::arange(lengths.size(0), torch::kLong), lengths).to(device);
-  torch::Tensor idx = torch::arange(total, torch::dtype(torch::kLong).device(device));
-  torch::Tensor positions = idx - cu.to(device).index_select(0, seg);
-  // Block-diagonal causal mask (total, total): O(total^2) memory; a varlen kernel can replace it.
-  torch::Tensor mask = (seg.unsqueeze(1) == seg.unsqueeze(0)) & (idx.unsqueeze(1) >= idx.unsqueeze(0));
+  torch::Tensor positions = torch::arange(total, torch::dtype(torch::kLong).device(device)) -
+                            cu.to(device).index_select(0, seg);
   torch::Tensor h = model->embed_tokens->forward(input_ids.unsqueeze(0));
   auto [cos, sin] = rope(positions.unsqueeze(0), h.scalar_type());
-  return run_layers(h, cos, sin, mask.unsqueeze(0).unsqueeze(0), nullptr).squeeze(0);
+  return run_layers_varlen(h, cos, sin, layout).squeeze(0);
 }
 
 torch::Tensor CausalLM::forward_packed(const torch::Tensor& input_ids, const torch::Tensor& cu_seqlens) {

@@ -48,6 +48,15 @@ class CausalLM:
     def __init__(self, config: str | os.PathLike | Mapping[str, Any]) -> None:
         self._module = _C.model.CausalLM(json.dumps(_config_dict(config)), self._value_head)
 
+    @classmethod
+    def _from_module(cls, module: Any) -> "CausalLM":
+        """Wraps an existing ``verl._C.model.CausalLM`` (e.g. from ``load_pretrained``)."""
+        if module.value_head != cls._value_head:
+            raise ValueError(f"{cls.__name__} cannot wrap a module with value_head={module.value_head}")
+        self = cls.__new__(cls)
+        self._module = module
+        return self
+
     @property
     def config(self) -> dict[str, Any]:
         return self._module.config
@@ -104,6 +113,16 @@ class CausalLM:
                      positions: torch.Tensor | None = None) -> torch.Tensor:
         """Appends (bs, new) tokens to the cache and returns their (bs, new, vocab) logits."""
         return self._module.forward_step(input_ids, cache, attention_mask, positions)
+
+    def save_pretrained(self, path: str | os.PathLike, tokenizer_dir: str | os.PathLike | None = None,
+                        max_shard_size: int | str = "5GB") -> list[str]:
+        """Writes a transformers checkpoint directory (config.json, safetensors in the model's dtype,
+        sharded with an index above ``max_shard_size``, tokenizer files copied from ``tokenizer_dir``),
+        atomically: an existing ``path`` is replaced only once the new directory is complete. Without
+        ``tokenizer_dir`` the tokenizer files already in ``path`` are kept. Returns the files written."""
+        from .checkpoint import save_pretrained
+
+        return save_pretrained(self, path, tokenizer_dir, max_shard_size)
 
     def gradient_checkpointing_enable(self) -> None:
         self._module.set_gradient_checkpointing(True)

@@ -45,14 +45,20 @@ struct ModelConfig {
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;  // config.json's eos_token_id, an int or a list
   std::optional<int64_t> pad_token_id;
-  std::string torch_dtype = "float32";  // "float32", "bfloat16" or "float16"
+  std::string torch_dtype = "float32";  // "float32", "bfloat16", "float16" or "float64"
+  // The config.json object this config was parsed from (empty when built in code). to_json()
+  // starts from it, so keys ModelConfig does not model (initializer_range, layer_types, id2label,
+  // quantization hints, ...) survive a load -> save round trip.
+  Json source_json = Json::object();
 
   // Parses an HF config.json object; `source` names the file in error messages.
   // Unknown model_type, missing required fields and unsupported features throw ConfigError.
   static ModelConfig from_json(const Json& j, const std::string& source = "<config.json>");
   // Reads a config.json file, or the config.json inside a directory.
   static ModelConfig from_file(const std::string& path);
-  // A config.json that transformers (4.x and 5.x) loads into the same architecture.
+  // A config.json that transformers (4.x and 5.x) loads into the same architecture: source_json's
+  // keys, with every modelled field overwritten (rope in both spellings: rope_theta + rope_scaling
+  // for 4.x, rope_parameters for 5.x; dtype as both torch_dtype and dtype).
   Json to_json() const;
   void save(const std::string& path) const;
 

@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 
 #include "verl/model/model_config.h"
+#include "verl/model/varlen_attention.h"
 
 namespace verl::model {
 
@@ -56,6 +57,10 @@ class Attention : public torch::nn::Module {
   // `layer` and attention runs over slots [0, length+q).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& mask, KVCache* cache = nullptr, int64_t layer = 0);
+  // Packed sequences: x (1, total, hidden); cos/sin (1, total, head_dim); causal within each
+  // sequence of `layout` (varlen_attention.h), no mask, no cache.
+  torch::Tensor forward_varlen(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                               const VarlenLayout& layout);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   std::shared_ptr<RMSNorm> q_norm, k_norm;  // qwen3 only
 
@@ -76,6 +81,8 @@ class DecoderLayer : public torch::nn::Module {
   explicit DecoderLayer(const ModelConfig& c);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& mask, KVCache* cache = nullptr, int64_t layer = 0);
+  torch::Tensor forward_varlen(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                               const VarlenLayout& layout);
   std::shared_ptr<Attention> self_attn;
   std::shared_ptr<MLP> mlp;
   std::shared_ptr<RMSNorm> input_layernorm, post_attention_layernorm;
@@ -110,7 +117,8 @@ class CausalLM : public torch::nn::Module {
 
   // Packed sequences without padding. input_ids (total,) int64; cu_seqlens (n+1,) int64 with
   // cu_seqlens[0] = 0, cu_seqlens[n] = total. Attention is causal within each sequence only and
-  // positions restart at 0 per sequence. Returns (total, vocab) logits or (total,) values.
+  // positions restart at 0 per sequence; it costs O(sum len_i^2) (varlen_attention.h), not
+  // O(total^2). Returns (total, vocab) logits or (total,) values.
   torch::Tensor forward_packed(const torch::Tensor& input_ids, const torch::Tensor& cu_seqlens);
   torch::Tensor hidden_states_packed(const torch::Tensor& input_ids, const torch::Tensor& cu_seqlens);
 
@@ -149,6 +157,8 @@ class CausalLM : public torch::nn::Module {
   std::pair<torch::Tensor, torch::Tensor> rope(const torch::Tensor& positions, torch::Dtype dtype) const;
   torch::Tensor run_layers(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
                            const torch::Tensor& mask, KVCache* cache);
+  torch::Tensor run_layers_varlen(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
+                                  const VarlenLayout& layout);
 
   ModelConfig config_;
   HeadKind head_kind_;

@@ -1,0 +1,45 @@
+// Causal attention over packed variable-length sequences (padding removed, boundaries given by
+// cumulative lengths) at O(sum len_i^2) cost instead of the O(total^2) of a block-diagonal mask.
+// Used by CausalLM::forward_packed (training's remove-padding path); plain ATen ops (SDPA,
+// narrow, index_select), so it runs on any device and is differentiable.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace verl::model {
+
+// How packed sequences are batched for attention: sequences of equal length form one group and
+// go through one SDPA call as a (count, heads, length, head_dim) batch; every sequence is
+// causal on its own, so no mask is needed (is_causal). Built once per forward on the CPU.
+struct VarlenLayout {
+  struct Group {
+    int64_t length = 0;  // tokens per sequence
+    int64_t count = 0;   // sequences in the group
+    int64_t first_start = 0;
+    // The group's sequences lie end to end from first_start: a view, no gather needed.
+    bool contiguous = true;
+    torch::Tensor token_index;  // (count * length,) int64 on the device; defined when !contiguous
+  };
+
+  // cu_seqlens (n+1,) integer, cu_seqlens[0] = 0, non-decreasing, cu_seqlens[n] = total; any
+  // device. Zero-length sequences are allowed (they contribute nothing). Bad input: InvalidArgument.
+  static VarlenLayout build(const torch::Tensor& cu_seqlens, int64_t total, torch::Device device);
+
+  torch::Tensor cu_seqlens;  // (n+1,) int64 on the CPU
+  int64_t total = 0;
+  std::vector<Group> groups;
+  // (total,) int64 on the device: token t of the packed input is row inverse[t] of the groups'
+  // concatenated outputs. Undefined when that concatenation already is in packed order.
+  torch::Tensor inverse;
+};
+
+// q (heads, total, head_dim); k, v (kv_heads, total, head_dim) with heads % kv_heads == 0 (GQA:
+// kv head j serves query heads [j * heads/kv_heads, (j+1) * heads/kv_heads)), RoPE already applied.
+// Returns (heads, total, head_dim): softmax(q k^T * scale) v, causal within each sequence.
+torch::Tensor varlen_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                      const VarlenLayout& layout, double scale);
+
+}  // namespace verl::model

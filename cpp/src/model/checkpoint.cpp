@@ -1,0 +1,262 @@
+// HF checkpoint directories: load_pretrained / save_pretrained (verl/model/checkpoint.h).
+#include "verl/model/checkpoint.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "verl/core/error.h"
+#include "verl/core/json.h"
+#include "verl/model/safetensors.h"
+
+namespace verl::model {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kConfigName = "config.json";
+
+std::string dtype_name(torch::Dtype d) {
+  switch (d) {
+    case torch::kFloat: return "float32";
+    case torch::kBFloat16: return "bfloat16";
+    case torch::kHalf: return "float16";
+    case torch::kDouble: return "float64";
+    default: VERL_FAIL(InvalidArgument, "save_pretrained: parameters of dtype ", c10::toString(d), " cannot be saved");
+  }
+}
+
+torch::Dtype dtype_from_name(const std::string& name) {
+  if (name == "float32") return torch::kFloat;
+  if (name == "bfloat16") return torch::kBFloat16;
+  if (name == "float16") return torch::kHalf;
+  if (name == "float64") return torch::kDouble;
+  VERL_FAIL(ConfigError, "unsupported torch_dtype '", name, "'");
+}
+
+// transformers' class-name prefix of each model_type.
+std::string architecture_prefix(const std::string& model_type) {
+  if (model_type == "qwen2") return "Qwen2";
+  if (model_type == "qwen3") return "Qwen3";
+  if (model_type == "llama") return "Llama";
+  VERL_FAIL(InvalidArgument, "no transformers architecture for model_type '", model_type, "'");
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+Json read_config(const fs::path& path) {
+  VERL_CHECK_AS(CheckpointError, fs::is_regular_file(path), "checkpoint '", path.parent_path().string(),
+                "': missing ", path.filename().string(), " ('", path.string(), "' does not exist)");
+  std::ifstream in(path);
+  VERL_CHECK_AS(CheckpointError, in.good(), "cannot read '", path.string(), "'");
+  try {
+    return Json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    VERL_FAIL(CheckpointError, "'", path.string(), "' is not valid JSON: ", e.what());
+  }
+}
+
+// The whole file, fsynced, so that a completed save survives a crash before the directory swap.
+void write_synced(const fs::path& path, const std::string& bytes) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  VERL_CHECK_AS(CheckpointError, f != nullptr, "cannot write '", path.string(), "': ", errno_text());
+  bool ok = bytes.empty() || std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  ok = ok && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+  const int saved = errno;
+  ok = (std::fclose(f) == 0) && ok;
+  VERL_CHECK_AS(CheckpointError, ok, "cannot write '", path.string(), "': ", std::strerror(saved));
+}
+
+std::string read_all(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  VERL_CHECK_AS(CheckpointError, in.good(), "cannot read '", path.string(), "'");
+  std::ostringstream out;
+  out << in.rdbuf();
+  VERL_CHECK_AS(CheckpointError, !in.bad(), "cannot read '", path.string(), "'");
+  return out.str();
+}
+
+void fsync_dir(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return;  // best effort: the data files themselves are already synced
+  ::fsync(fd);
+  ::close(fd);
+}
+
+fs::path sibling(const fs::path& dir, const std::string& tag) {
+  static std::atomic<uint64_t> counter{0};
+  std::ostringstream name;
+  name << '.' << dir.filename().string() << '.' << tag << '-' << ::getpid() << '-' << counter++;
+  return dir.parent_path() / name.str();
+}
+
+// Puts the complete `staging` directory at `target`. An existing target is exchanged atomically
+// where the filesystem supports RENAME_EXCHANGE; otherwise it is moved aside first, so that at
+// every instant either the old or the new directory exists under one of the two names.
+void commit_directory(const fs::path& staging, const fs::path& target) {
+  std::error_code ec;
+  const bool exists = fs::exists(fs::symlink_status(target, ec));
+  if (!exists) {
+    VERL_CHECK_AS(CheckpointError, std::rename(staging.c_str(), target.c_str()) == 0, "cannot move '",
+                  staging.string(), "' to '", target.string(), "': ", errno_text());
+    fsync_dir(target.parent_path());
+    return;
+  }
+  VERL_CHECK_AS(CheckpointError, fs::is_directory(fs::symlink_status(target, ec)), "cannot save to '",
+                target.string(), "': it exists and is not a directory");
+#ifdef RENAME_EXCHANGE
+  if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
+    fsync_dir(target.parent_path());
+    fs::remove_all(staging, ec);  // now the previous directory
+    return;
+  }
+  VERL_CHECK_AS(CheckpointError, errno == EINVAL || errno == ENOSYS || errno == ENOTSUP, "cannot replace '",
+                target.string(), "' with '", staging.string(), "': ", errno_text());
+#endif
+  const fs::path old = sibling(target, "old");
+  VERL_CHECK_AS(CheckpointError, std::rename(target.c_str(), old.c_str()) == 0, "cannot move '", target.string(),
+                "' aside to '", old.string(), "': ", errno_text());
+  if (std::rename(staging.c_str(), target.c_str()) != 0) {
+    const std::string why = errno_text();
+    std::rename(old.c_str(), target.c_str());  // put the previous directory back
+    VERL_FAIL(CheckpointError, "cannot move '", staging.string(), "' to '", target.string(), "': ", why);
+  }
+  fsync_dir(target.parent_path());
+  fs::remove_all(old, ec);
+}
+
+// Removes the staging directory unless the save committed it.
+struct StagingGuard {
+  fs::path path;
+  bool committed = false;
+  ~StagingGuard() {
+    if (committed) return;
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<CausalLM> load_pretrained(const fs::path& dir, std::optional<torch::Dtype> dtype, torch::Device device,
+                                          HeadKind head) {
+  VERL_CHECK_AS(CheckpointError, fs::is_directory(dir), "checkpoint directory '", dir.string(), "' does not exist");
+  const fs::path config_path = dir / kConfigName;
+  ModelConfig config = ModelConfig::from_json(read_config(config_path), config_path.string());
+  const torch::Dtype target_dtype = dtype.value_or(dtype_from_name(config.torch_dtype));
+
+  // Read (and validate) the weights before building the model: a corrupt checkpoint fails fast.
+  std::map<std::string, torch::Tensor> state = load_checkpoint_dir(dir);
+  const fs::path weights = fs::is_regular_file(dir / kSafeWeightsName) ? dir / kSafeWeightsName
+                                                                         : dir / kSafeWeightsIndexName;
+  if (head == HeadKind::kValue) {
+    VERL_CHECK_AS(CheckpointError, state.count("score.weight") != 0, "checkpoint '", weights.string(),
+                  "' has no score.weight: not a value-head checkpoint (AutoModelForTokenClassification, "
+                  "num_labels=1)");
+    const int64_t labels = state.at("score.weight").size(0);
+    VERL_CHECK_AS(CheckpointError, labels == 1, "checkpoint '", weights.string(), "': score.weight has ", labels,
+                  " labels, a value head has 1");
+  }
+
+  auto model = std::make_shared<CausalLM>(std::move(config), head);
+  model->to(target_dtype);
+  model->to(device);
+  try {
+    model->load_state_dict(state, /*strict=*/true);
+  } catch (const CheckpointError& e) {
+    VERL_FAIL(CheckpointError, "checkpoint '", weights.string(), "': ", e.what());
+  }
+  return model;
+}
+
+Json pretrained_config_json(const CausalLM& model) {
+  const ModelConfig& c = model.config();
+  Json j = c.to_json();
+  const std::string prefix = architecture_prefix(c.model_type);
+  if (model.head_kind() == HeadKind::kValue) {
+    j["architectures"] = Json::array({prefix + "ForTokenClassification"});
+    // transformers derives num_labels from id2label; score must come out Linear(hidden, 1).
+    const bool one_label = j.contains("id2label") && j["id2label"].is_object() && j["id2label"].size() == 1;
+    if (!one_label) {
+      j["id2label"] = {{"0", "LABEL_0"}};
+      j["label2id"] = {{"LABEL_0", 0}};
+    }
+  } else {
+    j["architectures"] = Json::array({prefix + "ForCausalLM"});
+  }
+  const std::string dtype = dtype_name(model.dtype());
+  j["torch_dtype"] = dtype;
+  j["dtype"] = dtype;
+  return j;
+}
+
+std::vector<fs::path> save_pretrained(const CausalLM& model, const fs::path& dir_in, const SaveOptions& options) {
+  VERL_CHECK(options.max_shard_bytes > 0, "save_pretrained: max_shard_bytes must be positive, got ",
+             options.max_shard_bytes);
+  fs::path dir = fs::absolute(dir_in).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();  // "out/" -> "out"
+  std::error_code ec;
+  fs::create_directories(dir.parent_path(), ec);
+  VERL_CHECK_AS(CheckpointError, !ec, "cannot create '", dir.parent_path().string(), "': ", ec.message());
+  const bool target_exists = fs::exists(fs::symlink_status(dir, ec));
+  VERL_CHECK_AS(CheckpointError, !target_exists || fs::is_directory(dir), "cannot save to '", dir.string(),
+                "': it exists and is not a directory");
+
+  // Tokenizer files come from tokenizer_dir, or else are kept from the directory being replaced
+  // (saving over a checkpoint must not lose its tokenizer, as transformers' save_pretrained keeps it).
+  std::optional<fs::path> tokenizer_src = options.tokenizer_dir;
+  if (!tokenizer_src && target_exists) tokenizer_src = dir;
+  if (options.tokenizer_dir)
+    VERL_CHECK_AS(CheckpointError, fs::is_directory(*options.tokenizer_dir), "save_pretrained: tokenizer directory '",
+                  options.tokenizer_dir->string(), "' does not exist");
+
+  StagingGuard staging{sibling(dir, "tmp")};
+  fs::create_directory(staging.path, ec);
+  VERL_CHECK_AS(CheckpointError, !ec, "cannot create '", staging.path.string(), "': ", ec.message());
+  std::vector<fs::path> written;
+  auto done = [&](const fs::path& file) {
+    written.push_back(file);
+    if (options.on_file_written) options.on_file_written(file);
+  };
+
+  const fs::path config_path = staging.path / kConfigName;
+  write_synced(config_path, pretrained_config_json(model).dump(2) + "\n");
+  done(config_path);
+
+  // Registration order is transformers' state_dict order, so shards split where HF's would.
+  NamedTensors tensors;
+  for (const auto& item : model.named_parameters(true)) tensors.emplace_back(item.key(), item.value().detach());
+  try {
+    for (const fs::path& file : save_sharded(staging.path, tensors, options.max_shard_bytes)) done(file);
+  } catch (const InvalidArgument& e) {
+    VERL_FAIL(CheckpointError, "cannot save weights to '", staging.path.string(), "': ", e.what());
+  }
+
+  if (tokenizer_src) {
+    for (const std::string& name : kTokenizerFiles) {
+      const fs::path src = *tokenizer_src / name;
+      if (!fs::exists(fs::symlink_status(src, ec)) && !fs::exists(src, ec)) continue;
+      VERL_CHECK_AS(CheckpointError, fs::is_regular_file(src), "cannot copy tokenizer file '", src.string(),
+                    "': not a regular file");
+      const fs::path dst = staging.path / name;
+      write_synced(dst, read_all(src));
+      done(dst);
+    }
+  }
+  fsync_dir(staging.path);
+  commit_directory(staging.path, dir);
+  staging.committed = true;
+
+  std::vector<fs::path> out;
+  for (const fs::path& file : written) out.push_back(dir / file.filename());
+  return out;
+}
+
+}  // namespace verl::model

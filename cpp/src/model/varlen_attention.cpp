@@ -1,0 +1,94 @@
+// Packed causal attention by equal-length groups (verl/model/varlen_attention.h).
+#include "verl/model/varlen_attention.h"
+
+#include <map>
+
+#include "verl/core/error.h"
+
+namespace verl::model {
+
+VarlenLayout VarlenLayout::build(const torch::Tensor& cu_seqlens, int64_t total, torch::Device device) {
+  VERL_CHECK(cu_seqlens.dim() == 1 && cu_seqlens.size(0) >= 2,
+             "varlen attention: cu_seqlens must be (n+1,) with n >= 1, got ", cu_seqlens.sizes());
+  VERL_CHECK(!at::isFloatingType(cu_seqlens.scalar_type()) && cu_seqlens.scalar_type() != torch::kBool,
+             "varlen attention: cu_seqlens must be integer, got ", c10::toString(cu_seqlens.scalar_type()));
+  VarlenLayout layout;
+  layout.cu_seqlens = cu_seqlens.to(torch::kCPU).to(torch::kLong).contiguous();
+  layout.total = total;
+  const int64_t n = layout.cu_seqlens.size(0) - 1;
+  const int64_t* cu = layout.cu_seqlens.data_ptr<int64_t>();
+  VERL_CHECK(cu[0] == 0 && cu[n] == total, "varlen attention: cu_seqlens must rise from 0 to total (", total,
+             "), got ", layout.cu_seqlens);
+
+  // Sequences by length, groups in order of first appearance.
+  std::map<int64_t, size_t> group_of_length;
+  std::vector<std::vector<int64_t>> starts;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t len = cu[i + 1] - cu[i];
+    VERL_CHECK(len >= 0, "varlen attention: cu_seqlens must be non-decreasing, got ", layout.cu_seqlens);
+    if (len == 0) continue;
+    auto [it, inserted] = group_of_length.emplace(len, layout.groups.size());
+    if (inserted) {
+      layout.groups.push_back({len, 0, cu[i], true, {}});
+      starts.emplace_back();
+    }
+    starts[it->second].push_back(cu[i]);
+  }
+
+  bool in_packed_order = true;
+  int64_t offset = 0;  // where the group's rows start in the concatenated output
+  std::vector<int64_t> order;  // packed token of each concatenated row
+  order.reserve(total);
+  for (size_t g = 0; g < layout.groups.size(); ++g) {
+    Group& group = layout.groups[g];
+    group.count = static_cast<int64_t>(starts[g].size());
+    for (size_t j = 0; j < starts[g].size(); ++j)
+      group.contiguous = group.contiguous && starts[g][j] == group.first_start + static_cast<int64_t>(j) * group.length;
+    in_packed_order = in_packed_order && group.contiguous && group.first_start == offset;
+    for (int64_t s : starts[g])
+      for (int64_t t = 0; t < group.length; ++t) order.push_back(s + t);
+    if (!group.contiguous) {
+      group.token_index = torch::tensor(std::vector<int64_t>(order.end() - group.count * group.length, order.end()),
+                                        torch::kLong)
+                              .to(device);
+    }
+    offset += group.count * group.length;
+  }
+  if (!in_packed_order) {
+    torch::Tensor rows = torch::tensor(order, torch::kLong);
+    torch::Tensor inverse = torch::empty({total}, torch::kLong);
+    inverse.index_copy_(0, rows, torch::arange(total, torch::kLong));
+    layout.inverse = inverse.to(device);
+  }
+  return layout;
+}
+
+torch::Tensor varlen_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                      const VarlenLayout& layout, double scale) {
+  VERL_CHECK(q.dim() == 3 && k.dim() == 3 && v.dim() == 3 && q.size(1) == layout.total &&
+                 k.size(1) == layout.total && v.size(1) == layout.total && k.sizes() == v.sizes() &&
+                 q.size(2) == k.size(2) && k.size(0) > 0 && q.size(0) % k.size(0) == 0,
+             "varlen attention: expected q (heads, ", layout.total, ", d), k/v (kv_heads, ", layout.total,
+             ", d), got q ", q.sizes(), ", k ", k.sizes(), ", v ", v.sizes());
+  const int64_t heads = q.size(0), kv_heads = k.size(0), d = q.size(2);
+  if (layout.groups.empty()) return q.new_empty({heads, 0, d});
+
+  std::vector<torch::Tensor> outputs;
+  outputs.reserve(layout.groups.size());
+  for (const VarlenLayout::Group& g : layout.groups) {
+    // (h, count * length, d) -> (count, h, length, d): one batch of equal-length sequences.
+    auto batch = [&](const torch::Tensor& x) {
+      torch::Tensor rows = g.contiguous ? x.narrow(1, g.first_start, g.count * g.length)
+                                        : x.index_select(1, g.token_index);
+      return rows.reshape({x.size(0), g.count, g.length, d}).transpose(0, 1);
+    };
+    torch::Tensor out = at::scaled_dot_product_attention(batch(q), batch(k), batch(v), std::nullopt, 0.0,
+                                                         /*is_causal=*/true, scale,
+                                                         /*enable_gqa=*/kv_heads != heads);
+    outputs.push_back(out.transpose(0, 1).reshape({heads, g.count * g.length, d}));
+  }
+  torch::Tensor out = outputs.size() == 1 ? outputs.front() : torch::cat(outputs, 1);
+  return layout.inverse.defined() ? out.index_select(1, layout.inverse) : out;
+}
+
+}  // namespace verl::model

@@ -1,0 +1,263 @@
+// verl::model checkpoint directories: save_pretrained -> load_pretrained round trips (families,
+// tied, sharded, bf16, value head), the config.json written, tokenizer files, typed errors naming
+// the file, and the atomic replacement of an existing directory when a save fails midway.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "verl/core/error.h"
+#include "verl/model/checkpoint.h"
+#include "verl/model/safetensors.h"
+
+using namespace verl::model;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int counter = 0;
+    path = fs::temp_directory_path() /
+           ("verl_ckpt_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+verl::Json tiny_json(const std::string& type, bool tied) {
+  verl::Json j = {{"model_type", type},        {"vocab_size", 64},          {"hidden_size", 32},
+                  {"intermediate_size", 48},   {"num_hidden_layers", 2},    {"num_attention_heads", 4},
+                  {"num_key_value_heads", 2},  {"rms_norm_eps", 1e-6},      {"rope_theta", 10000.0},
+                  {"max_position_embeddings", 128}, {"tie_word_embeddings", tied},
+                  {"initializer_range", 0.05}, {"my_custom_key", {{"nested", 7}}}, {"eos_token_id", 3}};
+  if (type == "qwen3") j["head_dim"] = 16;
+  if (type == "llama")
+    j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                         {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 16}};
+  return j;
+}
+
+std::shared_ptr<CausalLM> tiny_model(const std::string& type, bool tied, HeadKind head = HeadKind::kLanguageModel) {
+  torch::manual_seed(0);
+  auto m = std::make_shared<CausalLM>(ModelConfig::from_json(tiny_json(type, tied)), head);
+  torch::NoGradGuard ng;
+  for (auto& p : m->parameters()) p.add_(0.1 * torch::randn_like(p));  // norms and biases off their init
+  return m;
+}
+
+verl::Json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return verl::Json::parse(in);
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_text(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+
+torch::Tensor logits(CausalLM& m) {
+  torch::NoGradGuard ng;
+  torch::manual_seed(5);
+  return m.forward(torch::randint(64, {2, 24}, torch::kLong));
+}
+
+size_t siblings(const fs::path& dir) {
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator(dir.parent_path())) n += e.path() != dir;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("save_pretrained -> load_pretrained gives identical logits", "[model]") {
+  for (const std::string type : {"qwen2", "qwen3", "llama"}) {
+    for (bool tied : {false, true}) {
+      INFO(type << " tied=" << tied);
+      TempDir tmp;
+      auto m = tiny_model(type, tied);
+      const fs::path dir = tmp.path / "ckpt";
+      auto files = save_pretrained(*m, dir);
+      CHECK(files == std::vector<fs::path>{dir / "config.json", dir / "model.safetensors"});
+      SafeTensorsFile weights(dir / "model.safetensors");
+      CHECK(weights.contains("lm_head.weight") == !tied);
+      CHECK(weights.metadata().at("format") == "pt");
+      verl::Json cfg = read_json(dir / "config.json");
+      const std::string arch = type == "qwen2" ? "Qwen2ForCausalLM" : type == "qwen3" ? "Qwen3ForCausalLM" : "LlamaForCausalLM";
+      CHECK(cfg["architectures"] == verl::Json::array({arch}));
+      CHECK(cfg["torch_dtype"] == "float32");
+      CHECK(cfg["dtype"] == "float32");
+      CHECK(cfg["tie_word_embeddings"] == tied);
+      CHECK(cfg["my_custom_key"]["nested"] == 7);  // unknown keys survive
+      CHECK(cfg["initializer_range"] == 0.05);
+      CHECK(cfg["eos_token_id"] == 3);
+      if (type == "llama") {
+        CHECK(cfg["rope_scaling"]["rope_type"] == "llama3");
+        CHECK(cfg["rope_parameters"]["rope_type"] == "llama3");
+        CHECK(cfg["rope_parameters"]["rope_theta"] == 10000.0);
+      }
+      auto back = load_pretrained(dir);
+      CHECK(back->dtype() == torch::kFloat);
+      CHECK(torch::equal(logits(*back), logits(*m)));
+      // A second save of the loaded model writes the same config.
+      save_pretrained(*back, tmp.path / "again");
+      CHECK(read_json(tmp.path / "again" / "config.json") == cfg);
+    }
+  }
+}
+
+TEST_CASE("sharded save splits by max_shard_bytes and loads back", "[model]") {
+  TempDir tmp;
+  auto m = tiny_model("qwen2", false);
+  const fs::path dir = tmp.path / "sharded";
+  auto files = save_pretrained(*m, dir, {.max_shard_bytes = 20000});
+  CHECK(fs::exists(dir / kSafeWeightsIndexName));
+  CHECK_FALSE(fs::exists(dir / kSafeWeightsName));
+  verl::Json index = read_json(dir / kSafeWeightsIndexName);
+  CHECK(index["weight_map"].size() == m->named_state().size());
+  std::set<std::string> shards;
+  for (const auto& [name, shard] : index["weight_map"].items()) shards.insert(shard.get<std::string>());
+  CHECK(shards.size() > 2);
+  CHECK(files.size() == 1 + shards.size() + 1);  // config, shards, index
+  auto back = load_pretrained(dir);
+  CHECK(torch::equal(logits(*back), logits(*m)));
+  // Replacing the sharded checkpoint with a single-file one leaves no stale shard behind.
+  save_pretrained(*m, dir);
+  for (const auto& e : fs::directory_iterator(dir))
+    CHECK((e.path().filename() == "config.json" || e.path().filename() == "model.safetensors"));
+}
+
+TEST_CASE("bf16 saves stay bf16; dtype and device are the caller's", "[model]") {
+  TempDir tmp;
+  auto m = tiny_model("qwen3", false);
+  m->to(torch::kBFloat16);
+  save_pretrained(*m, tmp.path / "bf16");
+  CHECK(SafeTensorsFile(tmp.path / "bf16" / "model.safetensors").info("model.norm.weight").dtype == "BF16");
+  CHECK(read_json(tmp.path / "bf16" / "config.json")["torch_dtype"] == "bfloat16");
+  auto auto_dtype = load_pretrained(tmp.path / "bf16");
+  CHECK(auto_dtype->dtype() == torch::kBFloat16);
+  CHECK(torch::equal(logits(*auto_dtype), logits(*m)));
+  auto f32 = load_pretrained(tmp.path / "bf16", torch::kFloat);
+  CHECK(f32->dtype() == torch::kFloat);
+  CHECK(torch::equal(f32->named_state().at("model.norm.weight"),
+                     m->named_state().at("model.norm.weight").to(torch::kFloat)));
+}
+
+TEST_CASE("value head checkpoints", "[model]") {
+  TempDir tmp;
+  auto v = tiny_model("llama", false, HeadKind::kValue);
+  save_pretrained(*v, tmp.path / "critic");
+  verl::Json cfg = read_json(tmp.path / "critic" / "config.json");
+  CHECK(cfg["architectures"] == verl::Json::array({"LlamaForTokenClassification"}));
+  CHECK(cfg["id2label"] == verl::Json({{"0", "LABEL_0"}}));
+  CHECK(SafeTensorsFile(tmp.path / "critic" / "model.safetensors").contains("score.bias"));
+  auto back = load_pretrained(tmp.path / "critic", {}, torch::kCPU, HeadKind::kValue);
+  CHECK(back->head_kind() == HeadKind::kValue);
+  CHECK(torch::equal(logits(*back), logits(*v)));
+  // Heads must match the checkpoint.
+  CHECK_THROWS_WITH(load_pretrained(tmp.path / "critic"),
+                    Catch::Contains("unexpected: [score.bias, score.weight]") && Catch::Contains("model.safetensors"));
+  save_pretrained(*tiny_model("llama", false), tmp.path / "actor");
+  CHECK_THROWS_WITH(load_pretrained(tmp.path / "actor", {}, torch::kCPU, HeadKind::kValue),
+                    Catch::Contains("score.weight") && Catch::Contains("actor"));
+}
+
+TEST_CASE("tokenizer files are copied, or kept when saving over a checkpoint", "[model]") {
+  TempDir tmp;
+  const fs::path tok = tmp.path / "tok";
+  fs::create_directories(tok);
+  write_text(tok / "tokenizer.json", "{\"model\": {}}");
+  write_text(tok / "tokenizer_config.json", "{\"eos_token\": \"<e>\"}");
+  write_text(tok / "generation_config.json", "{\"eos_token_id\": 3}");
+  write_text(tok / "unrelated.txt", "x");
+  auto m = tiny_model("qwen2", true);
+  const fs::path dir = tmp.path / "out";
+  save_pretrained(*m, dir, {.tokenizer_dir = tok});
+  CHECK(read_text(dir / "tokenizer.json") == read_text(tok / "tokenizer.json"));
+  CHECK(read_text(dir / "generation_config.json") == read_text(tok / "generation_config.json"));
+  CHECK_FALSE(fs::exists(dir / "unrelated.txt"));
+  CHECK_FALSE(fs::exists(dir / "vocab.json"));
+  write_text(dir / "optimizer.pt", "stale");
+  save_pretrained(*m, dir);  // no tokenizer_dir: the directory's own tokenizer files are kept
+  CHECK(read_text(dir / "tokenizer_config.json") == read_text(tok / "tokenizer_config.json"));
+  CHECK_FALSE(fs::exists(dir / "optimizer.pt"));  // the directory is replaced as a whole
+  CHECK(siblings(dir) == 1);                      // only tok: no staging or old directories left
+  fs::create_directory(tok / "merges.txt");       // present but not a file
+  CHECK_THROWS_WITH(save_pretrained(*m, dir, {.tokenizer_dir = tok}), Catch::Contains("merges.txt"));
+  CHECK_THROWS_AS(save_pretrained(*m, dir, {.tokenizer_dir = tmp.path / "nope"}), verl::CheckpointError);
+}
+
+TEST_CASE("a failed save leaves the previous checkpoint intact", "[model]") {
+  TempDir tmp;
+  auto old_model = tiny_model("qwen3", false);
+  const fs::path dir = tmp.path / "ckpt";
+  save_pretrained(*old_model, dir, {.max_shard_bytes = 20000});
+  const std::string old_index = read_text(dir / kSafeWeightsIndexName);
+  const torch::Tensor old_logits = logits(*old_model);
+
+  torch::manual_seed(9);
+  CausalLM new_model(ModelConfig::from_json(tiny_json("qwen3", false)));
+  int written = 0;
+  SaveOptions crash{.max_shard_bytes = 20000, .on_file_written = [&](const fs::path& f) {
+                      if (f.filename().string().rfind("model-", 0) == 0 && ++written == 2)
+                        throw std::runtime_error("simulated crash after " + f.filename().string());
+                    }};
+  CHECK_THROWS_WITH(save_pretrained(new_model, dir, crash), Catch::Contains("simulated crash"));
+  CHECK(written == 2);
+  CHECK(read_text(dir / kSafeWeightsIndexName) == old_index);
+  CHECK(torch::equal(logits(*load_pretrained(dir)), old_logits));
+  CHECK(siblings(dir) == 0);  // the staging directory is gone
+
+  // A complete save then replaces it.
+  save_pretrained(new_model, dir);
+  CHECK(torch::equal(logits(*load_pretrained(dir)), logits(new_model)));
+  CHECK_FALSE(fs::exists(dir / kSafeWeightsIndexName));
+  write_text(tmp.path / "file", "x");
+  CHECK_THROWS_AS(save_pretrained(new_model, tmp.path / "file"), verl::CheckpointError);
+}
+
+TEST_CASE("load_pretrained errors name the file", "[model]") {
+  TempDir tmp;
+  auto m = tiny_model("qwen2", false);
+  const fs::path dir = tmp.path / "ckpt";
+  CHECK_THROWS_WITH(load_pretrained(dir), Catch::Contains(dir.string()));
+  save_pretrained(*m, dir);
+
+  fs::rename(dir / "config.json", tmp.path / "config.json");
+  CHECK_THROWS_AS(load_pretrained(dir), verl::CheckpointError);
+  CHECK_THROWS_WITH(load_pretrained(dir), Catch::Contains("config.json"));
+  write_text(dir / "config.json", "{\"model_type\": ");
+  CHECK_THROWS_AS(load_pretrained(dir), verl::CheckpointError);
+  CHECK_THROWS_WITH(load_pretrained(dir), Catch::Contains((dir / "config.json").string()));
+  verl::Json cfg = read_json(tmp.path / "config.json");
+  cfg["model_type"] = "gpt2";
+  write_text(dir / "config.json", cfg.dump());
+  CHECK_THROWS_AS(load_pretrained(dir), verl::ConfigError);
+  fs::copy_file(tmp.path / "config.json", dir / "config.json", fs::copy_options::overwrite_existing);
+
+  // Truncated weights.
+  const std::string bytes = read_text(dir / "model.safetensors");
+  write_text(dir / "model.safetensors", bytes.substr(0, bytes.size() - 100));
+  CHECK_THROWS_AS(load_pretrained(dir), verl::CheckpointError);
+  CHECK_THROWS_WITH(load_pretrained(dir), Catch::Contains("model.safetensors"));
+  fs::remove(dir / "model.safetensors");
+  CHECK_THROWS_WITH(load_pretrained(dir), Catch::Contains("model.safetensors"));
+
+  // A shard listed by the index is missing.
+  save_pretrained(*m, dir, {.max_shard_bytes = 20000});
+  const std::string shard = read_json(dir / kSafeWeightsIndexName)["weight_map"]["model.norm.weight"];
+  fs::remove(dir / shard);
+  CHECK_THROWS_AS(load_pretrained(dir), verl::CheckpointError);
+  CHECK_THROWS_WITH(load_pretrained(dir), Catch::Contains(shard));
+}
