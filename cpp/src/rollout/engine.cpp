@@ -81,10 +81,12 @@ void Engine::validate(const std::vector<int64_t>& prompt, const SamplingParams& 
                ")");
   VERL_CHECK(len < max_model_len_ || (len == max_model_len_ && params.max_tokens == 0), "prompt_token_ids: prompt length ",
              len, " leaves no room to generate within max_model_len ", max_model_len_);
-  const int64_t blocks = (len + 1 + config_.block_size - 1) / config_.block_size;
-  VERL_CHECK(blocks <= scheduler_->blocks().num_usable_blocks(), "prompt_token_ids: prompt length ", len, " needs ",
-             blocks, " KV blocks, the cache holds ", scheduler_->blocks().num_usable_blocks(),
-             " (raise kv_cache_bytes)");
+  // One sample must be able to reach its full length alone, or preemption could not make progress.
+  const int64_t full = std::min(len + params.max_tokens, max_model_len_);
+  const int64_t blocks = (full + config_.block_size - 1) / config_.block_size;
+  VERL_CHECK(blocks <= scheduler_->blocks().num_usable_blocks(), "prompt_token_ids: prompt length ", len,
+             " + max_tokens ", params.max_tokens, " needs ", blocks, " KV blocks, the cache holds ",
+             scheduler_->blocks().num_usable_blocks(), " (raise kv_cache_bytes)");
   VERL_CHECK(params.n <= config_.max_num_seqs, "SamplingParams: n = ", params.n, " exceeds max_num_seqs ",
              config_.max_num_seqs);
 }
@@ -214,13 +216,17 @@ std::vector<RequestOutput> Engine::step() {
   std::vector<torch::Tensor> parts;
   std::vector<std::pair<Sequence*, int64_t>> rows;
   int64_t offset = 0;
+  std::vector<Sequence*> completed_roots;
   if (!work.decodes.empty()) {
     parts.push_back(run(work.decodes));
-    for (size_t i = 0; i < work.decodes.size(); ++i) rows.emplace_back(work.decodes[i].seq, offset + i);
+    for (size_t i = 0; i < work.decodes.size(); ++i) {
+      rows.emplace_back(work.decodes[i].seq, offset + i);
+      // A root whose last prompt token came as a one-token chunk completes here.
+      if (work.decodes[i].seq->fork_n > 1) completed_roots.push_back(work.decodes[i].seq);
+    }
     offset += static_cast<int64_t>(work.decodes.size());
     stats_.num_decode_tokens += static_cast<int64_t>(work.decodes.size());
   }
-  std::vector<Sequence*> completed_roots;
   if (!work.prefills.empty()) {
     parts.push_back(run(work.prefills));
     for (size_t i = 0; i < work.prefills.size(); ++i) {
@@ -303,6 +309,13 @@ std::vector<RequestOutput> Engine::generate(const std::vector<std::vector<int64_
   std::vector<RequestOutput> out(prompts.size());
   size_t remaining = prompts.size();
   while (remaining > 0) {
+    bool idle;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      idle = !scheduler_->has_work() && pending_.empty() && finished_early_.empty();
+    }
+    // Never spin: with nothing scheduled, waiting or queued, no step can finish a request.
+    VERL_CHECK_AS(DataError, !idle, "Engine.generate: ", remaining, " requests are neither queued nor running");
     for (RequestOutput& r : step()) {
       auto it = slot.find(r.request_id);
       if (it == slot.end()) continue;  // someone else's request: dropped, as vLLM's LLM.generate does

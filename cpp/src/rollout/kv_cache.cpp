@@ -96,10 +96,20 @@ void PagedKVCache::allocate() {
   if (allocated()) return;
   const auto opts = torch::TensorOptions().dtype(dtype_).device(device_);
   for (int64_t i = 0; i < num_layers_; ++i) {
-    // Zeros, not empty: unwritten slots are read (under a false mask) and must stay finite.
-    k_.push_back(torch::zeros({num_blocks_, block_size_, kv_heads_, head_dim_}, opts));
-    v_.push_back(torch::zeros({num_blocks_, block_size_, kv_heads_, head_dim_}, opts));
+    // The gather path reads unwritten slots (under a false mask), so they must be finite: zeros.
+    // The CPU kernel never reads past a row's position: empty, so untouched blocks cost no RSS.
+    const std::vector<int64_t> shape = {num_blocks_, block_size_, kv_heads_, head_dim_};
+    k_.push_back(needs_mask() ? torch::zeros(shape, opts) : torch::empty(shape, opts));
+    v_.push_back(needs_mask() ? torch::zeros(shape, opts) : torch::empty(shape, opts));
   }
+}
+
+void PagedKVCache::set_fused_cpu_attention(bool on) {
+  if (on == fused_cpu_attention_) return;
+  const bool was_allocated = allocated();
+  free();
+  fused_cpu_attention_ = on;
+  if (was_allocated) allocate();
 }
 
 void PagedKVCache::copy_blocks(const std::vector<std::pair<int64_t, int64_t>>& copies) {

@@ -26,11 +26,14 @@ torch::Tensor paged_attention_cpu(const torch::Tensor& q_in, const torch::Tensor
   const int64_t block_size = k_pool.size(1), kv_heads = k_pool.size(2);
   VERL_CHECK(k_pool.size(3) == d && heads % kv_heads == 0, "paged_attention_cpu: head_dim / kv_heads mismatch");
   const int64_t group = heads / kv_heads;
-  torch::Tensor q = q_in.contiguous();
+  // q is read through its strides (after RoPE it is a transposed view; no copy needed).
+  const torch::Tensor& q = q_in;
   torch::Tensor tables = block_tables_in.to(torch::kLong).contiguous();
   torch::Tensor positions = positions_in.to(torch::kLong).contiguous();
   const int64_t max_blocks = tables.size(1);
-  torch::Tensor out = torch::empty_like(q);
+  // Written as (bs, q, heads, d), the layout o_proj wants, and returned as a permuted view.
+  torch::Tensor out = torch::empty({bs, q_len, heads, d}, q.options());
+  const int64_t qs0 = q.stride(0), qs1 = q.stride(1), qs2 = q.stride(2), qs3 = q.stride(3);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, q.scalar_type(), "paged_attention_cpu", [&] {
     using acc_t = at::opmath_type<scalar_t>;
     const scalar_t* qp = q.data_ptr<scalar_t>();
@@ -47,8 +50,8 @@ torch::Tensor paged_attention_cpu(const torch::Tensor& q_in, const torch::Tensor
         const int64_t t = item % q_len, h = (item / q_len) % heads, i = item / (q_len * heads);
         const int64_t kvh = h / group;
         const int64_t len = std::min(pp[i * q_len + t] + 1, max_blocks * block_size);
-        const scalar_t* qrow = qp + ((i * heads + h) * q_len + t) * d;
-        for (int64_t c = 0; c < d; ++c) qv[c] = static_cast<acc_t>(qrow[c]) * static_cast<acc_t>(scale);
+        const scalar_t* qrow = qp + i * qs0 + h * qs1 + t * qs2;
+        for (int64_t c = 0; c < d; ++c) qv[c] = static_cast<acc_t>(qrow[c * qs3]) * static_cast<acc_t>(scale);
         scores.resize(len);
         acc_t mx = -std::numeric_limits<acc_t>::infinity();
         const int64_t* table = tp + i * max_blocks;
@@ -70,13 +73,13 @@ torch::Tensor paged_attention_cpu(const torch::Tensor& q_in, const torch::Tensor
           const acc_t w = scores[j];
           for (int64_t c = 0; c < d; ++c) acc[c] += w * static_cast<acc_t>(vrow[c]);
         }
-        scalar_t* orow = op + ((i * heads + h) * q_len + t) * d;
+        scalar_t* orow = op + ((i * q_len + t) * heads + h) * d;
         const acc_t inv = acc_t(1) / sum;
         for (int64_t c = 0; c < d; ++c) orow[c] = static_cast<scalar_t>(acc[c] * inv);
       }
     });
   });
-  return out;
+  return out.permute({0, 2, 1, 3});
 }
 
 }  // namespace verl::rollout

@@ -1,6 +1,11 @@
 // Batched sampling with per-row parameters; see sampler.h for the contract.
 #include "verl/rollout/sampler.h"
 
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <limits>
+
 #include "verl/core/error.h"
 
 namespace verl::rollout {
@@ -39,10 +44,10 @@ void SamplerRows::push(double t, int64_t k, double p, double mp, double u) {
   uniform.push_back(u);
 }
 
-SampleResult sample(const torch::Tensor& logits_in, const SamplerRows& rows) {
-  VERL_CHECK(logits_in.dim() == 2 && logits_in.size(0) == static_cast<int64_t>(rows.size()),
-             "sample: logits must be (rows, vocab) with one SamplerRows entry per row, got ", logits_in.sizes(),
-             " for ", rows.size(), " rows");
+namespace {
+
+// Any rows, any device: tensor ops (truncation by sort / topk, inverse CDF by cumsum).
+SampleResult sample_tensor(const torch::Tensor& logits_in, const SamplerRows& rows) {
   torch::NoGradGuard no_grad;
   const auto device = logits_in.device();
   const int64_t n = logits_in.size(0), vocab = logits_in.size(1);
@@ -106,6 +111,82 @@ SampleResult sample(const torch::Tensor& logits_in, const SamplerRows& rows) {
     }
   }
   return {tokens, logp.gather(1, tokens.unsqueeze(1)).squeeze(1)};
+}
+
+// Untruncated rows on CPU: one fused pass per row (max, exp with a float64 running sum, inverse
+// CDF scan), far fewer passes over (rows, vocab) than log_softmax + exp + cumsum + searchsorted.
+void sample_plain_cpu(const torch::Tensor& logits, const std::vector<int64_t>& which, const SamplerRows& rows,
+                      int64_t* tokens, float* logprobs) {
+  const int64_t vocab = logits.size(1);
+  const float* base = logits.data_ptr<float>();
+  at::parallel_for(0, static_cast<int64_t>(which.size()), 8, [&](int64_t begin, int64_t end) {
+    std::vector<float> w(vocab);
+    for (int64_t k = begin; k < end; ++k) {
+      const int64_t r = which[k];
+      const float* x = base + r * vocab;
+      const bool greedy = rows.temperature[r] == 0.0;
+      const float temp = greedy ? 1.0f : static_cast<float>(rows.temperature[r]);
+      int64_t arg = 0;
+      for (int64_t j = 1; j < vocab; ++j)
+        if (x[j] > x[arg]) arg = j;  // first maximum, as torch.argmax
+      const float mx = x[arg] / temp;
+      double sum = 0.0;
+      for (int64_t j = 0; j < vocab; ++j) {
+        w[j] = std::exp(x[j] / temp - mx);
+        sum += w[j];
+      }
+      int64_t tok = arg;
+      if (!greedy) {
+        const double target = rows.uniform[r] * sum;
+        double acc = 0.0;
+        tok = -1;
+        for (int64_t j = 0; j < vocab; ++j) {
+          acc += w[j];
+          if (acc > target) {
+            tok = j;
+            break;
+          }
+        }
+        if (tok < 0)  // rounding: u * sum at the very top; take the last token with mass
+          for (tok = vocab - 1; tok > 0 && w[tok] == 0.0f; --tok) {
+          }
+      }
+      tokens[r] = tok;
+      logprobs[r] = static_cast<float>(static_cast<double>(x[tok] / temp - mx) - std::log(sum));
+    }
+  });
+}
+
+}  // namespace
+
+SampleResult sample(const torch::Tensor& logits_in, const SamplerRows& rows) {
+  VERL_CHECK(logits_in.dim() == 2 && logits_in.size(0) == static_cast<int64_t>(rows.size()),
+             "sample: logits must be (rows, vocab) with one SamplerRows entry per row, got ", logits_in.sizes(),
+             " for ", rows.size(), " rows");
+  torch::NoGradGuard no_grad;
+  if (!logits_in.device().is_cpu()) return sample_tensor(logits_in, rows);
+  // The path is chosen per row (never per batch), so a row's draw does not depend on its neighbours.
+  const int64_t n = logits_in.size(0), vocab = logits_in.size(1);
+  std::vector<int64_t> plain, truncated;
+  for (int64_t i = 0; i < n; ++i) {
+    const bool trunc = rows.temperature[i] != 0.0 && ((rows.top_k[i] > 0 && rows.top_k[i] < vocab) ||
+                                                      rows.top_p[i] < 1.0 || rows.min_p[i] > 0.0);
+    (trunc ? truncated : plain).push_back(i);
+  }
+  torch::Tensor logits = logits_in.to(torch::kFloat).contiguous();
+  torch::Tensor tokens = torch::empty({n}, torch::kLong);
+  torch::Tensor logprobs = torch::empty({n}, torch::kFloat);
+  sample_plain_cpu(logits, plain, rows, tokens.data_ptr<int64_t>(), logprobs.data_ptr<float>());
+  if (!truncated.empty()) {
+    SamplerRows sub;
+    for (int64_t i : truncated)
+      sub.push(rows.temperature[i], rows.top_k[i], rows.top_p[i], rows.min_p[i], rows.uniform[i]);
+    torch::Tensor idx = torch::tensor(truncated, torch::kLong);
+    SampleResult r = sample_tensor(logits.index_select(0, idx), sub);
+    tokens.index_copy_(0, idx, r.tokens);
+    logprobs.index_copy_(0, idx, r.logprobs);
+  }
+  return {tokens, logprobs};
 }
 
 }  // namespace verl::rollout

@@ -17,7 +17,8 @@ using verl::model::ModelConfig;
 
 namespace {
 
-std::shared_ptr<CausalLM> tiny_model(torch::Dtype dtype, int64_t seed = 0) {
+// scale > 1 sharpens the distributions (seeded outputs then differ clearly between seeds).
+std::shared_ptr<CausalLM> tiny_model(torch::Dtype dtype, int64_t seed = 0, double scale = 3.0) {
   verl::Json j = {{"model_type", "qwen2"},       {"vocab_size", 61},         {"hidden_size", 32},
                   {"intermediate_size", 48},     {"num_hidden_layers", 2},   {"num_attention_heads", 4},
                   {"num_key_value_heads", 2},    {"rms_norm_eps", 1e-6},     {"rope_theta", 10000.0},
@@ -27,7 +28,7 @@ std::shared_ptr<CausalLM> tiny_model(torch::Dtype dtype, int64_t seed = 0) {
   // Larger weights than the init, so distributions are far from uniform and outputs differ per seed.
   {
     torch::NoGradGuard ng;
-    for (auto& p : m->parameters()) p.mul_(3.0);
+    for (auto& p : m->parameters()) p.mul_(scale);
   }
   m->to(dtype);
   return m;
@@ -132,7 +133,9 @@ TEST_CASE("greedy decoding equals step-by-step full-forward argmax (mixed prompt
 }
 
 TEST_CASE("rollout log-probs equal teacher-forced log-probs of the temperature-scaled distribution", "[rollout]") {
-  auto model = tiny_model(torch::kFloat);
+  // Init-scale weights: logits of magnitude ~1-10, as in a real model. (With weights x3 the
+  // logits reach ~100 and float32 rounding alone -- any two kernels -- differs by ~3e-5.)
+  auto model = tiny_model(torch::kFloat, 0, 1.0);
   Engine engine(model, config());
   auto ps = prompts(5, 3);
   for (double temp : {0.7, 0.0}) {
@@ -231,8 +234,13 @@ TEST_CASE("preemption and chunked prefill leave outputs unchanged", "[rollout]")
   CHECK(tokens_of(tight.generate(ps, params)) == expect);
   CHECK(tight.stats().num_preemptions > 0);
   CHECK(tight.stats().num_free_blocks == 24);
+  // Chunks of <= 5 tokens (some prompts end in a one-token chunk, scheduled like a decode).
   Engine chunked(model, config(64, 0, 5));
   CHECK(tokens_of(chunked.generate(ps, params)) == expect);
+  int64_t prompt_tokens = 0;
+  for (const auto& p : ps) prompt_tokens += static_cast<int64_t>(p.size());
+  CHECK(chunked.stats().num_prefill_tokens <= prompt_tokens);
+  CHECK(ample.stats().num_prefill_tokens == prompt_tokens);  // each prompt once for its 2 samples
 }
 
 TEST_CASE("stop tokens, EOS and max_tokens set the finish reason", "[rollout]") {

@@ -177,3 +177,14 @@ def test_weights_sleep_and_replicas(pair):
     assert [c.token_ids for o in outs for c in o.outputs] == ref
     assert [o.prompt_token_ids for o in outs] == ps
     assert replicas.last_assignment[:3] == [0, 1, 2]
+
+
+def test_llm_from_checkpoint_directory(pair, tmp_path):
+    hf, ours = pair
+    hf.save_pretrained(tmp_path)
+    llm = LLM(str(tmp_path), block_size=4)
+    ps = prompts(3, 6)
+    sp = SamplingParams(temperature=0.0, max_tokens=8, ignore_eos=True)
+    got = [o.outputs[0].token_ids for o in llm.generate(prompt_token_ids=ps, sampling_params=sp)]
+    ref = [o.outputs[0].token_ids for o in LLM(ours, block_size=4).generate(prompt_token_ids=ps, sampling_params=sp)]
+    assert got == ref

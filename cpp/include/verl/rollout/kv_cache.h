@@ -78,7 +78,7 @@ class PagedKVCache : public model::AttentionCache {
   void set_batch(PagedBatch batch) { batch_ = std::move(batch); }
   // Whether attend() needs the mask (false when the CPU kernel runs).
   bool needs_mask() const { return !(fused_cpu_attention_ && device_.is_cpu()); }
-  void set_fused_cpu_attention(bool on) { fused_cpu_attention_ = on; }
+  void set_fused_cpu_attention(bool on);  // re-allocates the pools if the choice changes
   // Copies whole blocks src -> dst in every layer (copy-on-write).
   void copy_blocks(const std::vector<std::pair<int64_t, int64_t>>& copies);
 
