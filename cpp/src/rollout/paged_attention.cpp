@@ -8,6 +8,8 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <limits>
+#include <type_traits>
 #include <cmath>
 #include <vector>
 
@@ -43,39 +45,67 @@ torch::Tensor paged_attention_cpu(const torch::Tensor& q_in, const torch::Tensor
     const int64_t* pp = positions.data_ptr<int64_t>();
     scalar_t* op = out.data_ptr<scalar_t>();
     const int64_t token_stride = kv_heads * d;  // between consecutive slots of a block
-    const int64_t items = bs * heads * q_len;
+    // One work item per (row, kv head, query token): the kv head's `group` query heads share each
+    // key / value read. Dot products use 8 independent partial sums so the compiler vectorises them.
+    const int64_t items = bs * kv_heads * q_len;
     at::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) {
-      std::vector<acc_t> scores, acc(d), qv(d);
+      std::vector<acc_t> scores, acc(group * d), qv(group * d), kbuf(d), vbuf(d);
       for (int64_t item = begin; item < end; ++item) {
-        const int64_t t = item % q_len, h = (item / q_len) % heads, i = item / (q_len * heads);
-        const int64_t kvh = h / group;
+        const int64_t t = item % q_len, kvh = (item / q_len) % kv_heads, i = item / (q_len * kv_heads);
         const int64_t len = std::min(pp[i * q_len + t] + 1, max_blocks * block_size);
-        const scalar_t* qrow = qp + i * qs0 + h * qs1 + t * qs2;
-        for (int64_t c = 0; c < d; ++c) qv[c] = static_cast<acc_t>(qrow[c * qs3]) * static_cast<acc_t>(scale);
-        scores.resize(len);
-        acc_t mx = -std::numeric_limits<acc_t>::infinity();
-        const int64_t* table = tp + i * max_blocks;
-        for (int64_t j = 0; j < len; ++j) {
-          const scalar_t* krow = kp + (table[j / block_size] * block_size + j % block_size) * token_stride + kvh * d;
-          acc_t s = 0;
-          for (int64_t c = 0; c < d; ++c) s += qv[c] * static_cast<acc_t>(krow[c]);
-          scores[j] = s;
-          mx = std::max(mx, s);
+        for (int64_t g = 0; g < group; ++g) {
+          const scalar_t* qrow = qp + i * qs0 + (kvh * group + g) * qs1 + t * qs2;
+          for (int64_t c = 0; c < d; ++c) qv[g * d + c] = static_cast<acc_t>(qrow[c * qs3]) * static_cast<acc_t>(scale);
         }
-        acc_t sum = 0;
+        scores.resize(group * len);
+        const int64_t* table = tp + i * max_blocks;
+        auto row_of = [&](const scalar_t* pool, int64_t j, std::vector<acc_t>& buf) -> const acc_t* {
+          const scalar_t* r = pool + (table[j / block_size] * block_size + j % block_size) * token_stride + kvh * d;
+          if constexpr (std::is_same_v<scalar_t, acc_t>) {
+            return reinterpret_cast<const acc_t*>(r);  // same type: no conversion
+          } else {
+            for (int64_t c = 0; c < d; ++c) buf[c] = static_cast<acc_t>(r[c]);
+            return buf.data();
+          }
+        };
         for (int64_t j = 0; j < len; ++j) {
-          scores[j] = std::exp(scores[j] - mx);
-          sum += scores[j];
+          const acc_t* krow = row_of(kp, j, kbuf);
+          for (int64_t g = 0; g < group; ++g) {
+            const acc_t* qg = qv.data() + g * d;
+            acc_t part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            int64_t c = 0;
+            for (; c + 8 <= d; c += 8)
+              for (int l = 0; l < 8; ++l) part[l] += qg[c + l] * krow[c + l];
+            acc_t sdot = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+            for (; c < d; ++c) sdot += qg[c] * krow[c];
+            scores[g * len + j] = sdot;
+          }
         }
         std::fill(acc.begin(), acc.end(), acc_t(0));
-        for (int64_t j = 0; j < len; ++j) {
-          const scalar_t* vrow = vp + (table[j / block_size] * block_size + j % block_size) * token_stride + kvh * d;
-          const acc_t w = scores[j];
-          for (int64_t c = 0; c < d; ++c) acc[c] += w * static_cast<acc_t>(vrow[c]);
+        std::vector<acc_t> inv(group);
+        for (int64_t g = 0; g < group; ++g) {
+          acc_t* sg = scores.data() + g * len;
+          acc_t mx = -std::numeric_limits<acc_t>::infinity();
+          for (int64_t j = 0; j < len; ++j) mx = std::max(mx, sg[j]);
+          acc_t sum = 0;
+          for (int64_t j = 0; j < len; ++j) {
+            sg[j] = std::exp(sg[j] - mx);
+            sum += sg[j];
+          }
+          inv[g] = acc_t(1) / sum;
         }
-        scalar_t* orow = op + ((i * q_len + t) * heads + h) * d;
-        const acc_t inv = acc_t(1) / sum;
-        for (int64_t c = 0; c < d; ++c) orow[c] = static_cast<scalar_t>(acc[c] * inv);
+        for (int64_t j = 0; j < len; ++j) {
+          const acc_t* vrow = row_of(vp, j, vbuf);
+          for (int64_t g = 0; g < group; ++g) {
+            const acc_t w = scores[g * len + j];
+            acc_t* ag = acc.data() + g * d;
+            for (int64_t c = 0; c < d; ++c) ag[c] += w * vrow[c];
+          }
+        }
+        for (int64_t g = 0; g < group; ++g) {
+          scalar_t* orow = op + ((i * q_len + t) * heads + kvh * group + g) * d;
+          for (int64_t c = 0; c < d; ++c) orow[c] = static_cast<scalar_t>(acc[g * d + c] * inv[g]);
+        }
       }
     });
   });

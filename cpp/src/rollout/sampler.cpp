@@ -118,23 +118,29 @@ SampleResult sample_tensor(const torch::Tensor& logits_in, const SamplerRows& ro
 void sample_plain_cpu(const torch::Tensor& logits, const std::vector<int64_t>& which, const SamplerRows& rows,
                       int64_t* tokens, float* logprobs) {
   const int64_t vocab = logits.size(1);
-  const float* base = logits.data_ptr<float>();
+  if (which.empty()) return;
+  // Vectorised by ATen: the argmax and w = exp(x / T - max / T) of every plain row.
+  std::vector<double> temps(which.size());
+  for (size_t k = 0; k < which.size(); ++k)
+    temps[k] = rows.temperature[which[k]] == 0.0 ? 1.0 : rows.temperature[which[k]];
+  torch::Tensor idx = torch::tensor(which, torch::kLong);
+  torch::Tensor x_all = logits.index_select(0, idx) / row_tensor(temps, logits.device());
+  auto [mx_all, arg_all] = x_all.max(1, true);
+  torch::Tensor w_all = (x_all - mx_all).exp_().contiguous();
+  arg_all = arg_all.contiguous();
+  const float* xs = x_all.data_ptr<float>();
+  const float* ws = w_all.data_ptr<float>();
+  const int64_t* args = arg_all.data_ptr<int64_t>();
   at::parallel_for(0, static_cast<int64_t>(which.size()), 8, [&](int64_t begin, int64_t end) {
-    std::vector<float> w(vocab);
     for (int64_t k = begin; k < end; ++k) {
       const int64_t r = which[k];
-      const float* x = base + r * vocab;
+      const float* x = xs + k * vocab;  // already divided by the temperature
+      const float* w = ws + k * vocab;
       const bool greedy = rows.temperature[r] == 0.0;
-      const float temp = greedy ? 1.0f : static_cast<float>(rows.temperature[r]);
-      int64_t arg = 0;
-      for (int64_t j = 1; j < vocab; ++j)
-        if (x[j] > x[arg]) arg = j;  // first maximum, as torch.argmax
-      const float mx = x[arg] / temp;
+      const int64_t arg = args[k];
+      const float mx = x[arg];
       double sum = 0.0;
-      for (int64_t j = 0; j < vocab; ++j) {
-        w[j] = std::exp(x[j] / temp - mx);
-        sum += w[j];
-      }
+      for (int64_t j = 0; j < vocab; ++j) sum += w[j];
       int64_t tok = arg;
       if (!greedy) {
         const double target = rows.uniform[r] * sum;
@@ -152,7 +158,7 @@ void sample_plain_cpu(const torch::Tensor& logits, const std::vector<int64_t>& w
           }
       }
       tokens[r] = tok;
-      logprobs[r] = static_cast<float>(static_cast<double>(x[tok] / temp - mx) - std::log(sum));
+      logprobs[r] = static_cast<float>(static_cast<double>(x[tok] - mx) - std::log(sum));
     }
   });
 }
