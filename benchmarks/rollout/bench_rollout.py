@@ -64,13 +64,14 @@ def run_worker(args) -> dict:
 
     torch.set_num_threads(args.threads)
     dtype = getattr(torch, args.dtype)
-    torch.manual_seed(0)
     cfg = hf_config(args.model)
-    hf = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa").eval().to(dtype)
     prompts = workload(args)
-    total, embed = param_count(hf.state_dict())
-    rss_model = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if args.side == "hf":
+        # Both sides read the same checkpoint the parent wrote (same weights; neither side pays
+        # for building the other's model in its peak RSS).
+        hf = transformers.AutoModelForCausalLM.from_pretrained(args.checkpoint, attn_implementation="sdpa",
+                                                               dtype=dtype).eval()
+        total, embed = param_count(hf.state_dict())
         # Batched like verl's hf_rollout: left-padded prompts, num_return_sequences = n.
         width = max(len(p) for p in prompts)
         ids = torch.zeros((len(prompts), width), dtype=torch.long)
@@ -93,11 +94,8 @@ def run_worker(args) -> dict:
         from verl.models.transformer import CausalLM
         from verl.rollout import LLM, SamplingParams
 
-        model = CausalLM(cfg.to_dict())
-        model.load_state_dict(hf.state_dict())
-        model.to(dtype=dtype)
-        del hf
-        llm = LLM(model, block_size=args.block_size, max_num_seqs=args.max_num_seqs,
+        del CausalLM
+        llm = LLM(args.checkpoint, dtype=dtype, block_size=args.block_size, max_num_seqs=args.max_num_seqs,
                   max_num_batched_tokens=args.max_num_batched_tokens, max_model_len=1024)
         sp = SamplingParams(n=args.n, temperature=1.0, max_tokens=args.max_tokens, ignore_eos=True, seed=0)
         t0 = time.perf_counter()
@@ -105,10 +103,11 @@ def run_worker(args) -> dict:
         seconds = time.perf_counter() - t0
         generated = sum(len(c.token_ids) for o in outs for c in o.outputs)
         assert generated == len(prompts) * args.n * args.max_tokens
+        total, embed = param_count(llm.model.state_dict())
     prompt_tokens = sum(len(p) for p in prompts)
     return dict(side=args.side, model=args.model, seconds=seconds, generated=generated,
                 tokens_per_s=generated / seconds, peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                model_rss_mb=rss_model / 1024, params=total, embed_params=embed, prompt_tokens=prompt_tokens)
+                params=total, embed_params=embed, prompt_tokens=prompt_tokens)
 
 
 def gemm_peak(dtype_name: str, threads: int) -> float:
@@ -163,6 +162,7 @@ def main() -> None:
     ap.add_argument("--max-num-batched-tokens", type=int, default=4096)
     ap.add_argument("--quick", action="store_true", help="16 prompts x 8, 64 new tokens")
     ap.add_argument("--results-json", default=None)
+    ap.add_argument("--checkpoint", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.quick:
         args.prompts, args.max_tokens = 16, 64
@@ -177,10 +177,19 @@ def main() -> None:
           f"prompt_len~{args.prompt_len} max_tokens={args.max_tokens}")
     print(f"torch.mm 1024^3 peak: fp32 {peaks['float32'] / 1e9:.1f} GFLOP/s, bf16 {peaks['bfloat16'] / 1e9:.1f} GFLOP/s")
     results = []
+    import tempfile
+
+    import torch
+    import transformers
+
+    tmp = tempfile.TemporaryDirectory()
     for model in args.models:
         row = {}
+        checkpoint = os.path.join(tmp.name, model)
+        torch.manual_seed(0)
+        transformers.AutoModelForCausalLM.from_config(hf_config(model)).save_pretrained(checkpoint)
         for side in ("verl", "hf"):
-            cmd = [sys.executable, __file__, "--worker", "--side", side, "--model", model]
+            cmd = [sys.executable, __file__, "--worker", "--side", side, "--model", model, "--checkpoint", checkpoint]
             for k in ("prompts", "n", "prompt_len", "max_tokens", "threads", "dtype", "hf_batch", "block_size",
                       "max_num_seqs", "max_num_batched_tokens"):
                 cmd += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
