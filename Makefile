@@ -8,7 +8,7 @@ BUILD_DIR := build/dev
 JOBS      ?= $(shell nproc)
 STAMP     := $(VENV)/.verl-cpp-setup
 
-.PHONY: all setup build test test-cpp test-cpp-app test-python demo bench-core-algos clean
+.PHONY: all setup build test test-cpp test-cpp-app test-python demo bench-core-algos bench-rollout clean
 
 all: build
 
@@ -54,6 +54,11 @@ bench-core-algos: build
 	VENV=$(VENV) REF_VENV=$(REF_VENV) bash benchmarks/core_algos/setup_reference_venv.sh
 	$(PY) benchmarks/core_algos/bench_core_algos.py --ref-python $(REF_VENV)/bin/python \
 	  --results-md benchmarks/core_algos/RESULTS.md $(BENCH_ARGS)
+
+# verl-cpp's rollout engine vs. transformers' generate (benchmarks/rollout/): tokens/s, peak RSS, MFU.
+ROLLOUT_BENCH_ARGS ?=
+bench-rollout: build
+	$(PY) benchmarks/rollout/bench_rollout.py $(ROLLOUT_BENCH_ARGS)
 
 clean:
 	rm -rf build

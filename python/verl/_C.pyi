@@ -213,3 +213,61 @@ class workers:  # a submodule (bindings/workers.cpp)
     def response_values(model: model.CausalLM, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                         position_ids: torch.Tensor | None = None, response_length: int = ...,
                         remove_padding: bool = True) -> torch.Tensor: ...
+
+class rollout:  # a submodule (bindings/rollout.cpp)
+    class SamplingParams:
+        def __init__(self, *, n: int = 1, temperature: float = 1.0, top_p: float = 1.0, top_k: int = -1,
+                     min_p: float = 0.0, max_tokens: int = 16, stop_token_ids: list[int] = ...,
+                     ignore_eos: bool = False, seed: int | None = None, logprobs: bool = True) -> None: ...
+        n: int
+        temperature: float
+        top_p: float
+        top_k: int
+        min_p: float
+        max_tokens: int
+        stop_token_ids: list[int]
+        ignore_eos: bool
+        seed: int | None
+        logprobs: bool
+
+    class CompletionOutput:
+        index: int
+        token_ids: list[int]
+        logprobs: list[float]
+        finish_reason: str
+
+    class RequestOutput:
+        request_id: int
+        prompt_token_ids: list[int]
+        outputs: list[rollout.CompletionOutput]
+
+    class Engine:
+        def __init__(self, model: model.CausalLM, *, block_size: int = 16, max_num_seqs: int = 256,
+                     max_num_batched_tokens: int = 2048, max_model_len: int = 0, kv_cache_bytes: int = 0,
+                     eos_token_ids: list[int] = ..., seed: int = 0, fused_cpu_attention: bool = True) -> None: ...
+        sleeping: bool
+        max_model_len: int
+        model: model.CausalLM
+        def add_request(self, prompt_token_ids: list[int], sampling_params: rollout.SamplingParams) -> int: ...
+        def step(self) -> list[rollout.RequestOutput]: ...
+        def has_unfinished_requests(self) -> bool: ...
+        def generate(self, prompt_token_ids: list[list[int]],
+                     sampling_params: list[rollout.SamplingParams]) -> list[rollout.RequestOutput]: ...
+        def update_weights(self, named_tensors: dict[str, torch.Tensor]) -> None: ...
+        def sleep(self) -> None: ...
+        def wake_up(self) -> None: ...
+        def load(self) -> int: ...
+        def stats(self) -> dict[str, int]: ...
+
+    class EnginePool:
+        def __init__(self, engines: list[rollout.Engine]) -> None: ...
+        last_assignment: list[int]
+        def generate(self, prompt_token_ids: list[list[int]],
+                     sampling_params: list[rollout.SamplingParams]) -> list[rollout.RequestOutput]: ...
+        def __len__(self) -> int: ...
+
+    @staticmethod
+    def stream_uniform(seed: int, step: int) -> float: ...
+    @staticmethod
+    def sample(logits: torch.Tensor, temperature: list[float], top_k: list[int], top_p: list[float],
+               min_p: list[float], uniform: list[float]) -> tuple[torch.Tensor, torch.Tensor]: ...
