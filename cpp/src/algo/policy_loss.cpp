@@ -164,13 +164,17 @@ PolicyLossOutput compute_policy_loss_vanilla(const torch::Tensor& old_log_prob, 
     if (rollout_is_weights.defined()) pg_losses = pg_losses * detail::zero_outside(rollout_is_weights, response_mask);
     out.pg_loss = agg_loss_unchecked(pg_losses, response_mask, loss_agg_mode, config.global_batch_info);
   }
-  // verl's masked_mean: masked sum / (mask.sum() + 1e-8), evaluated in float32 for its float metrics.
-  auto masked_mean_of = [&](double sum) {
+  // verl's masked_mean: masked sum / (mask.sum() + 1e-8), in the dtype ATen's promotion gives the
+  // metric: float32 for the clip fractions (`.float()` indicators) unless the mask is float64.
+  auto masked_mean_of = [&](double sum, torch::ScalarType values_dtype) {
+    if (torch::promote_types(values_dtype, response_mask.scalar_type()) == torch::kDouble) {
+      return sum / (t.mask_sum + 1e-8);
+    }
     return static_cast<double>(static_cast<float>(sum) / (static_cast<float>(t.mask_sum) + 1e-8F));
   };
-  out.metrics = {{"actor/pg_clipfrac", masked_mean_of(t.clipfrac_sum)},
-                 {"actor/ppo_kl", t.neg_kl_sum / (t.mask_sum + 1e-8)},
-                 {"actor/pg_clipfrac_lower", masked_mean_of(t.clipfrac_lower_sum)}};
+  out.metrics = {{"actor/pg_clipfrac", masked_mean_of(t.clipfrac_sum, torch::kFloat)},
+                 {"actor/ppo_kl", masked_mean_of(t.neg_kl_sum, log_prob.scalar_type())},
+                 {"actor/pg_clipfrac_lower", masked_mean_of(t.clipfrac_lower_sum, torch::kFloat)}};
   return out;
 }
 
