@@ -74,8 +74,28 @@ TokenMask token_mask(const Batch& b, bool check_rewards = true) {
 // The outcome score of every row, (bs,): the sum over the whole row, as verl (masked positions
 // included). A NaN or Inf anywhere in a row makes its sum non-finite, so checking the (bs,) sums
 // refuses exactly the inputs that would put NaN/Inf into the result, without a pass over the matrix.
+// On CPU the sums are taken in one serial loop (accumulated in double, rounded once): ATen's
+// sum(-1) is an OpenMP region, and on a machine whose cores are shared the idle-spinning second
+// thread it leaves behind slowed the rest of these ~2 ms of work down several times over.
+torch::Tensor row_sums(const torch::Tensor& rewards) {
+  if (!rewards.is_cpu()) return rewards.sum(-1);
+  const torch::Tensor r = rewards.contiguous();
+  torch::Tensor sums = torch::empty({r.size(0)}, r.options());
+  const int64_t length = r.size(1);
+  AT_DISPATCH_FLOATING_TYPES(r.scalar_type(), "row_sums", [&] {
+    const scalar_t* in = r.data_ptr<scalar_t>();
+    scalar_t* out = sums.data_ptr<scalar_t>();
+    for (int64_t i = 0; i < r.size(0); ++i) {
+      double total = 0;
+      for (int64_t t = i * length, stop = t + length; t < stop; ++t) total += static_cast<double>(in[t]);
+      out[i] = static_cast<scalar_t>(total);
+    }
+  });
+  return sums;
+}
+
 torch::Tensor row_scores(const Batch& b) {
-  torch::Tensor scores = b.rewards.sum(-1);
+  torch::Tensor scores = row_sums(b.rewards);
   const torch::Tensor bad = ~torch::isfinite(scores);
   VERL_CHECK(!bad.any().item<bool>(), "token_level_rewards holds NaN or Inf, or sums to +-Inf, in ",
              bad.sum().item<int64_t>(), " row(s): outcome estimators sum whole rows, masked positions included");
