@@ -123,6 +123,8 @@ def run_worker(python: str, side: str, case: str, inputs_dir: str, args: argpars
     if side == "ours" and case in LOGPROBS_CASES:
         cmd.append("--plain-baseline")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # each venv imports its own `verl`
+    if side == "ours" and args.ours_pythonpath:
+        env["PYTHONPATH"] = os.path.abspath(args.ours_pythonpath)  # e.g. a build tree's python/; never the reference's
     env.update(OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads))
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -268,6 +270,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ref-python", default=DEFAULT_REF_PYTHON, help="python of the verl 0.9.1 reference venv")
     parser.add_argument("--ours-python", default=sys.executable, help="python of verl-cpp's venv")
+    parser.add_argument("--ours-pythonpath", help="PYTHONPATH for verl-cpp's worker only (e.g. python/ of a build "
+                        "tree with the _C link); the reference worker never gets one")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads, both sides")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=7)

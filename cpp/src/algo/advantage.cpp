@@ -6,8 +6,11 @@
 #include <optional>
 #include <unordered_map>
 
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include "algo/gae_scan.h"
 #include "verl/algo/functional.h"
 #include "verl/core/error.h"
 
@@ -19,22 +22,21 @@ torch::ScalarType compute_dtype(torch::ScalarType t) {
   return (t == torch::kDouble) ? torch::kDouble : torch::kFloat;
 }
 
-// The validated (bs, response_length) inputs every estimator starts from, in the compute dtype.
+// The validated (bs, response_length) inputs every estimator starts from. Nothing here makes a
+// pass over the (bs, T) matrix except converting rewards of a narrower dtype; the masks each
+// estimator needs are built by token_mask / outcome_result, once.
 struct Batch {
   torch::Tensor rewards;        // (bs, T) compute dtype
-  torch::Tensor valid;          // (bs, T) bool: response_mask != 0
-  torch::Tensor mask;           // (bs, T) compute dtype 0/1
+  torch::Tensor response_mask;  // (bs, T) as given (any dtype), on the rewards' device
   torch::ScalarType out_dtype;  // dtype of the results
   int64_t bs;
 
   torch::Tensor out(const torch::Tensor& t) const { return t.to(out_dtype); }
 };
 
-// `whole_row_finite`: the outcome estimators sum every position of a row (as verl), so a NaN even
-// outside the mask would reach the result; token-level estimators never read masked positions.
 // `out_dtype` defaults to the rewards' dtype.
 Batch prepare(const char* who, const torch::Tensor& rewards, const torch::Tensor& response_mask,
-              bool whole_row_finite, std::optional<torch::ScalarType> out_dtype = std::nullopt) {
+              std::optional<torch::ScalarType> out_dtype = std::nullopt) {
   VERL_CHECK(rewards.defined(), who, ": token_level_rewards is undefined");
   VERL_CHECK(response_mask.defined(), who, ": response_mask is undefined");
   VERL_CHECK(rewards.dim() == 2, who, ": token_level_rewards must be (bs, response_length), got shape ",
@@ -42,16 +44,62 @@ Batch prepare(const char* who, const torch::Tensor& rewards, const torch::Tensor
   VERL_CHECK(rewards.numel() > 0, who, ": empty batch (token_level_rewards has shape ", rewards.sizes(), ")");
   VERL_CHECK(rewards.is_floating_point(), who, ": token_level_rewards must be floating point, got ",
              rewards.scalar_type());
+  VERL_CHECK(!response_mask.is_complex(), who, ": response_mask must be bool, integer or floating, got ",
+             response_mask.scalar_type());
   check_same_shape(rewards, "token_level_rewards", response_mask, "response_mask");
   Batch b;
   b.out_dtype = out_dtype.value_or(rewards.scalar_type());
-  b.valid = response_mask.to(rewards.device()).ne(0);
-  check_finite(rewards, "token_level_rewards", whole_row_finite ? torch::Tensor() : b.valid);
-  const torch::ScalarType dtype = compute_dtype(b.out_dtype);
-  b.rewards = rewards.to(dtype);
-  b.mask = b.valid.to(dtype);
+  b.rewards = rewards.to(compute_dtype(b.out_dtype));
+  b.response_mask = response_mask.to(rewards.device());
   b.bs = rewards.size(0);
   return b;
+}
+
+// The response mask of the token-level estimators, which never read masked positions.
+struct TokenMask {
+  torch::Tensor valid;  // (bs, T) bool: response_mask != 0
+  torch::Tensor mask;   // (bs, T) compute dtype 0/1
+};
+
+// `check_rewards`: refuse NaN/Inf rewards inside the mask (callers that check in a fused kernel
+// pass false).
+TokenMask token_mask(const Batch& b, bool check_rewards = true) {
+  TokenMask m;
+  m.valid = b.response_mask.ne(0);
+  if (check_rewards) check_finite(b.rewards, "token_level_rewards", m.valid);
+  m.mask = m.valid.to(b.rewards.scalar_type());
+  return m;
+}
+
+// The outcome score of every row, (bs,): the sum over the whole row, as verl (masked positions
+// included). A NaN or Inf anywhere in a row makes its sum non-finite, so checking the (bs,) sums
+// refuses exactly the inputs that would put NaN/Inf into the result, without a pass over the matrix.
+// On CPU the sums are taken in one serial loop (accumulated in double, rounded once): ATen's
+// sum(-1) is an OpenMP region, and on a machine whose cores are shared the idle-spinning second
+// thread it leaves behind slowed the rest of these ~2 ms of work down several times over.
+torch::Tensor row_sums(const torch::Tensor& rewards) {
+  if (!rewards.is_cpu()) return rewards.sum(-1);
+  const torch::Tensor r = rewards.contiguous();
+  torch::Tensor sums = torch::empty({r.size(0)}, r.options());
+  const int64_t length = r.size(1);
+  AT_DISPATCH_FLOATING_TYPES(r.scalar_type(), "row_sums", [&] {
+    const scalar_t* in = r.data_ptr<scalar_t>();
+    scalar_t* out = sums.data_ptr<scalar_t>();
+    for (int64_t i = 0; i < r.size(0); ++i) {
+      double total = 0;
+      for (int64_t t = i * length, stop = t + length; t < stop; ++t) total += static_cast<double>(in[t]);
+      out[i] = static_cast<scalar_t>(total);
+    }
+  });
+  return sums;
+}
+
+torch::Tensor row_scores(const Batch& b) {
+  torch::Tensor scores = row_sums(b.rewards);
+  const torch::Tensor bad = ~torch::isfinite(scores);
+  VERL_CHECK(!bad.any().item<bool>(), "token_level_rewards holds NaN or Inf, or sums to +-Inf, in ",
+             bad.sum().item<int64_t>(), " row(s): outcome estimators sum whole rows, masked positions included");
+  return scores;
 }
 
 // Group ids as contiguous 0..G-1 plus per-group sums; every grouped estimator is built from these.
@@ -95,9 +143,40 @@ std::pair<torch::Tensor, torch::Tensor> group_mean_std(const torch::Tensor& scor
   return {mean, std};
 }
 
+// scalar[i] * mask[i][t] in one pass over the mask as given: ATen would first convert an int64 mask
+// into a float copy, then multiply. CPU only; the products are those of the ATen expression.
+torch::Tensor scale_rows_by_mask_cpu(const torch::Tensor& scalar_in, const torch::Tensor& mask_in) {
+  const torch::Tensor scalar = scalar_in.contiguous(), mask = mask_in.contiguous();
+  torch::Tensor out = torch::empty(mask.sizes(), scalar.options());
+  const int64_t length = mask.size(1);
+  AT_DISPATCH_FLOATING_TYPES(scalar.scalar_type(), "outcome_result", [&] {
+    using value_t = scalar_t;
+    const value_t* s = scalar.data_ptr<value_t>();
+    value_t* o = out.data_ptr<value_t>();
+    AT_DISPATCH_ALL_TYPES_AND3(torch::kBool, torch::kHalf, torch::kBFloat16, mask.scalar_type(), "outcome_mask", [&] {
+      const scalar_t* m = mask.data_ptr<scalar_t>();
+      // A memory-bound pass of ~1 ms: below ~2M elements one thread is as fast and is not slowed down
+      // by waiting for a second thread that the OS has descheduled (shared machines).
+      at::parallel_for(0, mask.size(0), std::max<int64_t>(1, (int64_t{1} << 21) / std::max<int64_t>(length, 1)),
+                       [&](int64_t begin, int64_t end) {
+                         for (int64_t i = begin; i < end; ++i) {
+                           const value_t row = s[i];
+                           for (int64_t t = i * length, stop = t + length; t < stop; ++t) {
+                             o[t] = row * static_cast<value_t>(m[t]);
+                           }
+                         }
+                       });
+    });
+  });
+  return out;
+}
+
 // Per-row scalar (bs,) broadcast over the row and masked, as verl's `scalar.unsqueeze(-1) * mask`.
 AdvantageResult outcome_result(const Batch& b, const torch::Tensor& scalar) {
-  const torch::Tensor adv = b.out(scalar.unsqueeze(-1) * b.mask);
+  const bool fused = scalar.is_cpu() && b.response_mask.is_cpu() && !b.response_mask.is_complex() &&
+                     (scalar.scalar_type() == torch::kFloat || scalar.scalar_type() == torch::kDouble);
+  const torch::Tensor adv =
+      b.out(fused ? scale_rows_by_mask_cpu(scalar, b.response_mask) : scalar.unsqueeze(-1) * b.response_mask);
   return {adv, adv};
 }
 
@@ -141,28 +220,19 @@ AdvantageResult compute_gae_advantage_return(const torch::Tensor& token_level_re
   torch::NoGradGuard no_grad;
   const char* who = "compute_gae_advantage_return";
   const torch::ScalarType out_dtype = promoted(who, token_level_rewards, values, "values");
-  const Batch b = prepare(who, token_level_rewards, response_mask, /*whole_row_finite=*/false, out_dtype);
+  const Batch b = prepare(who, token_level_rewards, response_mask, out_dtype);
   check_same_shape(token_level_rewards, "token_level_rewards", values, "values");
-  const torch::Tensor v = prepare_operand(values, "values", b, b.valid);
-
-  const torch::Tensor r_t = time_major(b.rewards), v_t = time_major(v), valid_t = time_major(b.valid);
-  torch::Tensor adv_t = torch::empty_like(r_t);
-  torch::Tensor next_value = torch::zeros({b.bs}, r_t.options());
-  torch::Tensor last_gae = torch::zeros({b.bs}, r_t.options());
-  const double gamma_lam = gamma * lam;
-  for (int64_t t = r_t.size(0) - 1; t >= 0; --t) {
-    const torch::Tensor delta = r_t[t] + gamma * next_value - v_t[t];
-    const torch::Tensor gae = delta + gamma_lam * last_gae;
-    // Mask-0 tokens (observations) neither take a TD step nor provide a bootstrap value: carry
-    // both through. verl blends with mask arithmetic; `where` gives the same result for a 0/1 mask
-    // and keeps non-finite values at skipped positions from leaking.
-    next_value = torch::where(valid_t[t], v_t[t], next_value);
-    last_gae = torch::where(valid_t[t], gae, last_gae);
-    adv_t[t].copy_(last_gae);
+  const torch::Tensor v = values.to(b.rewards.device()).to(b.rewards.scalar_type());
+  if (b.rewards.is_cpu()) {
+    // Fused: one reverse pass per row plus masked_whiten's passes, same results as below.
+    const detail::GaeResult fused = detail::gae_advantage_return_cpu(b.rewards, v, b.response_mask, gamma, lam);
+    return {b.out(fused.advantages), b.out(fused.returns)};
   }
-  const torch::Tensor advantages = adv_t.t();
+  const TokenMask m = token_mask(b);
+  check_finite(v, "values", m.valid);
+  const torch::Tensor advantages = detail::gae_scan_aten(b.rewards, v, b.response_mask, gamma, lam);
   const torch::Tensor returns = advantages + v;
-  return {b.out(masked_whiten(advantages, b.mask)), b.out(returns)};
+  return {b.out(masked_whiten(advantages, m.mask)), b.out(returns)};
 }
 
 AdvantageResult compute_grpo_outcome_advantage(const torch::Tensor& token_level_rewards,
@@ -170,9 +240,9 @@ AdvantageResult compute_grpo_outcome_advantage(const torch::Tensor& token_level_
                                                double epsilon, bool norm_adv_by_std_in_grpo) {
   torch::NoGradGuard no_grad;
   const char* who = "compute_grpo_outcome_advantage";
-  const Batch b = prepare(who, token_level_rewards, response_mask, /*whole_row_finite=*/true);
+  const Batch b = prepare(who, token_level_rewards, response_mask);
   const Groups g = make_groups(who, index, b);
-  const torch::Tensor scores = b.rewards.sum(-1);
+  const torch::Tensor scores = row_scores(b);
   const auto [mean, std] = group_mean_std(scores, g);
   const torch::Tensor centered = scores - g.per_row(mean);
   return outcome_result(b, norm_adv_by_std_in_grpo ? centered / (g.per_row(std) + epsilon) : centered);
@@ -193,7 +263,7 @@ AdvantageResult compute_grpo_passk_outcome_advantage(const torch::Tensor& token_
                                                      double epsilon, bool norm_adv_by_std_in_grpo) {
   torch::NoGradGuard no_grad;
   const char* who = "compute_grpo_passk_outcome_advantage";
-  const Batch b = prepare(who, token_level_rewards, response_mask, /*whole_row_finite=*/true);
+  const Batch b = prepare(who, token_level_rewards, response_mask);
   const Groups g = make_groups(who, index, b);
   if (g.count.min().item<double>() < 2) {
     const int64_t smallest = g.count.argmin().item<int64_t>();
@@ -201,7 +271,7 @@ AdvantageResult compute_grpo_passk_outcome_advantage(const torch::Tensor& token_
               g.count[smallest].item<int64_t>(), " for group ", g.original[smallest].item<int64_t>(), ".");
   }
 
-  const torch::Tensor scores = b.rewards.sum(-1);
+  const torch::Tensor scores = row_scores(b);
   const double neg_inf = -std::numeric_limits<double>::infinity();
   const torch::Tensor r_max = torch::full({g.size}, neg_inf, scores.options())
                                   .scatter_reduce(0, g.id, scores, "amax", /*include_self=*/true);
@@ -224,9 +294,9 @@ AdvantageResult compute_rloo_outcome_advantage(const torch::Tensor& token_level_
                                                const torch::Tensor& response_mask, const torch::Tensor& index) {
   torch::NoGradGuard no_grad;
   const char* who = "compute_rloo_outcome_advantage";
-  const Batch b = prepare(who, token_level_rewards, response_mask, /*whole_row_finite=*/true);
+  const Batch b = prepare(who, token_level_rewards, response_mask);
   const Groups g = make_groups(who, index, b);
-  const torch::Tensor scores = b.rewards.sum(-1);
+  const torch::Tensor scores = row_scores(b);
   const torch::Tensor mean = g.per_row(group_mean_std(scores, g).first);
   const torch::Tensor n = g.per_row(g.count);
   const torch::Tensor n_minus_1 = (n - 1).clamp_min(1);
@@ -240,9 +310,9 @@ AdvantageResult compute_rloo_vectorized_outcome_advantage(const torch::Tensor& t
                                                           const torch::Tensor& index) {
   torch::NoGradGuard no_grad;
   const char* who = "compute_rloo_vectorized_outcome_advantage";
-  const Batch b = prepare(who, token_level_rewards, response_mask, /*whole_row_finite=*/true);
+  const Batch b = prepare(who, token_level_rewards, response_mask);
   const Groups g = make_groups(who, index, b);
-  const torch::Tensor scores = b.rewards.sum(-1);
+  const torch::Tensor scores = row_scores(b);
   const torch::Tensor c = g.per_row(g.count);
   // verl: ((c * s - group_sum) / max(c - 1, 1)) * (c > 1): singletons get 0, unlike the loop version.
   const torch::Tensor adv = (c * scores - g.per_row(g.sum(scores))) / (c - 1).clamp_min(1) * (c > 1);
@@ -253,10 +323,10 @@ AdvantageResult compute_opo_outcome_advantage(const torch::Tensor& token_level_r
                                               const torch::Tensor& response_mask, const torch::Tensor& index) {
   torch::NoGradGuard no_grad;
   const char* who = "compute_opo_outcome_advantage";
-  const Batch b = prepare(who, token_level_rewards, response_mask, /*whole_row_finite=*/true);
+  const Batch b = prepare(who, token_level_rewards, response_mask);
   const Groups g = make_groups(who, index, b);
-  const torch::Tensor scores = b.rewards.sum(-1);
-  const torch::Tensor length = b.mask.sum(-1);
+  const torch::Tensor scores = row_scores(b);
+  const torch::Tensor length = token_mask(b, /*check_rewards=*/false).mask.sum(-1);
   const torch::Tensor total_length = g.sum(length);
   // A group whose responses are all empty has 0/0 as baseline in verl (NaN in every masked-out
   // position of its rows); we use 0 there, so those rows come out as zeros.
@@ -269,9 +339,9 @@ AdvantageResult compute_opo_outcome_advantage(const torch::Tensor& token_level_r
 AdvantageResult compute_reinforce_plus_plus_outcome_advantage(const torch::Tensor& token_level_rewards,
                                                               const torch::Tensor& response_mask, double gamma) {
   torch::NoGradGuard no_grad;
-  const Batch b = prepare("compute_reinforce_plus_plus_outcome_advantage", token_level_rewards, response_mask,
-                          /*whole_row_finite=*/false);
-  const torch::Tensor r_t = time_major(b.rewards), valid_t = time_major(b.valid);
+  const Batch b = prepare("compute_reinforce_plus_plus_outcome_advantage", token_level_rewards, response_mask);
+  const TokenMask m = token_mask(b);
+  const torch::Tensor r_t = time_major(b.rewards), valid_t = time_major(m.valid);
   torch::Tensor returns_t = torch::empty_like(r_t);
   torch::Tensor running = torch::zeros({b.bs}, r_t.options());
   const torch::Tensor zero = torch::zeros({}, r_t.options());
@@ -282,7 +352,7 @@ AdvantageResult compute_reinforce_plus_plus_outcome_advantage(const torch::Tenso
     running = torch::where(valid_t[t], step, running);
   }
   const torch::Tensor returns = returns_t.t();
-  return {b.out(masked_whiten(returns, b.mask) * b.mask), b.out(returns)};
+  return {b.out(masked_whiten(returns, m.mask) * m.mask), b.out(returns)};
 }
 
 AdvantageResult compute_reinforce_plus_plus_baseline_outcome_advantage(const torch::Tensor& token_level_rewards,
@@ -290,11 +360,12 @@ AdvantageResult compute_reinforce_plus_plus_baseline_outcome_advantage(const tor
                                                                        const torch::Tensor& index) {
   torch::NoGradGuard no_grad;
   const char* who = "compute_reinforce_plus_plus_baseline_outcome_advantage";
-  const Batch b = prepare(who, token_level_rewards, response_mask, /*whole_row_finite=*/true);
+  const Batch b = prepare(who, token_level_rewards, response_mask);
   const Groups g = make_groups(who, index, b);
-  const torch::Tensor scores = b.rewards.sum(-1);
-  const torch::Tensor centered = (scores - g.per_row(group_mean_std(scores, g).first)).unsqueeze(-1) * b.mask;
-  const torch::Tensor adv = b.out(masked_whiten(centered, b.mask) * b.mask);
+  const torch::Tensor scores = row_scores(b);
+  const torch::Tensor mask = token_mask(b, /*check_rewards=*/false).mask;
+  const torch::Tensor centered = (scores - g.per_row(group_mean_std(scores, g).first)).unsqueeze(-1) * mask;
+  const torch::Tensor adv = b.out(masked_whiten(centered, mask) * mask);
   return {adv, adv};
 }
 
@@ -304,13 +375,14 @@ AdvantageResult compute_remax_outcome_advantage(const torch::Tensor& token_level
   torch::NoGradGuard no_grad;
   const char* who = "compute_remax_outcome_advantage";
   const torch::ScalarType out_dtype = promoted(who, token_level_rewards, reward_baselines, "reward_baselines");
-  const Batch b = prepare(who, token_level_rewards, response_mask, /*whole_row_finite=*/false, out_dtype);
+  const Batch b = prepare(who, token_level_rewards, response_mask, out_dtype);
   VERL_CHECK(reward_baselines.dim() == 1 && reward_baselines.size(0) == b.bs, who,
              ": reward_baselines must have shape [", b.bs, "] (one per row), got ", reward_baselines.sizes());
   const torch::Tensor baselines = prepare_operand(reward_baselines, "reward_baselines", b, {});
-  const torch::Tensor masked = torch::where(b.valid, b.rewards, torch::zeros({}, b.rewards.options()));
+  const TokenMask m = token_mask(b);
+  const torch::Tensor masked = torch::where(m.valid, b.rewards, torch::zeros({}, b.rewards.options()));
   const torch::Tensor returns = masked.flip({-1}).cumsum(-1).flip({-1});
-  return {b.out(returns - baselines.unsqueeze(-1) * b.mask), b.out(returns)};
+  return {b.out(returns - baselines.unsqueeze(-1) * m.mask), b.out(returns)};
 }
 
 AdvantageResult compute_gpg_outcome_advantage(const torch::Tensor& token_level_rewards,
@@ -319,9 +391,9 @@ AdvantageResult compute_gpg_outcome_advantage(const torch::Tensor& token_level_r
   torch::NoGradGuard no_grad;
   const char* who = "compute_gpg_outcome_advantage";
   VERL_CHECK(f_norm != 0, who, ": f_norm must be nonzero");
-  const Batch b = prepare(who, token_level_rewards, response_mask, /*whole_row_finite=*/true);
+  const Batch b = prepare(who, token_level_rewards, response_mask);
   const Groups g = make_groups(who, index, b);
-  const torch::Tensor scores = b.rewards.sum(-1);
+  const torch::Tensor scores = row_scores(b);
   // alpha = bs / (number of nonzero scores in the batch), kept on the device. verl evaluates it as
   // reciprocal(count) * bs in float32 whatever the rewards' dtype; we divide in the compute dtype.
   const torch::Tensor nonzero = torch::count_nonzero(scores).clamp_min(1).to(scores.scalar_type());

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "algo/loss_common.h"
+#include "algo/vanilla_loss_kernel.h"
 #include "verl/algo/functional.h"
 #include "verl/core/error.h"
 
@@ -118,15 +119,62 @@ ClippedPolicyLoss compute_policy_loss(const torch::Tensor& old_log_prob, const t
           t.pg_clipfrac_lower};
 }
 
-PolicyLossOutput compute_policy_loss_vanilla(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
-                                             const torch::Tensor& advantages, const torch::Tensor& response_mask,
-                                             const std::string& loss_agg_mode, const PolicyLossConfig& config,
-                                             const torch::Tensor& rollout_is_weights) {
+PolicyLossOutput detail::compute_policy_loss_vanilla_aten(const torch::Tensor& old_log_prob,
+                                                          const torch::Tensor& log_prob,
+                                                          const torch::Tensor& advantages,
+                                                          const torch::Tensor& response_mask,
+                                                          const std::string& loss_agg_mode,
+                                                          const PolicyLossConfig& config,
+                                                          const torch::Tensor& rollout_is_weights) {
   const Inputs in = prepare(old_log_prob, log_prob, advantages, response_mask, rollout_is_weights);
   const DualClipTerms t = dual_clip_terms(in, clip_low(config), clip_high(config), config.clip_ratio_c);
   PolicyLossOutput out;
   out.pg_loss = agg_loss_unchecked(apply_weights(t.pg_losses, in), in.mask, loss_agg_mode, config.global_batch_info);
   out.metrics = clip_metrics(t.pg_clipfrac, t.ppo_kl, value_of(t.pg_clipfrac_lower));
+  return out;
+}
+
+PolicyLossOutput compute_policy_loss_vanilla(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
+                                             const torch::Tensor& advantages, const torch::Tensor& response_mask,
+                                             const std::string& loss_agg_mode, const PolicyLossConfig& config,
+                                             const torch::Tensor& rollout_is_weights) {
+  if (!detail::vanilla_fusable(old_log_prob, log_prob, advantages, response_mask)) {
+    return detail::compute_policy_loss_vanilla_aten(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode, config,
+                                            rollout_is_weights);
+  }
+  // CPU: the token losses, their gradient and the metric sums in one fused pass (same formula).
+  detail::check_loss_shapes({response_mask, "response_mask"},
+                            {{old_log_prob, "old_log_prob"}, {log_prob, "log_prob"}, {advantages, "advantages"}});
+  detail::check_loss_inputs({response_mask, "response_mask"}, {}, {{rollout_is_weights, "rollout_is_weights"}});
+  VERL_CHECK(config.clip_ratio_c > 1.0,
+             "The lower bound of the clip_ratio_c for dual-clip PPO should be greater than 1.0, but get the value: ",
+             config.clip_ratio_c, ".");
+  // token-mean / token-sum without weights only need the masked token sum: the kernel takes it, and
+  // no (bs, T) loss matrix is built.
+  const bool reduce = !rollout_is_weights.defined() && (loss_agg_mode == "token-mean" || loss_agg_mode == "token-sum");
+  const detail::VanillaTokenLosses t =
+      detail::vanilla_token_losses(old_log_prob, log_prob, advantages, response_mask, clip_low(config),
+                                   clip_high(config), config.clip_ratio_c, reduce);
+  PolicyLossOutput out;
+  if (reduce) {
+    const auto num_tokens = [&] { return torch::scalar_tensor(t.mask_sum, t.pg_losses.options()); };
+    out.pg_loss = detail::agg_token_total(t.pg_losses, num_tokens, loss_agg_mode, config.global_batch_info);
+  } else {
+    torch::Tensor pg_losses = t.pg_losses;
+    if (rollout_is_weights.defined()) pg_losses = pg_losses * detail::zero_outside(rollout_is_weights, response_mask);
+    out.pg_loss = agg_loss_unchecked(pg_losses, response_mask, loss_agg_mode, config.global_batch_info);
+  }
+  // verl's masked_mean: masked sum / (mask.sum() + 1e-8), in the dtype ATen's promotion gives the
+  // metric: float32 for the clip fractions (`.float()` indicators) unless the mask is float64.
+  auto masked_mean_of = [&](double sum, torch::ScalarType values_dtype) {
+    if (torch::promote_types(values_dtype, response_mask.scalar_type()) == torch::kDouble) {
+      return sum / (t.mask_sum + 1e-8);
+    }
+    return static_cast<double>(static_cast<float>(sum) / (static_cast<float>(t.mask_sum) + 1e-8F));
+  };
+  out.metrics = {{"actor/pg_clipfrac", masked_mean_of(t.clipfrac_sum, torch::kFloat)},
+                 {"actor/ppo_kl", masked_mean_of(t.neg_kl_sum, log_prob.scalar_type())},
+                 {"actor/pg_clipfrac_lower", masked_mean_of(t.clipfrac_lower_sum, torch::kFloat)}};
   return out;
 }
 

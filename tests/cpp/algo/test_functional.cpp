@@ -112,6 +112,80 @@ TEST_CASE("logprobs/entropy: bf16 logits are computed in float32") {
   CHECK(entropy_from_logits(logits).scalar_type() == torch::kFloat);
 }
 
+namespace {
+
+// Autograd of the plain formulas: log_softmax + gather, -sum p log p.
+std::pair<torch::Tensor, torch::Tensor> plain_logprobs(const torch::Tensor& logits, const torch::Tensor& labels,
+                                                       const torch::Tensor& w) {
+  torch::Tensor x = logits.detach().clone().requires_grad_(true);
+  torch::Tensor out = torch::log_softmax(x.to(torch::kFloat64), -1).gather(-1, labels.to(torch::kLong).unsqueeze(-1));
+  (out.squeeze(-1) * w).sum().backward();
+  return {out.squeeze(-1).detach(), x.grad()};
+}
+
+std::pair<torch::Tensor, torch::Tensor> plain_entropy(const torch::Tensor& logits, const torch::Tensor& w) {
+  torch::Tensor x = logits.detach().clone().requires_grad_(true);
+  const torch::Tensor xd = x.to(torch::kFloat64);
+  torch::Tensor out = -(torch::softmax(xd, -1) * torch::log_softmax(xd, -1)).sum(-1);
+  (out * w).sum().backward();
+  return {out.detach(), x.grad()};
+}
+
+}  // namespace
+
+TEST_CASE("logprobs/entropy: custom backward equals autograd for non-contiguous logits, int32 labels, bf16") {
+  torch::manual_seed(5);
+  // Non-contiguous logits (a transposed view) and int32 labels, float64, several row chunks.
+  const torch::Tensor base = torch::randn({17, 3, 5}, f64());
+  const torch::Tensor logits = base.permute({1, 0, 2}).requires_grad_(true);  // (3, 17, 5), not contiguous
+  REQUIRE_FALSE(logits.is_contiguous());
+  const torch::Tensor labels = torch::randint(0, 5, {3, 17}, torch::kInt);
+  const torch::Tensor w = torch::randn({3, 17}, f64());
+  const torch::Tensor lp = logprobs_from_logits(logits, labels, /*chunk_size=*/4);
+  (lp * w).sum().backward();
+  const auto [ref_lp, ref_grad] = plain_logprobs(logits, labels, w);
+  CHECK((lp - ref_lp).abs().max().item<double>() < 1e-12);
+  CHECK((logits.grad() - ref_grad).abs().max().item<double>() < 1e-12);
+
+  const torch::Tensor logits2 = base.permute({1, 0, 2}).detach().requires_grad_(true);
+  const torch::Tensor h = entropy_from_logits(logits2, /*chunk_size=*/4);
+  (h * w).sum().backward();
+  const auto [ref_h, ref_h_grad] = plain_entropy(logits2, w);
+  CHECK((h - ref_h).abs().max().item<double>() < 1e-12);
+  CHECK((logits2.grad() - ref_h_grad).abs().max().item<double>() < 1e-12);
+
+  // bf16 logits: computed in float32, gradient in bf16 (rounded once, at the end).
+  const torch::Tensor bf = torch::randn({6, 33}).to(torch::kBFloat16).requires_grad_(true);
+  const torch::Tensor bf_labels = torch::randint(0, 33, {6});
+  const torch::Tensor bf_w = torch::randn({6}, f64());
+  const torch::Tensor bf_lp = logprobs_from_logits(bf, bf_labels, /*chunk_size=*/4);
+  CHECK(bf_lp.scalar_type() == torch::kFloat);
+  (bf_lp * bf_w.to(torch::kFloat)).sum().backward();
+  CHECK(bf.grad().scalar_type() == torch::kBFloat16);
+  const auto [bf_ref_lp, bf_ref_grad] = plain_logprobs(bf.to(torch::kDouble), bf_labels, bf_w);
+  CHECK((bf_lp.to(torch::kDouble) - bf_ref_lp).abs().max().item<double>() < 1e-5);
+  // One rounding to bf16 (8 significant bits) at the end: relative error <= 2^-8.
+  CHECK(torch::allclose(bf.grad().to(torch::kDouble), bf_ref_grad, /*rtol=*/1e-2, /*atol=*/1e-4));
+  const torch::Tensor bf2 = bf.detach().clone().requires_grad_(true);
+  (entropy_from_logits(bf2, 4) * bf_w.to(torch::kFloat)).sum().backward();
+  CHECK(bf2.grad().scalar_type() == torch::kBFloat16);
+  CHECK(torch::allclose(bf2.grad().to(torch::kDouble), plain_entropy(bf.to(torch::kDouble), bf_w).second,
+                        /*rtol=*/1e-2, /*atol=*/1e-4));
+}
+
+TEST_CASE("logprobs/entropy: rows wider than the chunk byte budget are processed one row at a time") {
+  torch::manual_seed(6);
+  // 2 rows of 4.2M float64 logits = 33.6 MB each: larger than the 32 MiB per-chunk budget.
+  const torch::Tensor logits = (3 * torch::randn({2, 4200000}, f64())).requires_grad_(true);
+  const torch::Tensor labels = torch::tensor({0, 4199999});
+  const torch::Tensor w = torch::tensor({1.0, -2.0}, f64());
+  const torch::Tensor lp = logprobs_from_logits(logits, labels);
+  (lp * w).sum().backward();
+  const auto [ref_lp, ref_grad] = plain_logprobs(logits, labels, w);
+  CHECK((lp - ref_lp).abs().max().item<double>() < 1e-10);
+  CHECK((logits.grad() - ref_grad).abs().max().item<double>() < 1e-12);
+}
+
 TEST_CASE("check_finite: NaN inside the mask is an error, outside it is not") {
   torch::Tensor v = torch::tensor({1.0, std::nan(""), 3.0});
   CHECK_THROWS_WITH(check_finite(v, "rewards"), Catch::Contains("rewards"));

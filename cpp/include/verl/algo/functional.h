@@ -29,12 +29,15 @@ torch::Tensor masked_whiten(const torch::Tensor& values, const torch::Tensor& ma
 torch::Tensor get_response_mask(const torch::Tensor& response_id, const std::vector<int64_t>& eos_token,
                                 torch::ScalarType dtype = torch::kLong);
 
-// Entropy of softmax(logits) over the last dim: (..., vocab) -> (...). Computed in chunks of
-// `chunk_size` rows with a custom backward that recomputes softmax per chunk, so no second
-// (..., vocab) tensor is kept alive in forward or for backward.
+// Entropy of softmax(logits) over the last dim: (..., vocab) -> (...), float32 (float64 for
+// float64 logits). Computed in chunks of at most `chunk_size` rows and 32 MiB of logits, with a
+// custom backward: the forward keeps two floats per row (logsumexp, E_p[x]), the backward writes
+// each chunk's gradient straight into the one (..., vocab) gradient tensor. So no second
+// (..., vocab) tensor exists in forward, and none besides the gradient in backward.
 torch::Tensor entropy_from_logits(const torch::Tensor& logits, int64_t chunk_size = 1024);
 
-// log softmax(logits)[label]: logits (..., vocab), labels (...) int64 -> (...), same chunking.
+// log softmax(logits)[label]: logits (..., vocab), labels (...) int64 or int32 -> (...), same
+// chunking; the forward keeps logsumexp per row for the backward.
 torch::Tensor logprobs_from_logits(const torch::Tensor& logits, const torch::Tensor& labels,
                                    int64_t chunk_size = 1024);
 
