@@ -13,4 +13,5 @@ void register_algo(py::module_& m);    // algo.cpp: verl/algo (functional, advan
 void register_model(py::module_& m);   // model.cpp: verl/model (safetensors, checkpoint directories)
 void register_transformer(py::module_& m);  // transformer.cpp: verl/model CausalLM, KVCache
 void register_tokenizer(py::module_& m);  // tokenizer.cpp: verl::tokenizer (Tokenizer, render_chatml)
+void register_workers(py::module_& m);  // workers.cpp: verl::workers (ActorWorker, CriticWorker, schedules)
 }  // namespace verl::bindings

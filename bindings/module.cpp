@@ -13,4 +13,5 @@ PYBIND11_MODULE(_C, m) {
   verl::bindings::register_model(m);
   verl::bindings::register_transformer(m);
   verl::bindings::register_tokenizer(m);
+  verl::bindings::register_workers(m);
 }

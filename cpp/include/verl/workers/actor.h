@@ -1,0 +1,110 @@
+// The actor worker (and the reference policy): log-prob passes and the PPO-family policy update,
+// with verl 0.9.1's semantics (verl/workers/engine_workers.py TrainingWorker, the FSDP engine's
+// forward_backward_batch / optimizer_step, verl/workers/utils/losses.py ppo_loss) and its config
+// keys (actor_rollout_ref.actor.*, .rollout.log_prob_*, .ref.log_prob_*, .model.*).
+//
+// Batches are DataProto with
+//   input_ids, attention_mask, position_ids (bs, prompt_length + response_length)  (position_ids optional)
+//   responses                         (bs, response_length)  int64
+// and for update_policy also
+//   response_mask, old_log_probs, advantages (bs, response_length)
+//   ref_log_prob (when use_kl_loss), rollout_is_weights (optional; passed to the policy loss)
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "verl/algo/policy_loss.h"
+#include "verl/core/config.h"
+#include "verl/data/data_proto.h"
+#include "verl/model/transformer.h"
+#include "verl/workers/optim.h"
+
+namespace verl::workers {
+
+using Metrics = std::map<std::string, double>;
+
+// Which config block a log-prob pass reads its micro-batching from.
+enum class PolicyRole {
+  kActor,      // actor_rollout_ref.rollout.log_prob_* ; trains with actor_rollout_ref.actor.*
+  kReference,  // actor_rollout_ref.ref.log_prob_* ; frozen (update_policy is an error)
+};
+
+struct ActorConfig {
+  // actor_rollout_ref.actor
+  int64_t ppo_mini_batch_size = 256;  // prompts; rows per mini-batch = ppo_mini_batch_size * rollout_n
+  int64_t rollout_n = 1;              // actor_rollout_ref.rollout.n
+  std::optional<int64_t> ppo_micro_batch_size_per_gpu;
+  bool use_dynamic_bsz = false;
+  int64_t ppo_max_token_len_per_gpu = 16384;
+  int64_t ppo_epochs = 1;
+  bool shuffle = false;
+  int64_t data_loader_seed = 42;
+  algo::PolicyLossConfig policy;  // clip ratios, loss_agg_mode, policy_loss.*
+  std::optional<double> loss_scale_factor;
+  double entropy_coeff = 0.0;
+  bool calculate_entropy = false;
+  bool use_kl_loss = false;
+  double kl_loss_coef = 0.001;
+  std::string kl_loss_type = "low_var_kl";
+  OptimConfig optim;
+  // log-prob passes (rollout.* for the actor, ref.* for the reference)
+  std::optional<int64_t> log_prob_micro_batch_size_per_gpu;
+  bool log_prob_use_dynamic_bsz = false;
+  int64_t log_prob_max_token_len_per_gpu = 16384;
+  double temperature = 1.0;  // actor_rollout_ref.rollout.temperature (meta_info["temperature"] wins)
+  // actor_rollout_ref.model
+  bool use_remove_padding = true;
+  bool enable_gradient_checkpointing = false;
+
+  // Reads `prefix` (default "actor_rollout_ref") of a verl config and validates. ConfigError naming
+  // the key for: both or neither of ppo_micro_batch_size / _per_gpu without dynamic batching, an
+  // unknown policy_loss.loss_mode, loss_agg_mode or kl_loss_type, out-of-range values.
+  static ActorConfig from_config(const Config& config, PolicyRole role = PolicyRole::kActor,
+                                 const std::string& prefix = "actor_rollout_ref");
+  void validate(PolicyRole role = PolicyRole::kActor) const;
+};
+
+class ActorWorker {
+ public:
+  // The worker shares `model` (no copy); the actor trains it in place. Gradient checkpointing is set
+  // from the config. The reference role builds no optimizer.
+  ActorWorker(const Config& config, std::shared_ptr<model::CausalLM> model, PolicyRole role = PolicyRole::kActor);
+  ActorWorker(ActorConfig config, std::shared_ptr<model::CausalLM> model, PolicyRole role = PolicyRole::kActor);
+
+  // Log-probs of the responses under the current weights, no gradient: DataProto with
+  // `old_log_probs` (bs, response_length) and, when calculate_entropy (or meta_info
+  // "calculate_entropy"), `entropys`; meta_info {"temperature": T}. Micro-batched by
+  // log_prob_micro_batch_size_per_gpu or the log_prob_max_token_len_per_gpu budget, results in input
+  // order. Padding slots hold 0.
+  DataProto compute_log_prob(const DataProto& data, std::optional<bool> calculate_entropy = std::nullopt);
+  // Same pass, output key `ref_log_prob` (verl's compute_ref_log_prob).
+  DataProto compute_ref_log_prob(const DataProto& data);
+
+  // ppo_epochs x mini-batches (ppo_mini_batch_size * rollout.n rows, verl's DataLoader order) x
+  // micro-batches; each micro-batch's loss is normalised by the whole mini-batch (tokens /
+  // sequences), so gradient accumulation equals one big batch. One clipped AdamW step per
+  // mini-batch, one scheduler step per call. Returns verl's metrics: actor/pg_loss, actor/pg_clipfrac,
+  // actor/ppo_kl, actor/pg_clipfrac_lower (per loss mode), actor/entropy_loss, actor/kl_loss,
+  // actor/kl_coef, actor/loss, actor/grad_norm, actor/lr. ConfigError when the batch does not split
+  // into mini-batches (or a mini-batch into micro-batches); DataError for missing keys.
+  Metrics update_policy(const DataProto& data);
+
+  const ActorConfig& config() const { return config_; }
+  PolicyRole role() const { return role_; }
+  std::shared_ptr<model::CausalLM> model() const { return model_; }
+  Optimizer& optimizer();  // InvalidArgument for the reference role
+
+ private:
+  DataProto log_prob_pass(const DataProto& data, bool calculate_entropy, const std::string& output_key);
+
+  ActorConfig config_;
+  std::shared_ptr<model::CausalLM> model_;
+  PolicyRole role_;
+  algo::PolicyLossFn policy_loss_fn_;
+  std::unique_ptr<Optimizer> optimizer_;
+};
+
+}  // namespace verl::workers

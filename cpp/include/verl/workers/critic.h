@@ -1,0 +1,74 @@
+// The critic worker: values of the response tokens and the clipped value-loss update, with verl
+// 0.9.1's semantics (TrainingWorker + verl/workers/utils/losses.py value_loss) and config keys
+// (critic.*).
+//
+// Batches are DataProto with
+//   input_ids, attention_mask, position_ids (bs, prompt_length + response_length)  (position_ids optional)
+//   responses                         (bs, response_length)
+// and for update_critic also
+//   response_mask, values (old values), returns (bs, response_length)
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "verl/core/config.h"
+#include "verl/data/data_proto.h"
+#include "verl/model/transformer.h"
+#include "verl/workers/optim.h"
+
+namespace verl::workers {
+
+struct CriticConfig {
+  int64_t ppo_mini_batch_size = 256;  // prompts; rows per mini-batch = ppo_mini_batch_size * rollout_n
+  int64_t rollout_n = 1;              // critic.rollout_n (actor_rollout_ref.rollout.n)
+  std::optional<int64_t> ppo_micro_batch_size_per_gpu;
+  bool use_dynamic_bsz = false;
+  int64_t ppo_max_token_len_per_gpu = 32768;
+  std::optional<int64_t> forward_micro_batch_size_per_gpu;  // compute_values
+  int64_t forward_max_token_len_per_gpu = 32768;
+  int64_t ppo_epochs = 1;
+  bool shuffle = false;
+  int64_t data_loader_seed = 42;
+  double cliprange_value = 0.5;
+  std::string loss_agg_mode = "token-mean";
+  std::optional<double> loss_scale_factor;
+  OptimConfig optim;
+  bool use_remove_padding = true;  // critic.model.use_remove_padding
+  bool enable_gradient_checkpointing = false;
+
+  // Reads the `critic` block of a verl config and validates (ConfigError naming the key).
+  static CriticConfig from_config(const Config& config, const std::string& prefix = "critic");
+  void validate() const;
+};
+
+class CriticWorker {
+ public:
+  // `model` must have the value head (HeadKind::kValue); shared, trained in place.
+  CriticWorker(const Config& config, std::shared_ptr<model::CausalLM> model);
+  CriticWorker(CriticConfig config, std::shared_ptr<model::CausalLM> model);
+
+  // DataProto{values (bs, response_length)}: the value of the state before each response token
+  // (verl's values[:, -response_length-1:-1]), 0 at padding. No gradient; micro-batched by
+  // forward_micro_batch_size_per_gpu or forward_max_token_len_per_gpu, results in input order.
+  DataProto compute_values(const DataProto& data);
+
+  // ppo_epochs x mini-batches x micro-batches of verl's clipped value loss (cliprange_value,
+  // loss_agg_mode, normalised by the mini-batch), one clipped AdamW step per mini-batch, one
+  // scheduler step per call. Metrics: critic/vf_loss, critic/vf_clipfrac, critic/vpred_mean,
+  // critic/loss, critic/grad_norm, critic/lr.
+  std::map<std::string, double> update_critic(const DataProto& data);
+
+  const CriticConfig& config() const { return config_; }
+  std::shared_ptr<model::CausalLM> model() const { return model_; }
+  Optimizer& optimizer() { return *optimizer_; }
+
+ private:
+  CriticConfig config_;
+  std::shared_ptr<model::CausalLM> model_;
+  std::unique_ptr<Optimizer> optimizer_;
+};
+
+}  // namespace verl::workers

@@ -1,0 +1,96 @@
+// The training optimizer of the actor and critic workers: AdamW, gradient clipping by global norm,
+// and verl's learning-rate schedules (linear warmup, then constant or cosine), with verl 0.9.1's
+// keys (actor_rollout_ref.actor.optim.*, critic.optim.*) and formulas
+// (verl/utils/torch_functional.py, verl/workers/engine/fsdp/transformer_impl.py).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "verl/core/config.h"
+
+namespace verl::workers {
+
+// verl's FSDPOptimizerConfig.
+struct OptimConfig {
+  std::string optimizer = "AdamW";  // only AdamW (torch.optim) is implemented
+  double lr = 1e-6;
+  double weight_decay = 0.01;
+  std::pair<double, double> betas{0.9, 0.999};
+  double eps = 1e-8;     // torch.optim.AdamW's default; settable through override_optimizer_config
+  bool amsgrad = false;  // override_optimizer_config
+  double clip_grad = 1.0;
+  int64_t lr_warmup_steps = -1;  // <= 0: use lr_warmup_steps_ratio * total_training_steps
+  double lr_warmup_steps_ratio = 0.0;
+  int64_t total_training_steps = -1;  // set by the trainer; required by "cosine" and by a warmup ratio
+  std::string lr_scheduler_type = "constant";  // "constant" | "cosine" (warmup_style is the old name)
+  double min_lr_ratio = 0.0;
+  double num_cycles = 0.5;
+  bool zero_indexed_step = true;
+
+  // Reads `prefix` (e.g. "actor_rollout_ref.actor.optim"). ConfigError naming the key for values
+  // verl rejects (an unknown scheduler or optimizer, min_lr_ratio outside [0, 1], unknown
+  // override_optimizer_config keys).
+  static OptimConfig from_config(const Config& config, const std::string& prefix);
+  // ConfigError (keys under `prefix`) for inconsistent values; called by Optimizer.
+  void validate(const std::string& prefix = "optim") const;
+  // verl: lr_warmup_steps if > 0, else int(lr_warmup_steps_ratio * total_training_steps).
+  int64_t num_warmup_steps() const;
+};
+
+// The LR multipliers of verl's schedules at scheduler step `step` (LambdaLR's last_epoch).
+// constant: step / max(1, warmup) during warmup, then 1.
+double constant_schedule_with_warmup(int64_t step, int64_t num_warmup_steps);
+// cosine: (step+1 when !zero_indexed_step) linear warmup from 0, then
+// max(min_lr_ratio, cos(pi * num_cycles * 2 * progress) * (1 - min_lr_ratio) / 2 + (1 + min_lr_ratio) / 2)
+// with progress = (step - warmup) / max(1, total - warmup).
+double cosine_schedule_with_warmup(int64_t step, int64_t num_warmup_steps, int64_t num_training_steps,
+                                   double min_lr_ratio, double num_cycles, bool zero_indexed_step = true);
+
+// AdamW + clipping + schedule for one set of parameters. The LR follows torch's LambdaLR: the
+// first optimizer step runs at lr * factor(0) and each scheduler_step() advances one step.
+class Optimizer {
+ public:
+  // Throws ConfigError (naming `key_prefix` keys) for an invalid config.
+  Optimizer(std::vector<torch::Tensor> parameters, OptimConfig config, std::string key_prefix = "optim");
+
+  void zero_grad();
+  // Clips every gradient by the global L2 norm (torch.nn.utils.clip_grad_norm_ with max_norm =
+  // clip_grad), then steps AdamW. A non-finite norm skips the update and drops the gradients, as
+  // verl does. Returns the norm before clipping (NaN/Inf when skipped).
+  double step();
+  // Advances the schedule one step and returns the new learning rate.
+  double scheduler_step();
+
+  double lr() const;                             // the learning rate the next step() uses
+  double lr_factor(int64_t step) const;          // the schedule's multiplier at a scheduler step
+  int64_t scheduler_step_count() const { return last_epoch_; }
+  // Restores the schedule position (resume); sets the LR accordingly.
+  void set_scheduler_step_count(int64_t last_epoch);
+  int64_t skipped_steps() const { return skipped_steps_; }  // updates skipped for a non-finite norm
+  const OptimConfig& config() const { return config_; }
+  torch::optim::AdamW& adamw() { return *adamw_; }
+  const std::vector<torch::Tensor>& parameters() const { return parameters_; }
+
+ private:
+  void apply_lr();
+
+  OptimConfig config_;
+  std::vector<torch::Tensor> parameters_;
+  std::unique_ptr<torch::optim::AdamW> adamw_;
+  int64_t num_warmup_steps_ = 0;
+  int64_t last_epoch_ = 0;
+  int64_t skipped_steps_ = 0;
+};
+
+// torch.nn.utils.clip_grad_norm_(parameters, max_norm) (foreach-free, any device): returns the
+// total L2 norm of the gradients (a 0-dim tensor, not synchronised) and scales them in place by
+// min(1, max_norm / (norm + 1e-6)). Parameters without a gradient are ignored.
+torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm);
+
+}  // namespace verl::workers

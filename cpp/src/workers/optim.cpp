@@ -1,0 +1,207 @@
+#include "verl/workers/optim.h"
+
+#include <cmath>
+
+#include "verl/core/error.h"
+#include "worker_config_util.h"
+
+namespace verl::workers {
+
+OptimConfig OptimConfig::from_config(const Config& config, const std::string& prefix) {
+  using namespace config_util;
+  OptimConfig c;
+  auto key = [&](const char* leaf) { return prefix + "." + leaf; };
+  c.optimizer = get_or(config, key("optimizer"), c.optimizer);
+  if (config.has(key("optimizer_impl"))) {
+    std::string impl = get_or<std::string>(config, key("optimizer_impl"), "torch.optim");
+    VERL_CHECK_AS(ConfigError, impl == "torch.optim", "config key '", key("optimizer_impl"), "' = '", impl,
+                  "': only torch.optim (AdamW) is implemented");
+  }
+  c.lr = get_or(config, key("lr"), c.lr);
+  c.weight_decay = get_or(config, key("weight_decay"), c.weight_decay);
+  if (config.has(key("betas"))) {
+    Json b = config.get(key("betas"));
+    VERL_CHECK_AS(ConfigError, b.is_array() && b.size() == 2 && b[0].is_number() && b[1].is_number(),
+                  "config key '", key("betas"), "' must be a list of two numbers, got ", b.dump());
+    c.betas = {b[0].get<double>(), b[1].get<double>()};
+  }
+  c.clip_grad = get_or(config, key("clip_grad"), c.clip_grad);
+  // verl's deprecated optim.grad_clip wins over clip_grad when set.
+  if (auto g = get_optional<double>(config, key("grad_clip"))) c.clip_grad = *g;
+  c.lr_warmup_steps = get_optional<int64_t>(config, key("lr_warmup_steps")).value_or(-1);
+  c.lr_warmup_steps_ratio = get_or(config, key("lr_warmup_steps_ratio"), c.lr_warmup_steps_ratio);
+  c.total_training_steps = get_or(config, key("total_training_steps"), c.total_training_steps);
+  c.lr_scheduler_type = get_or(config, key("lr_scheduler_type"), c.lr_scheduler_type);
+  if (auto w = get_optional<std::string>(config, key("warmup_style"))) {
+    VERL_CHECK_AS(ConfigError, *w == "constant" || *w == "cosine", "config key '", key("warmup_style"), "' = '", *w,
+                  "' must be constant or cosine");
+    c.lr_scheduler_type = *w;  // deprecated name, as verl: it overrides lr_scheduler_type
+  }
+  c.min_lr_ratio = get_optional<double>(config, key("min_lr_ratio")).value_or(0.0);
+  c.num_cycles = get_or(config, key("num_cycles"), c.num_cycles);
+  c.zero_indexed_step = get_or(config, key("zero_indexed_step"), c.zero_indexed_step);
+  if (config.has(key("override_optimizer_config"))) {
+    Json o = config.get(key("override_optimizer_config"));
+    if (!o.is_null()) {
+      VERL_CHECK_AS(ConfigError, o.is_object(), "config key '", key("override_optimizer_config"),
+                    "' must be a map, got ", o.dump());
+      for (auto it = o.begin(); it != o.end(); ++it) {
+        const std::string sub = key("override_optimizer_config") + "." + it.key();
+        const Json& v = it.value();
+        if (it.key() == "eps" && v.is_number()) {
+          c.eps = v.get<double>();
+        } else if (it.key() == "amsgrad" && v.is_boolean()) {
+          c.amsgrad = v.get<bool>();
+        } else if (it.key() == "lr" && v.is_number()) {
+          c.lr = v.get<double>();
+        } else if (it.key() == "weight_decay" && v.is_number()) {
+          c.weight_decay = v.get<double>();
+        } else if (it.key() == "betas" && v.is_array() && v.size() == 2) {
+          c.betas = {v[0].get<double>(), v[1].get<double>()};
+        } else {
+          VERL_FAIL(ConfigError, "config key '", sub, "' = ", v.dump(),
+                    " is not supported for AdamW (supported: eps, amsgrad, lr, weight_decay, betas)");
+        }
+      }
+    }
+  }
+  c.validate(prefix);
+  return c;
+}
+
+void OptimConfig::validate(const std::string& prefix) const {
+  auto key = [&](const char* leaf) { return prefix + "." + leaf; };
+  VERL_CHECK_AS(ConfigError, optimizer == "AdamW" || optimizer == "adamw", "config key '", key("optimizer"), "' = '",
+                optimizer, "': only AdamW is implemented");
+  VERL_CHECK_AS(ConfigError, std::isfinite(lr) && lr >= 0, "config key '", key("lr"), "' must be >= 0, got ", lr);
+  VERL_CHECK_AS(ConfigError, std::isfinite(weight_decay) && weight_decay >= 0, "config key '", key("weight_decay"),
+                "' must be >= 0, got ", weight_decay);
+  VERL_CHECK_AS(ConfigError, betas.first >= 0 && betas.first < 1 && betas.second >= 0 && betas.second < 1,
+                "config key '", key("betas"), "' must lie in [0, 1), got [", betas.first, ", ", betas.second, "]");
+  VERL_CHECK_AS(ConfigError, eps >= 0, "config key '", key("override_optimizer_config.eps"), "' must be >= 0");
+  VERL_CHECK_AS(ConfigError, clip_grad > 0, "config key '", key("clip_grad"), "' must be > 0, got ", clip_grad);
+  VERL_CHECK_AS(ConfigError, lr_scheduler_type == "constant" || lr_scheduler_type == "cosine", "config key '",
+                key("lr_scheduler_type"), "' = '", lr_scheduler_type, "' is not supported (constant, cosine)");
+  VERL_CHECK_AS(ConfigError, min_lr_ratio >= 0 && min_lr_ratio <= 1, "config key '", key("min_lr_ratio"),
+                "' must lie in [0, 1], got ", min_lr_ratio);
+  VERL_CHECK_AS(ConfigError, lr_warmup_steps_ratio >= 0 && lr_warmup_steps_ratio <= 1, "config key '",
+                key("lr_warmup_steps_ratio"), "' must lie in [0, 1], got ", lr_warmup_steps_ratio);
+  if (lr_warmup_steps <= 0 && lr_warmup_steps_ratio > 0) {
+    VERL_CHECK_AS(ConfigError, total_training_steps > 0, "config key '", key("lr_warmup_steps_ratio"), "' = ",
+                  lr_warmup_steps_ratio, " needs '", key("total_training_steps"), "' > 0 (got ",
+                  total_training_steps, ")");
+  }
+  if (lr_scheduler_type == "cosine") {
+    VERL_CHECK_AS(ConfigError, total_training_steps > 0, "config key '", key("lr_scheduler_type"),
+                  "' = cosine needs '", key("total_training_steps"), "' > 0 (got ", total_training_steps, ")");
+  }
+}
+
+int64_t OptimConfig::num_warmup_steps() const {
+  if (lr_warmup_steps > 0) return lr_warmup_steps;
+  // Python's int() truncates toward zero, as the cast does.
+  return static_cast<int64_t>(lr_warmup_steps_ratio * static_cast<double>(total_training_steps));
+}
+
+double constant_schedule_with_warmup(int64_t step, int64_t num_warmup_steps) {
+  if (step < num_warmup_steps) {
+    return static_cast<double>(step) / std::max(1.0, static_cast<double>(num_warmup_steps));
+  }
+  return 1.0;
+}
+
+double cosine_schedule_with_warmup(int64_t step, int64_t num_warmup_steps, int64_t num_training_steps,
+                                   double min_lr_ratio, double num_cycles, bool zero_indexed_step) {
+  const double coef = (1.0 - min_lr_ratio) * 0.5;
+  const double intercept = (1.0 + min_lr_ratio) * 0.5;
+  if (!zero_indexed_step) step += 1;
+  if (step < num_warmup_steps) {
+    // verl's init_lr_ratio is 0 here.
+    return static_cast<double>(step) / static_cast<double>(std::max<int64_t>(1, num_warmup_steps));
+  }
+  const double progress = static_cast<double>(step - num_warmup_steps) /
+                          static_cast<double>(std::max<int64_t>(1, num_training_steps - num_warmup_steps));
+  const double x = std::cos(M_PI * num_cycles * 2.0 * progress);
+  return std::max(min_lr_ratio, x * coef + intercept);
+}
+
+torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm) {
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : parameters) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  if (grads.empty()) return torch::zeros({}, torch::kFloat);
+  std::vector<torch::Tensor> norms;
+  norms.reserve(grads.size());
+  for (const auto& g : grads) norms.push_back(torch::linalg_vector_norm(g, 2));
+  torch::Tensor total = torch::linalg_vector_norm(torch::stack(norms), 2);
+  torch::Tensor coef = torch::clamp_max(max_norm / (total + 1e-6), 1.0);
+  torch::NoGradGuard no_grad;
+  for (auto& g : grads) g.mul_(coef.to(g.dtype()));
+  return total;
+}
+
+Optimizer::Optimizer(std::vector<torch::Tensor> parameters, OptimConfig config, std::string key_prefix)
+    : config_(std::move(config)) {
+  config_.validate(key_prefix);
+  for (auto& p : parameters) {
+    if (p.requires_grad()) parameters_.push_back(p);
+  }
+  VERL_CHECK(!parameters_.empty(), "Optimizer: no trainable parameters");
+  torch::optim::AdamWOptions options(config_.lr);
+  options.betas(std::make_tuple(config_.betas.first, config_.betas.second))
+      .eps(config_.eps)
+      .weight_decay(config_.weight_decay)
+      .amsgrad(config_.amsgrad);
+  adamw_ = std::make_unique<torch::optim::AdamW>(parameters_, options);
+  num_warmup_steps_ = config_.num_warmup_steps();
+  last_epoch_ = 0;  // LambdaLR's constructor takes the first scheduler step
+  apply_lr();
+}
+
+double Optimizer::lr_factor(int64_t step) const {
+  if (config_.lr_scheduler_type == "cosine") {
+    return cosine_schedule_with_warmup(step, num_warmup_steps_, config_.total_training_steps, config_.min_lr_ratio,
+                                       config_.num_cycles, config_.zero_indexed_step);
+  }
+  return constant_schedule_with_warmup(step, num_warmup_steps_);
+}
+
+void Optimizer::apply_lr() {
+  const double lr = config_.lr * lr_factor(last_epoch_);
+  for (auto& group : adamw_->param_groups()) {
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  }
+}
+
+double Optimizer::lr() const {
+  return static_cast<const torch::optim::AdamWOptions&>(adamw_->param_groups().front().options()).lr();
+}
+
+void Optimizer::zero_grad() { adamw_->zero_grad(/*set_to_none=*/true); }
+
+double Optimizer::step() {
+  torch::Tensor norm = clip_grad_norm(parameters_, config_.clip_grad);
+  const double value = norm.item<double>();
+  if (!std::isfinite(value)) {
+    ++skipped_steps_;
+    zero_grad();
+    return value;
+  }
+  adamw_->step();
+  return value;
+}
+
+double Optimizer::scheduler_step() {
+  ++last_epoch_;
+  apply_lr();
+  return lr();
+}
+
+void Optimizer::set_scheduler_step_count(int64_t last_epoch) {
+  VERL_CHECK(last_epoch >= 0, "scheduler step count must be >= 0, got ", last_epoch);
+  last_epoch_ = last_epoch;
+  apply_lr();
+}
+
+}  // namespace verl::workers

@@ -1,0 +1,92 @@
+// Pieces the actor and critic workers share (private): metric aggregation as verl's
+// TrainingWorker / reduce_metrics, row selection of a tensor map, micro-batch planning.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "verl/data/data_proto.h"
+#include "verl/workers/micro_batch.h"
+
+namespace verl::workers::detail {
+
+// verl 0.9.1's metric flow: inside a mini-batch every micro-batch contributes one value per key;
+// verl.utils.metric.Metric values are aggregated per mini-batch (MEAN or SUM over micro-batches),
+// plain floats are kept flat; the trainer's reduce_metrics then takes the mean over everything
+// collected (max / min when the key says so).
+class MetricsCollector {
+ public:
+  enum class Agg { kMean, kSum };
+  void add_metric(const std::string& key, double value, Agg agg) {
+    auto& slot = current_[key];
+    slot.first = agg;
+    slot.second.push_back(value);
+  }
+  void add_plain(const std::string& key, double value) { lists_[key].push_back(value); }
+  void end_mini_batch() {
+    for (auto& [key, slot] : current_) {
+      double s = 0;
+      for (double v : slot.second) s += v;
+      lists_[key].push_back(slot.first == Agg::kSum ? s : s / static_cast<double>(slot.second.size()));
+    }
+    current_.clear();
+  }
+  std::map<std::string, double> reduce() const {
+    std::map<std::string, double> out;
+    for (const auto& [key, values] : lists_) {
+      if (values.empty()) continue;
+      double r = values.front();
+      if (key.find("max") != std::string::npos) {
+        for (double v : values) r = std::max(r, v);
+      } else if (key.find("min") != std::string::npos) {
+        for (double v : values) r = std::min(r, v);
+      } else {
+        double s = 0;
+        for (double v : values) s += v;
+        r = s / static_cast<double>(values.size());
+      }
+      out[key] = r;
+    }
+    return out;
+  }
+
+ private:
+  std::map<std::string, std::pair<Agg, std::vector<double>>> current_;
+  std::map<std::string, std::vector<double>> lists_;
+};
+
+using TensorMap = std::map<std::string, torch::Tensor>;
+
+// The named tensors of `data` that exist, moved to `device`.
+inline TensorMap gather_tensors(const DataProto& data, const std::vector<std::string>& keys,
+                                const torch::Device& device) {
+  TensorMap out;
+  for (const auto& k : keys) {
+    if (data.has_tensor(k)) out[k] = data.tensor(k).to(device);
+  }
+  return out;
+}
+
+// Rows `rows` of every tensor (rows are indices into the map's batch dimension).
+inline TensorMap take_rows(const TensorMap& tensors, const std::vector<int64_t>& rows, const torch::Device& device) {
+  torch::Tensor index = torch::tensor(rows, torch::kLong).to(device);
+  TensorMap out;
+  for (const auto& [k, t] : tensors) out[k] = t.index_select(0, index);
+  return out;
+}
+
+inline torch::Tensor get(const TensorMap& m, const std::string& key) {
+  auto it = m.find(key);
+  return it == m.end() ? torch::Tensor() : it->second;
+}
+
+// Valid tokens per row (the token budget of dynamic batching), on the CPU.
+inline std::vector<int64_t> row_token_counts(const torch::Tensor& attention_mask) {
+  torch::Tensor counts = attention_mask.to(torch::kLong).sum(1).cpu().contiguous();
+  return std::vector<int64_t>(counts.data_ptr<int64_t>(), counts.data_ptr<int64_t>() + counts.numel());
+}
+
+}  // namespace verl::workers::detail

@@ -1,0 +1,256 @@
+// verl::workers actor / critic on a tiny float64 model: log-probs equal log_softmax(logits / T) of
+// the padded forward, packed == padded, dynamic batching restores order, gradient accumulation is
+// invariant to the micro-batch cut (fixed 2 / 8 rows, token budget) for every loss_agg_mode, the
+// critic's values and update, and configuration errors that name the key.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include "verl/core/config.h"
+#include "verl/core/error.h"
+#include "verl/data/data_proto.h"
+#include "verl/model/model_config.h"
+#include "verl/model/transformer.h"
+#include "verl/workers/actor.h"
+#include "verl/workers/critic.h"
+
+using namespace verl;
+using namespace verl::workers;
+
+namespace {
+
+constexpr int64_t kBatch = 16, kPrompt = 5, kResponse = 6, kVocab = 64;
+
+std::shared_ptr<model::CausalLM> tiny_model(model::HeadKind head = model::HeadKind::kLanguageModel) {
+  Json j = {{"model_type", "qwen2"},     {"vocab_size", kVocab},       {"hidden_size", 32},
+            {"intermediate_size", 48},   {"num_hidden_layers", 2},     {"num_attention_heads", 4},
+            {"num_key_value_heads", 2},  {"rms_norm_eps", 1e-6},       {"rope_theta", 10000.0},
+            {"max_position_embeddings", 64}, {"tie_word_embeddings", false}};
+  torch::manual_seed(0);
+  auto m = std::make_shared<model::CausalLM>(model::ModelConfig::from_json(j), head);
+  m->to(torch::kDouble);
+  return m;
+}
+
+// Left-padded prompts (2..5 tokens), right-padded responses (1..6 tokens), verl's position ids.
+DataProto rollout_batch() {
+  torch::manual_seed(1);
+  torch::Tensor prompt_len = torch::randint(2, kPrompt + 1, {kBatch}, torch::kLong);
+  torch::Tensor response_len = torch::randint(1, kResponse + 1, {kBatch}, torch::kLong);
+  torch::Tensor cols_p = torch::arange(kPrompt).unsqueeze(0);
+  torch::Tensor cols_r = torch::arange(kResponse).unsqueeze(0);
+  torch::Tensor prompt_mask = (cols_p >= (kPrompt - prompt_len).unsqueeze(1)).to(torch::kLong);
+  torch::Tensor response_mask = (cols_r < response_len.unsqueeze(1)).to(torch::kLong);
+  torch::Tensor attention_mask = torch::cat({prompt_mask, response_mask}, 1);
+  torch::Tensor input_ids = torch::randint(0, kVocab, {kBatch, kPrompt + kResponse}, torch::kLong) * attention_mask;
+  torch::Tensor position_ids = (attention_mask.cumsum(1) - 1).clamp_min(0);
+  DataProto d;
+  d.set_tensor("input_ids", input_ids);
+  d.set_tensor("attention_mask", attention_mask);
+  d.set_tensor("position_ids", position_ids);
+  d.set_tensor("responses", input_ids.narrow(1, kPrompt, kResponse));
+  d.set_tensor("response_mask", response_mask);
+  return d;
+}
+
+Config actor_config(int64_t micro, bool dynamic, const std::string& agg_mode = "token-mean") {
+  Config c;
+  c.set("actor_rollout_ref.rollout.n", 2);
+  c.set("actor_rollout_ref.rollout.temperature", 0.7);
+  c.set("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", 3);
+  c.set("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", 5);
+  c.set("actor_rollout_ref.actor.ppo_mini_batch_size", 4);  // 4 prompts x n=2 = 8 rows: two mini-batches
+  c.set("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", micro);
+  c.set("actor_rollout_ref.actor.use_dynamic_bsz", dynamic);
+  c.set("actor_rollout_ref.actor.ppo_max_token_len_per_gpu", 25);
+  c.set("actor_rollout_ref.actor.ppo_epochs", 2);
+  c.set("actor_rollout_ref.actor.shuffle", true);
+  c.set("actor_rollout_ref.actor.loss_agg_mode", agg_mode);
+  c.set("actor_rollout_ref.actor.entropy_coeff", 0.01);
+  c.set("actor_rollout_ref.actor.use_kl_loss", true);
+  c.set("actor_rollout_ref.actor.optim.lr", 1e-2);
+  c.set("actor_rollout_ref.model.enable_gradient_checkpointing", false);
+  return c;
+}
+
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+
+double max_param_diff(const model::CausalLM& a, const model::CausalLM& b) {
+  auto sa = a.named_state();
+  auto sb = b.named_state();
+  double d = 0;
+  for (const auto& [k, t] : sa) d = std::max(d, max_diff(t, sb.at(k)));
+  return d;
+}
+
+// The padded forward's log softmax(logits / T) of each response token, 0 at padding.
+torch::Tensor reference_log_probs(model::CausalLM& m, const DataProto& d, double temperature) {
+  torch::NoGradGuard g;
+  torch::Tensor logits =
+      m.forward(d.tensor("input_ids"), d.tensor("attention_mask"), d.tensor("position_ids")).narrow(1, kPrompt - 1, kResponse);
+  torch::Tensor lp = torch::log_softmax(logits / temperature, -1).gather(-1, d.tensor("responses").unsqueeze(-1)).squeeze(-1);
+  return lp * d.tensor("response_mask");
+}
+
+// Training inputs: old log-probs slightly off the current policy (so clipping happens), advantages, ref.
+DataProto training_batch(ActorWorker& actor) {
+  DataProto d = rollout_batch();
+  torch::Tensor mask = d.tensor("response_mask").to(torch::kDouble);
+  torch::Tensor old = actor.compute_log_prob(d).tensor("old_log_probs");
+  torch::manual_seed(2);
+  d.set_tensor("old_log_probs", old + 0.3 * torch::randn_like(old) * mask);
+  d.set_tensor("advantages", torch::randn_like(old) * mask);
+  d.set_tensor("ref_log_prob", old + 0.1 * torch::randn_like(old) * mask);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("compute_log_prob equals log_softmax(logits / T), packed == padded, any batching", "[workers]") {
+  auto m = tiny_model();
+  DataProto d = rollout_batch();
+  torch::Tensor expected = reference_log_probs(*m, d, 0.7);
+
+  ActorWorker packed(actor_config(2, false), m);
+  DataProto out = packed.compute_log_prob(d, true);
+  CHECK(out.meta_info()["temperature"].get<double>() == 0.7);
+  CHECK(max_diff(out.tensor("old_log_probs"), expected) < 1e-12);
+  CHECK(out.tensor("entropys").sizes() == expected.sizes());
+  CHECK((out.tensor("entropys") * (1 - d.tensor("response_mask"))).abs().max().item<double>() == 0.0);
+
+  Config padded_cfg = actor_config(2, false);
+  padded_cfg.set("actor_rollout_ref.model.use_remove_padding", false);
+  ActorWorker padded(padded_cfg, m);
+  CHECK(max_diff(padded.compute_log_prob(d).tensor("old_log_probs"), expected) < 1e-12);
+
+  // Token budget: rows regrouped into micro-batches, results back in input order.
+  Config dyn_cfg = actor_config(2, true);
+  dyn_cfg.set("actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu", 20);
+  ActorWorker dynamic(dyn_cfg, m);
+  DataProto dyn = dynamic.compute_log_prob(d, true);
+  CHECK(max_diff(dyn.tensor("old_log_probs"), expected) < 1e-12);
+  CHECK(max_diff(dyn.tensor("entropys"), out.tensor("entropys")) < 1e-12);
+
+  // meta_info temperature wins over the config, as verl's batch.meta_info["temperature"].
+  d.meta_info()["temperature"] = 1.0;
+  CHECK(max_diff(packed.compute_log_prob(d).tensor("old_log_probs"), reference_log_probs(*m, d, 1.0)) < 1e-12);
+
+  // The reference policy runs the same pass under its own key.
+  ActorWorker ref(actor_config(2, false), m, PolicyRole::kReference);
+  d.meta_info().erase("temperature");
+  CHECK(max_diff(ref.compute_ref_log_prob(d).tensor("ref_log_prob"), expected) < 1e-12);
+  CHECK_THROWS_AS(ref.update_policy(d), InvalidArgument);
+}
+
+TEST_CASE("update_policy: gradient accumulation is invariant to the micro-batch cut", "[workers]") {
+  for (const std::string mode : {"token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"}) {
+    DYNAMIC_SECTION("loss_agg_mode " << mode) {
+      auto m2 = tiny_model(), m8 = tiny_model(), mdyn = tiny_model();
+      ActorWorker a2(actor_config(2, false, mode), m2);
+      ActorWorker a8(actor_config(8, false, mode), m8);
+      ActorWorker adyn(actor_config(2, true, mode), mdyn);
+      DataProto d = training_batch(a2);
+      Metrics r2 = a2.update_policy(d);
+      Metrics r8 = a8.update_policy(d);
+      Metrics rdyn = adyn.update_policy(d);
+      CHECK(max_param_diff(*m2, *m8) < 1e-10);
+      CHECK(max_param_diff(*m2, *mdyn) < 1e-10);
+      // The weights moved.
+      CHECK(max_param_diff(*m2, *tiny_model()) > 1e-4);
+      for (const char* key : {"actor/pg_loss", "actor/loss", "actor/kl_loss", "actor/entropy_loss", "actor/grad_norm"}) {
+        INFO(key);
+        REQUIRE(r2.count(key));
+        CHECK(r2.at(key) == Approx(r8.at(key)).epsilon(1e-9));
+        CHECK(r2.at(key) == Approx(rdyn.at(key)).epsilon(1e-9));
+      }
+      for (const char* key : {"actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower", "actor/kl_coef", "actor/lr"}) {
+        INFO(key);
+        CHECK(r2.count(key));
+      }
+      CHECK(r2.at("actor/kl_coef") == 0.001);
+      CHECK(r2.at("actor/lr") == 1e-2);
+    }
+  }
+}
+
+TEST_CASE("critic: values at the token before each response token; invariant accumulation", "[workers]") {
+  auto m = tiny_model(model::HeadKind::kValue);
+  DataProto d = rollout_batch();
+  Config c;
+  c.set("actor_rollout_ref.rollout.n", 2);
+  c.set("critic.ppo_mini_batch_size", 4);
+  c.set("critic.ppo_micro_batch_size_per_gpu", 2);
+  c.set("critic.forward_micro_batch_size_per_gpu", 3);
+  c.set("critic.ppo_epochs", 2);
+  c.set("critic.optim.lr", 1e-2);
+  c.set("critic.model.enable_gradient_checkpointing", false);
+  CriticWorker critic(c, m);
+  torch::Tensor values = critic.compute_values(d).tensor("values");
+  torch::Tensor expected;
+  {
+    torch::NoGradGuard g;
+    expected = m->forward(d.tensor("input_ids"), d.tensor("attention_mask"), d.tensor("position_ids"))
+                   .narrow(1, kPrompt - 1, kResponse) *
+               d.tensor("response_mask");
+  }
+  CHECK(max_diff(values, expected) < 1e-12);
+
+  torch::manual_seed(5);
+  torch::Tensor mask = d.tensor("response_mask").to(torch::kDouble);
+  d.set_tensor("values", values + 0.3 * torch::randn_like(values) * mask);
+  d.set_tensor("returns", torch::randn_like(values) * mask);
+  Config c8 = c;
+  c8.set("critic.ppo_micro_batch_size_per_gpu", 8);
+  Config cdyn = c;
+  cdyn.set("critic.use_dynamic_bsz", true);
+  cdyn.set("critic.ppo_max_token_len_per_gpu", 25);
+  auto m8 = tiny_model(model::HeadKind::kValue), mdyn = tiny_model(model::HeadKind::kValue);
+  CriticWorker critic8(c8, m8), critic_dyn(cdyn, mdyn);
+  auto r2 = critic.update_critic(d);
+  auto r8 = critic8.update_critic(d);
+  auto rdyn = critic_dyn.update_critic(d);
+  CHECK(max_param_diff(*m, *m8) < 1e-10);
+  CHECK(max_param_diff(*m, *mdyn) < 1e-10);
+  CHECK(r2.at("critic/vf_loss") == Approx(r8.at("critic/vf_loss")).epsilon(1e-9));
+  CHECK(r2.at("critic/grad_norm") == Approx(rdyn.at("critic/grad_norm")).epsilon(1e-9));
+  for (const char* key : {"critic/vf_clipfrac", "critic/vpred_mean", "critic/loss", "critic/lr"}) CHECK(r2.count(key));
+}
+
+TEST_CASE("worker configuration errors name the key", "[workers]") {
+  auto m = tiny_model();
+  DataProto d = rollout_batch();
+  {
+    Config c = actor_config(2, false);
+    c.set("actor_rollout_ref.actor.ppo_mini_batch_size", 3);  // 6 rows do not divide 16
+    ActorWorker a(c, m);
+    DataProto t = training_batch(a);
+    CHECK_THROWS_AS(a.update_policy(t), ConfigError);
+    CHECK_THROWS_WITH(a.update_policy(t), Catch::Contains("actor_rollout_ref.actor.ppo_mini_batch_size"));
+  }
+  {
+    Config c = actor_config(3, false);  // 3 does not divide the mini-batch of 8 rows
+    ActorWorker a(c, m);
+    DataProto t = training_batch(a);
+    CHECK_THROWS_WITH(a.update_policy(t), Catch::Contains("ppo_micro_batch_size_per_gpu"));
+  }
+  {
+    Config c = actor_config(2, false);
+    c.set("actor_rollout_ref.actor.policy_loss.loss_mode", "no_such_loss");
+    CHECK_THROWS_AS(ActorWorker(c, m), ConfigError);
+    CHECK_THROWS_WITH(ActorWorker(c, m), Catch::Contains("actor_rollout_ref.actor.policy_loss.loss_mode"));
+  }
+  {
+    Config c = actor_config(2, false);
+    c.set("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", nullptr);
+    CHECK_THROWS_WITH(ActorWorker(c, m), Catch::Contains("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"));
+  }
+  {
+    Config c;  // the default tree leaves the critic's micro-batch size unset
+    CHECK_THROWS_WITH(CriticWorker(c, tiny_model(model::HeadKind::kValue)),
+                      Catch::Contains("critic.ppo_micro_batch_size_per_gpu"));
+  }
+  // A value-head model is no policy and vice versa.
+  CHECK_THROWS_AS(ActorWorker(actor_config(2, false), tiny_model(model::HeadKind::kValue)), InvalidArgument);
+  // Missing training inputs are data errors naming the key.
+  ActorWorker a(actor_config(2, false), m);
+  CHECK_THROWS_WITH(a.update_policy(d), Catch::Contains("old_log_probs"));
+}
