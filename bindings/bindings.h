@@ -14,4 +14,5 @@ void register_model(py::module_& m);   // model.cpp: verl/model (safetensors, ch
 void register_transformer(py::module_& m);  // transformer.cpp: verl/model CausalLM, KVCache
 void register_tokenizer(py::module_& m);  // tokenizer.cpp: verl::tokenizer (Tokenizer, render_chatml)
 void register_workers(py::module_& m);  // workers.cpp: verl::workers (ActorWorker, CriticWorker, schedules)
+void register_rollout(py::module_& m);  // rollout.cpp: verl::rollout (Engine, SamplingParams)
 }  // namespace verl::bindings

@@ -14,4 +14,5 @@ PYBIND11_MODULE(_C, m) {
   verl::bindings::register_transformer(m);
   verl::bindings::register_tokenizer(m);
   verl::bindings::register_workers(m);
+  verl::bindings::register_rollout(m);
 }

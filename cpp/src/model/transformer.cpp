@@ -15,6 +15,32 @@ torch::Tensor KVCache::num_tokens() const {
   return valid.narrow(1, 0, length).sum(1).to(torch::kLong);
 }
 
+torch::Tensor KVCache::attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k_new,
+                              const torch::Tensor& v_new, const torch::Tensor& mask) {
+  const int64_t q_len = q.size(2), end = length + q_len;
+  k[layer].narrow(2, length, q_len).copy_(k_new);
+  v[layer].narrow(2, length, q_len).copy_(v_new);
+  return grouped_attention(q, k[layer].narrow(2, 0, end), v[layer].narrow(2, 0, end), mask);
+}
+
+torch::Tensor grouped_attention(const torch::Tensor& q, const torch::Tensor& k_in, const torch::Tensor& v_in,
+                                const torch::Tensor& mask) {
+  const int64_t heads = q.size(1), kv_heads = k_in.size(1);
+  torch::Tensor k = k_in, v = v_in;
+  // Grouped-query attention: each kv head serves heads / kv_heads consecutive query heads. As
+  // transformers does: without a mask the kernel broadcasts kv heads itself (enable_gqa, keeps the
+  // fused kernels); with a mask kv heads are repeated first (HF repeat_kv), since masked GQA
+  // would fall back to the math kernel. Following HF here makes bf16 results agree bit for bit.
+  const bool causal_only = !mask.defined();
+  if (kv_heads != heads && !causal_only) {
+    k = k.repeat_interleave(heads / kv_heads, 1);
+    v = v.repeat_interleave(heads / kv_heads, 1);
+  }
+  return at::scaled_dot_product_attention(q, k, v, causal_only ? std::optional<torch::Tensor>() : mask, 0.0,
+                                          causal_only, 1.0 / std::sqrt(static_cast<double>(q.size(-1))),
+                                          /*enable_gqa=*/causal_only && kv_heads != heads);
+}
+
 // ---- RoPE ------------------------------------------------------------------------------------
 
 torch::Tensor rope_inv_freq(const ModelConfig& c) {
@@ -124,7 +150,7 @@ Attention::Attention(const ModelConfig& c)
 }
 
 torch::Tensor Attention::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                                 const torch::Tensor& mask, KVCache* cache, int64_t layer) {
+                                 const torch::Tensor& mask, AttentionCache* cache, int64_t layer) {
   const int64_t bs = x.size(0), q_len = x.size(1);
   // (bs, q, heads * d) -> (bs, q, heads, d); q/k norm act per head before the transpose, as HF.
   torch::Tensor q = run_linear(q_proj, x).view({bs, q_len, heads_, head_dim_});
@@ -136,25 +162,7 @@ torch::Tensor Attention::forward(const torch::Tensor& x, const torch::Tensor& co
   }
   q = apply_rope(q.transpose(1, 2), cos, sin);
   k = apply_rope(k.transpose(1, 2), cos, sin);
-  if (cache != nullptr) {
-    const int64_t end = cache->length + q_len;
-    cache->k[layer].narrow(2, cache->length, q_len).copy_(k);
-    cache->v[layer].narrow(2, cache->length, q_len).copy_(v);
-    k = cache->k[layer].narrow(2, 0, end);
-    v = cache->v[layer].narrow(2, 0, end);
-  }
-  // Grouped-query attention: each kv head serves heads / kv_heads consecutive query heads. As
-  // transformers does: without a mask the kernel broadcasts kv heads itself (enable_gqa, keeps the
-  // fused kernels); with a mask kv heads are repeated first (HF repeat_kv), since masked GQA
-  // would fall back to the math kernel. Following HF here makes bf16 results agree bit for bit.
-  const bool causal_only = !mask.defined();
-  if (kv_heads_ != heads_ && !causal_only) {
-    k = k.repeat_interleave(heads_ / kv_heads_, 1);
-    v = v.repeat_interleave(heads_ / kv_heads_, 1);
-  }
-  torch::Tensor out = at::scaled_dot_product_attention(q, k, v, causal_only ? std::optional<torch::Tensor>() : mask, 0.0, causal_only,
-                                                       1.0 / std::sqrt(static_cast<double>(head_dim_)),
-                                                       /*enable_gqa=*/causal_only && kv_heads_ != heads_);
+  torch::Tensor out = cache != nullptr ? cache->attend(layer, q, k, v, mask) : grouped_attention(q, k, v, mask);
   return run_linear(o_proj, out.transpose(1, 2).reshape({bs, q_len, heads_ * head_dim_}));
 }
 
@@ -177,7 +185,7 @@ DecoderLayer::DecoderLayer(const ModelConfig& c) {
 }
 
 torch::Tensor DecoderLayer::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                                    const torch::Tensor& mask, KVCache* cache, int64_t layer) {
+                                    const torch::Tensor& mask, AttentionCache* cache, int64_t layer) {
   torch::Tensor h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, mask, cache, layer);
   return h + mlp->forward(post_attention_layernorm->forward(h));
 }
@@ -216,7 +224,7 @@ std::pair<torch::Tensor, torch::Tensor> CausalLM::rope(const torch::Tensor& posi
 }
 
 torch::Tensor CausalLM::run_layers(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
-                                   const torch::Tensor& mask, KVCache* cache) {
+                                   const torch::Tensor& mask, AttentionCache* cache) {
   const bool checkpoint = gradient_checkpointing_ && cache == nullptr && torch::GradMode::is_enabled();
   for (size_t i = 0; i < model->layer_ptrs.size(); ++i) {
     auto& layer = model->layer_ptrs[i];
@@ -343,6 +351,26 @@ torch::Tensor CausalLM::forward_step(const torch::Tensor& input_ids, KVCache& ca
   torch::Tensor out = run_layers(h, cos, sin, mask.unsqueeze(1), &cache);
   cache.length = end;
   return apply_head(out);
+}
+
+torch::Tensor CausalLM::forward_cached(const torch::Tensor& input_ids, const torch::Tensor& positions,
+                                      AttentionCache& cache, const torch::Tensor& mask,
+                                      const torch::Tensor& head_index) {
+  VERL_CHECK(input_ids.dim() == 2 && positions.sizes() == input_ids.sizes(),
+             "CausalLM.forward_cached: input_ids and positions must both be (bs, q), got ", input_ids.sizes(), " and ",
+             positions.sizes());
+  VERL_CHECK(head_index.dim() == 1 && head_index.size(0) == input_ids.size(0),
+             "CausalLM.forward_cached: head_index must be (bs,), got ", head_index.sizes());
+  torch::Tensor h = model->embed_tokens->forward(input_ids);
+  auto [cos, sin] = rope(positions, h.scalar_type());
+  // The final norm is per token, so picking rows before it is exact and saves work.
+  for (size_t i = 0; i < model->layer_ptrs.size(); ++i)
+    h = model->layer_ptrs[i]->forward(h, cos, sin, mask, &cache, static_cast<int64_t>(i));
+  if (h.size(1) > 1) {
+    torch::Tensor index = head_index.to(h.device()).view({-1, 1, 1}).expand({h.size(0), 1, h.size(2)});
+    h = h.gather(1, index);
+  }
+  return apply_head(model->norm->forward(h.squeeze(1)));
 }
 
 std::map<std::string, torch::Tensor> CausalLM::named_state() const {

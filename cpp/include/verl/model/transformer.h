@@ -21,10 +21,28 @@ enum class HeadKind {
   kValue,          // score = Linear(hidden, 1) as AutoModelForTokenClassification(num_labels=1): (...) values
 };
 
+// Where Attention::forward keeps and reads keys/values across calls. The model computes q/k/v
+// (post-RoPE) and hands them over; the cache stores k/v its own way (contiguous slots, paged
+// blocks, ...) and returns the attention output. `mask` is whatever the caller of the model
+// passed for this forward (its meaning is the cache's business).
+class AttentionCache {
+ public:
+  virtual ~AttentionCache() = default;
+  // q (bs, heads, q, head_dim); k_new / v_new (bs, kv_heads, q, head_dim) for decoder `layer`.
+  // Returns the attention output (bs, heads, q, head_dim).
+  virtual torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k_new,
+                               const torch::Tensor& v_new, const torch::Tensor& mask) = 0;
+};
+
+// Scaled dot-product attention as the model runs it. q (bs, heads, q, d); k/v (bs, kv_heads, k, d);
+// mask (bs, 1, q, k) bool (true = attend) or undefined for plain causal attention (q == k).
+torch::Tensor grouped_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                const torch::Tensor& mask);
+
 // A contiguous KV cache for incremental decoding. All rows share the slot counter `length`; rows
 // of a left-padded prompt batch mark their padding slots invalid, so rows need not have equal
 // prompt lengths. The rollout engine may replace this with a paged cache behind forward_step.
-struct KVCache {
+struct KVCache : AttentionCache {
   std::vector<torch::Tensor> k;  // per layer: (bs, kv_heads, max_len, head_dim), post-RoPE keys
   std::vector<torch::Tensor> v;  // per layer: (bs, kv_heads, max_len, head_dim)
   torch::Tensor valid;           // (bs, max_len) bool: slot holds a real (non-padding) token
@@ -34,6 +52,9 @@ struct KVCache {
   int64_t max_len() const { return valid.size(1); }
   // Per-row count of real tokens so far (bs,) int64: the position of the row's next token.
   torch::Tensor num_tokens() const;
+  // Writes k/v into slots [length, length+q) of `layer` and attends over slots [0, length+q).
+  torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
+                       const torch::Tensor& mask) override;
 };
 
 class RMSNorm : public torch::nn::Module {
@@ -55,7 +76,7 @@ class Attention : public torch::nn::Module {
   // Without a cache k == q. With one, the new keys/values go into slots [length, length+q) of
   // `layer` and attention runs over slots [0, length+q).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& mask, KVCache* cache = nullptr, int64_t layer = 0);
+                        const torch::Tensor& mask, AttentionCache* cache = nullptr, int64_t layer = 0);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   std::shared_ptr<RMSNorm> q_norm, k_norm;  // qwen3 only
 
@@ -75,7 +96,7 @@ class DecoderLayer : public torch::nn::Module {
  public:
   explicit DecoderLayer(const ModelConfig& c);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& mask, KVCache* cache = nullptr, int64_t layer = 0);
+                        const torch::Tensor& mask, AttentionCache* cache = nullptr, int64_t layer = 0);
   std::shared_ptr<Attention> self_attn;
   std::shared_ptr<MLP> mlp;
   std::shared_ptr<RMSNorm> input_layernorm, post_attention_layernorm;
@@ -123,6 +144,13 @@ class CausalLM : public torch::nn::Module {
   torch::Tensor forward_step(const torch::Tensor& input_ids, KVCache& cache,
                              const torch::Tensor& attention_mask = {}, const torch::Tensor& positions = {});
 
+  // Forward through an external cache (the rollout engine's paged KV cache). input_ids and
+  // positions (bs, q) int64; `mask` is handed to cache.attend unchanged. Only the rows' hidden
+  // states at `head_index` (bs,) int64 (position within q) go through the head, so a prefill
+  // chunk costs one head row: returns (bs, vocab) logits or (bs,) values.
+  torch::Tensor forward_cached(const torch::Tensor& input_ids, const torch::Tensor& positions, AttentionCache& cache,
+                               const torch::Tensor& mask, const torch::Tensor& head_index);
+
   // Applies the head to final hidden states (..., hidden).
   torch::Tensor apply_head(const torch::Tensor& hidden);
 
@@ -148,7 +176,7 @@ class CausalLM : public torch::nn::Module {
   // cos/sin (bs, q, head_dim) in `dtype` for positions (bs, q); computed in float32 as HF does.
   std::pair<torch::Tensor, torch::Tensor> rope(const torch::Tensor& positions, torch::Dtype dtype) const;
   torch::Tensor run_layers(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
-                           const torch::Tensor& mask, KVCache* cache);
+                           const torch::Tensor& mask, AttentionCache* cache);
 
   ModelConfig config_;
   HeadKind head_kind_;

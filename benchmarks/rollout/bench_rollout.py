@@ -1,0 +1,210 @@
+"""Rollout throughput: verl-cpp's engine (verl.rollout.LLM) vs transformers' model.generate.
+
+GRPO-shaped workload (issue 5): P prompts x n samples, prompts of ~64 tokens, up to R new tokens,
+temperature 1.0, on random-init Qwen2-architecture models -- tiny (~4M parameters) and small
+(~100M: 12 layers x 768 hidden) -- with the same weights, dtype and thread count on both sides.
+EOS is disabled on both sides so both generate exactly P * n * R tokens.
+
+Each (side, model) runs in its own process (fresh peak RSS); the parent prints generated tokens/s,
+the ratio, peak RSS and its ratio, and the MFU of the whole generation against the fp32 / bf16
+torch.mm peak measured in the same run.
+
+    python benchmarks/rollout/bench_rollout.py                 # full workload (long on a small CPU)
+    python benchmarks/rollout/bench_rollout.py --quick         # 16 prompts x 8, 64 new tokens
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+MODELS = {
+    # ~3.7M parameters: embeddings 2 x 8192 x 128, 8 layers of 0.2M.
+    "tiny": dict(vocab_size=8192, hidden_size=128, intermediate_size=384, num_hidden_layers=8,
+                 num_attention_heads=4, num_key_value_heads=2),
+    # ~100M parameters: 12 layers x 768 hidden (6.3M each) + tied 32000 x 768 embeddings.
+    "small": dict(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
+                  num_attention_heads=12, num_key_value_heads=4, tie_word_embeddings=True),
+}
+
+
+def hf_config(name: str):
+    import transformers
+
+    spec = dict(MODELS[name])
+    spec.setdefault("tie_word_embeddings", False)
+    return transformers.Qwen2Config(max_position_embeddings=1024, rms_norm_eps=1e-6, rope_theta=10000.0,
+                                    initializer_range=0.02, eos_token_id=None, bos_token_id=None,
+                                    pad_token_id=0, **spec)
+
+
+def workload(args):
+    import torch
+
+    g = torch.Generator().manual_seed(1)
+    vocab = MODELS[args.model]["vocab_size"]
+    lengths = torch.randint(args.prompt_len - 16, args.prompt_len + 17, (args.prompts,), generator=g)
+    return [torch.randint(1, vocab, (int(n),), generator=g).tolist() for n in lengths]
+
+
+def param_count(state) -> tuple[int, int]:
+    total = sum(t.numel() for t in state.values())
+    embed = sum(t.numel() for k, t in state.items() if "embed_tokens" in k)
+    return total, embed
+
+
+def run_worker(args) -> dict:
+    import torch
+    import transformers
+
+    torch.set_num_threads(args.threads)
+    dtype = getattr(torch, args.dtype)
+    torch.manual_seed(0)
+    cfg = hf_config(args.model)
+    hf = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa").eval().to(dtype)
+    prompts = workload(args)
+    total, embed = param_count(hf.state_dict())
+    rss_model = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if args.side == "hf":
+        # Batched like verl's hf_rollout: left-padded prompts, num_return_sequences = n.
+        width = max(len(p) for p in prompts)
+        ids = torch.zeros((len(prompts), width), dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for i, p in enumerate(prompts):
+            ids[i, width - len(p):] = torch.tensor(p)
+            mask[i, width - len(p):] = 1
+        gen = dict(do_sample=True, temperature=1.0, top_k=0, top_p=1.0, num_return_sequences=args.n,
+                   max_new_tokens=args.max_tokens, min_new_tokens=args.max_tokens, use_cache=True,
+                   pad_token_id=0, eos_token_id=None)
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            for start in range(0, len(prompts), args.hf_batch):
+                out = hf.generate(input_ids=ids[start:start + args.hf_batch],
+                                  attention_mask=mask[start:start + args.hf_batch], **gen)
+        seconds = time.perf_counter() - t0
+        generated = len(prompts) * args.n * args.max_tokens
+        assert out.shape[1] == width + args.max_tokens
+    else:
+        from verl.models.transformer import CausalLM
+        from verl.rollout import LLM, SamplingParams
+
+        model = CausalLM(cfg.to_dict())
+        model.load_state_dict(hf.state_dict())
+        model.to(dtype=dtype)
+        del hf
+        llm = LLM(model, block_size=args.block_size, max_num_seqs=args.max_num_seqs,
+                  max_num_batched_tokens=args.max_num_batched_tokens, max_model_len=1024)
+        sp = SamplingParams(n=args.n, temperature=1.0, max_tokens=args.max_tokens, ignore_eos=True, seed=0)
+        t0 = time.perf_counter()
+        outs = llm.generate(prompt_token_ids=prompts, sampling_params=sp)
+        seconds = time.perf_counter() - t0
+        generated = sum(len(c.token_ids) for o in outs for c in o.outputs)
+        assert generated == len(prompts) * args.n * args.max_tokens
+    prompt_tokens = sum(len(p) for p in prompts)
+    return dict(side=args.side, model=args.model, seconds=seconds, generated=generated,
+                tokens_per_s=generated / seconds, peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                model_rss_mb=rss_model / 1024, params=total, embed_params=embed, prompt_tokens=prompt_tokens)
+
+
+def gemm_peak(dtype_name: str, threads: int) -> float:
+    import torch
+
+    torch.set_num_threads(threads)
+    dtype = getattr(torch, dtype_name)
+    a = torch.randn(1024, 1024).to(dtype)
+    b = torch.randn(1024, 1024).to(dtype)
+    for _ in range(3):
+        torch.mm(a, b)
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(4):
+            torch.mm(a, b)
+        best = min(best, (time.perf_counter() - t0) / 4)
+    return 2 * 1024 ** 3 / best
+
+
+def generation_flops(res: dict, args, cfg) -> float:
+    """Matmul FLOPs of the whole generation: 2 x (non-embedding params + LM head) per token, plus
+    attention (QK^T and PV: 4 x layers x heads x head_dim x context per token). Prefill is counted
+    once per prompt (what the engine computes; transformers recomputes nothing either)."""
+    hidden, layers = cfg.hidden_size, cfg.num_hidden_layers
+    dense = res["params"] - res["embed_params"] + (cfg.vocab_size * hidden if cfg.tie_word_embeddings else 0)
+    n = args.n
+    prompt_len = res["prompt_tokens"] / args.prompts
+    ctx_avg = prompt_len + args.max_tokens / 2
+    decode_tokens = res["generated"]
+    flops = 2 * dense * (res["prompt_tokens"] + decode_tokens)
+    flops += 4 * layers * hidden * (decode_tokens * ctx_avg + res["prompt_tokens"] * prompt_len / 2)
+    del n
+    return flops
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--side", choices=["verl", "hf"], default="verl")
+    ap.add_argument("--model", choices=list(MODELS), default="tiny")
+    ap.add_argument("--models", nargs="+", default=["tiny", "small"])
+    ap.add_argument("--prompts", type=int, default=64)
+    ap.add_argument("--n", type=int, default=8)
+    ap.add_argument("--prompt-len", type=int, default=64)
+    ap.add_argument("--max-tokens", type=int, default=256)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    ap.add_argument("--hf-batch", type=int, default=64, help="prompts per transformers generate call")
+    ap.add_argument("--block-size", type=int, default=16)
+    ap.add_argument("--max-num-seqs", type=int, default=512)
+    ap.add_argument("--max-num-batched-tokens", type=int, default=4096)
+    ap.add_argument("--quick", action="store_true", help="16 prompts x 8, 64 new tokens")
+    ap.add_argument("--results-json", default=None)
+    args = ap.parse_args()
+    if args.quick:
+        args.prompts, args.max_tokens = 16, 64
+    if args.worker:
+        print(json.dumps(run_worker(args)))
+        return
+
+    import torch  # noqa: F401
+
+    peaks = {d: gemm_peak(d, args.threads) for d in ("float32", "bfloat16")}
+    print(f"threads={args.threads} dtype={args.dtype} prompts={args.prompts} n={args.n} "
+          f"prompt_len~{args.prompt_len} max_tokens={args.max_tokens}")
+    print(f"torch.mm 1024^3 peak: fp32 {peaks['float32'] / 1e9:.1f} GFLOP/s, bf16 {peaks['bfloat16'] / 1e9:.1f} GFLOP/s")
+    results = []
+    for model in args.models:
+        row = {}
+        for side in ("verl", "hf"):
+            cmd = [sys.executable, __file__, "--worker", "--side", side, "--model", model]
+            for k in ("prompts", "n", "prompt_len", "max_tokens", "threads", "dtype", "hf_batch", "block_size",
+                      "max_num_seqs", "max_num_batched_tokens"):
+                cmd += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
+            out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+            row[side] = json.loads(out.stdout.strip().splitlines()[-1])
+        cfg = hf_config(model)
+        flops = generation_flops(row["verl"], args, cfg)
+        v, h = row["verl"], row["hf"]
+        peak = peaks[args.dtype]
+        line = dict(model=model, params_m=v["params"] / 1e6, verl_tok_s=v["tokens_per_s"], hf_tok_s=h["tokens_per_s"],
+                    speedup=v["tokens_per_s"] / h["tokens_per_s"], verl_rss_mb=v["peak_rss_mb"],
+                    hf_rss_mb=h["peak_rss_mb"], rss_ratio=v["peak_rss_mb"] / h["peak_rss_mb"],
+                    verl_mfu=flops / v["seconds"] / peak, hf_mfu=flops / h["seconds"] / peak,
+                    verl_s=v["seconds"], hf_s=h["seconds"])
+        results.append(line)
+        print(f"{model} ({line['params_m']:.1f}M params): verl-cpp {line['verl_tok_s']:.0f} tok/s "
+              f"({line['verl_s']:.1f}s), transformers {line['hf_tok_s']:.0f} tok/s ({line['hf_s']:.1f}s) "
+              f"-> {line['speedup']:.2f}x | peak RSS {line['verl_rss_mb']:.0f} MB vs {line['hf_rss_mb']:.0f} MB "
+              f"-> {line['rss_ratio']:.2f}x | MFU vs {args.dtype} mm peak: verl-cpp {100 * line['verl_mfu']:.1f}% "
+              f"transformers {100 * line['hf_mfu']:.1f}%")
+    if args.results_json:
+        with open(args.results_json, "w") as f:
+            json.dump(dict(peaks=peaks, args=vars(args), results=results), f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

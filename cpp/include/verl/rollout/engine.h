@@ -1,0 +1,145 @@
+// verl::rollout::Engine: generation on the shared model code (verl/model/transformer.h) with a
+// paged KV cache, continuous batching (scheduler.h) and per-sequence reproducible sampling
+// (sampler.h). EnginePool spreads requests over several engines (data-parallel replicas).
+//
+// Log-probs: each generated token's log-prob is log_softmax(logits / temperature)[token] of the
+// untruncated distribution (top_k / top_p / min_p only restrict what is drawn), float32. This is
+// what verl's actor recomputes (it divides the logits by the rollout temperature). For greedy
+// requests (temperature 0) it is log_softmax(logits)[token].
+//
+// Reproducibility: sample i of a request with seed s draws token t with the uniform
+// stream_uniform(s + i, t): the output does not depend on what else is batched, on max_num_seqs,
+// on preemption, or on prefix sharing -- as far as the model's logits for a row do not depend on
+// the batch (CPU GEMMs can differ in the last bits with the batch size; a draw flips only when it
+// lands within that rounding of a CDF boundary).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "verl/model/transformer.h"
+#include "verl/rollout/kv_cache.h"
+#include "verl/rollout/sampler.h"
+#include "verl/rollout/sampling_params.h"
+#include "verl/rollout/scheduler.h"
+
+namespace verl::rollout {
+
+struct EngineConfig {
+  int64_t block_size = 16;                // tokens per KV block
+  int64_t max_num_seqs = 256;             // sequences decoded together
+  int64_t max_num_batched_tokens = 2048;  // tokens per forward step (prefill chunking)
+  int64_t max_model_len = 0;              // prompt + response limit; 0 = max_position_embeddings
+  // KV cache budget in bytes. 0 = enough for max_num_seqs full-length sequences, capped at 4 GiB
+  // (the Python front derives it from gpu_memory_utilization on CUDA).
+  int64_t kv_cache_bytes = 0;
+  std::vector<int64_t> eos_token_ids;     // empty = the model config's eos_token_id(s)
+  uint64_t seed = 0;                      // seeds requests that carry no seed, in arrival order
+  // CPU: attention reads the paged pool in place (paged_attention.h) instead of gather + SDPA.
+  bool fused_cpu_attention = true;
+};
+
+struct CompletionOutput {
+  int64_t index = 0;               // sample index within the request
+  std::vector<int64_t> token_ids;  // generated tokens (a final EOS / stop id included)
+  std::vector<float> logprobs;     // per token (empty when params.logprobs is false)
+  std::string finish_reason;       // "stop" or "length"
+};
+
+struct RequestOutput {
+  int64_t request_id = 0;
+  std::vector<int64_t> prompt_token_ids;
+  std::vector<CompletionOutput> outputs;  // n, by index
+};
+
+struct EngineStats {
+  int64_t num_blocks = 0;        // usable blocks (scratch block excluded)
+  int64_t num_free_blocks = 0;
+  int64_t block_size = 0;
+  int64_t num_preemptions = 0;
+  int64_t num_prefill_tokens = 0;  // tokens computed by prefill chunks (prompts + recomputation)
+  int64_t num_decode_tokens = 0;
+  int64_t num_steps = 0;
+  int64_t peak_used_blocks = 0;
+};
+
+class Engine {
+ public:
+  // Binds to `model`'s parameters (no copy): the trainer's weight updates are seen at once.
+  Engine(std::shared_ptr<model::CausalLM> model, EngineConfig config = {});
+  ~Engine();
+
+  // Validates and queues a request (safe to call from another thread while the engine steps);
+  // returns its id. Throws InvalidArgument naming the bad parameter.
+  int64_t add_request(const std::vector<int64_t>& prompt_token_ids, const SamplingParams& params);
+  // One scheduler step (one or two forwards); returns the requests that finished in it.
+  std::vector<RequestOutput> step();
+  bool has_unfinished_requests() const;
+  // Queues all prompts, steps until they finish, returns their outputs in input order. `params`
+  // has one entry for all prompts or one per prompt.
+  std::vector<RequestOutput> generate(const std::vector<std::vector<int64_t>>& prompts,
+                                      const std::vector<SamplingParams>& params);
+
+  // Copies tensors into the bound model by HF name (dtype converted); unknown names throw.
+  void update_weights(const std::map<std::string, torch::Tensor>& named_tensors);
+  void sleep();    // releases the KV cache (no request may be in flight)
+  void wake_up();  // re-allocates it
+  bool sleeping() const;
+
+  EngineStats stats() const;
+  const EngineConfig& config() const { return config_; }
+  int64_t max_model_len() const { return max_model_len_; }
+  std::shared_ptr<model::CausalLM> model() const { return model_; }
+  // Tokens of queued and running work (prompt + max_tokens, times n): the load EnginePool balances.
+  int64_t load() const;
+
+ private:
+  void validate(const std::vector<int64_t>& prompt, const SamplingParams& params) const;
+  void admit_pending();
+  // Runs the model over `chunks` (one forward) and returns the logits (chunks, vocab) of each
+  // chunk's last token.
+  torch::Tensor run(const std::vector<Chunk>& chunks);
+  // Appends a sampled token; true when the sequence finished.
+  bool append(Sequence* seq, int64_t token, float logprob);
+
+  std::shared_ptr<model::CausalLM> model_;
+  EngineConfig config_;
+  int64_t max_model_len_ = 0;
+  std::vector<int64_t> eos_;
+  std::unique_ptr<PagedKVCache> cache_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::map<int64_t, std::unique_ptr<Request>> requests_;
+  std::vector<std::unique_ptr<Request>> pending_;  // added, not yet seen by the scheduler
+  std::vector<RequestOutput> finished_early_;      // max_tokens = 0 requests
+  mutable std::mutex mutex_;                       // guards pending_, next_id_, load_
+  std::mutex step_mutex_;                          // one step / generate at a time
+  int64_t next_id_ = 0;
+  uint64_t next_seed_ = 0;
+  int64_t load_ = 0;
+  EngineStats stats_;
+};
+
+// Data-parallel replicas: each request goes to the engine with the least outstanding load
+// (ties: the lowest index), every engine runs in its own thread, results come back in input order.
+class EnginePool {
+ public:
+  explicit EnginePool(std::vector<std::shared_ptr<Engine>> engines);
+  std::vector<RequestOutput> generate(const std::vector<std::vector<int64_t>>& prompts,
+                                      const std::vector<SamplingParams>& params);
+  // The replica each request of the last generate() went to.
+  const std::vector<int64_t>& last_assignment() const { return assignment_; }
+  size_t size() const { return engines_.size(); }
+
+ private:
+  std::vector<std::shared_ptr<Engine>> engines_;
+  std::vector<int64_t> assignment_;
+};
+
+}  // namespace verl::rollout

@@ -1,0 +1,100 @@
+// The rollout engine's paged KV cache: a pool of fixed-size blocks per layer, the bookkeeping
+// that hands blocks to sequences (free list, reference counts, copy-on-write), and the
+// AttentionCache that writes new keys/values by slot and reads them back by block table.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "verl/model/transformer.h"
+
+namespace verl::rollout {
+
+// Block bookkeeping, no tensors. Block 0 is a scratch block that is never handed out: padding
+// tokens write there and padding entries of block tables point there, so every index is valid.
+// Blocks are shared by reference count (the n samples of a prompt hold the prompt's blocks);
+// a shared block is copied before it is written (copy-on-write).
+class BlockManager {
+ public:
+  BlockManager(int64_t num_blocks, int64_t block_size);
+
+  int64_t block_size() const { return block_size_; }
+  int64_t num_blocks() const { return static_cast<int64_t>(ref_count_.size()); }
+  int64_t num_usable_blocks() const { return num_blocks() - 1; }
+  int64_t num_free_blocks() const { return static_cast<int64_t>(free_.size()); }
+  int64_t ref_count(int64_t block) const { return ref_count_.at(block); }
+
+  // Blocks a sequence holding `table` for `num_tokens` tokens needs before `n_new` more tokens
+  // are written: new blocks past the table's end, plus one if the first written block is shared.
+  int64_t blocks_needed(const std::vector<int64_t>& table, int64_t num_tokens, int64_t n_new) const;
+  // Makes room for tokens [num_tokens, num_tokens + n_new): grows `table`, replaces a shared
+  // block about to be written by a private copy (the (src, dst) pair is appended to `copies`,
+  // for the cache to copy the data), and returns the tokens' flat slots block * block_size + offset.
+  // Throws if blocks run out (the scheduler checks blocks_needed first).
+  std::vector<int64_t> append_slots(std::vector<int64_t>& table, int64_t num_tokens, int64_t n_new,
+                                    std::vector<std::pair<int64_t, int64_t>>& copies);
+  // Another holder of every block of `table` (a forked sample).
+  void share(const std::vector<int64_t>& table);
+  // Drops this holder's references; blocks nobody holds return to the free list. Clears `table`.
+  void release(std::vector<int64_t>& table);
+
+ private:
+  int64_t allocate();
+  int64_t block_size_;
+  std::vector<int64_t> ref_count_;
+  std::vector<int64_t> free_;
+};
+
+// One forward's view of the paged cache, set by the engine before CausalLM::forward_cached.
+struct PagedBatch {
+  torch::Tensor slot_mapping;  // (bs * q,) int64: flat slot of each new token (padding -> scratch)
+  torch::Tensor block_tables;  // (bs, max_blocks) int64: the rows' blocks in order (padding -> 0)
+  torch::Tensor positions;     // (bs, q) int64: each new token's position (padding -> 0)
+};
+
+// Keys/values of every layer in blocks: pool (num_blocks, block_size, kv_heads, head_dim).
+// attend() writes the new tokens by slot, then attends causally by position (query t of row i
+// sees the row's tokens 0..positions[i, t]). On CPU (fused_cpu_attention) a kernel reads the
+// blocks in place and the mask is unused; otherwise each row's blocks are gathered into
+// (bs, kv_heads, max_blocks * block_size, head_dim) and SDPA runs under the caller's mask
+// (bs, 1, q, max_blocks * block_size) bool (true = attend).
+class PagedKVCache : public model::AttentionCache {
+ public:
+  PagedKVCache(const model::ModelConfig& config, int64_t num_blocks, int64_t block_size, torch::Dtype dtype,
+               torch::Device device);
+
+  // Bytes of one block across all layers (keys and values).
+  static int64_t block_bytes(const model::ModelConfig& config, int64_t block_size, torch::Dtype dtype);
+
+  int64_t num_blocks() const { return num_blocks_; }
+  int64_t block_size() const { return block_size_; }
+  bool allocated() const { return !k_.empty(); }
+  void free();      // releases the pools (sleep)
+  void allocate();  // (re-)creates zeroed pools (wake up)
+
+  void set_batch(PagedBatch batch) { batch_ = std::move(batch); }
+  // Whether attend() needs the mask (false when the CPU kernel runs).
+  bool needs_mask() const { return !(fused_cpu_attention_ && device_.is_cpu()); }
+  void set_fused_cpu_attention(bool on) { fused_cpu_attention_ = on; }
+  // Copies whole blocks src -> dst in every layer (copy-on-write).
+  void copy_blocks(const std::vector<std::pair<int64_t, int64_t>>& copies);
+
+  torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
+                       const torch::Tensor& mask) override;
+
+  const torch::Tensor& keys(int64_t layer) const { return k_.at(layer); }
+  const torch::Tensor& values(int64_t layer) const { return v_.at(layer); }
+
+ private:
+  int64_t num_layers_, kv_heads_, head_dim_, num_blocks_, block_size_;
+  torch::Dtype dtype_;
+  torch::Device device_;
+  std::vector<torch::Tensor> k_, v_;  // per layer (num_blocks, block_size, kv_heads, head_dim)
+  PagedBatch batch_;
+  bool fused_cpu_attention_ = true;
+};
+
+}  // namespace verl::rollout

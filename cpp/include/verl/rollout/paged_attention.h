@@ -1,0 +1,16 @@
+// Attention that reads keys/values straight from the paged pool (no gather copy): the CPU decode
+// kernel of the rollout engine. CUDA tensors take the gather + SDPA path in PagedKVCache instead.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace verl::rollout {
+
+// q (bs, heads, q, d); k_pool / v_pool (num_blocks, block_size, kv_heads, d); block_tables
+// (bs, max_blocks) int64; positions (bs, q) int64. Query t of row i attends to the row's tokens
+// 0..positions[i, t] (causal by position), read through its block table; head h uses kv head
+// h / (heads / kv_heads). Softmax in float32 (float64 for double inputs). Returns (bs, heads, q, d).
+torch::Tensor paged_attention_cpu(const torch::Tensor& q, const torch::Tensor& k_pool, const torch::Tensor& v_pool,
+                                  const torch::Tensor& block_tables, const torch::Tensor& positions, double scale);
+
+}  // namespace verl::rollout

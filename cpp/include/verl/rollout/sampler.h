@@ -1,0 +1,41 @@
+// verl::rollout sampling: per-row temperature / top-k / top-p / min-p truncation and an
+// inverse-CDF draw from a counter-based random stream, so a row's token depends only on its
+// logits and its (seed, step) -- never on the other rows of the batch.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace verl::rollout {
+
+// A uniform double in [0, 1) from the counter (seed, step): sample `step` of the stream `seed`.
+// A pure function, so a preempted-and-recomputed sequence draws exactly the same numbers.
+double stream_uniform(uint64_t seed, uint64_t step);
+
+// Per-row sampling settings (one entry per logits row).
+struct SamplerRows {
+  std::vector<double> temperature;  // 0 = greedy
+  std::vector<int64_t> top_k;       // <= 0 = off
+  std::vector<double> top_p;        // 1 = off
+  std::vector<double> min_p;        // 0 = off
+  std::vector<double> uniform;      // the row's draw in [0, 1) (stream_uniform)
+  size_t size() const { return temperature.size(); }
+  void clear();
+  void push(double t, int64_t k, double p, double mp, double u);
+};
+
+struct SampleResult {
+  torch::Tensor tokens;    // (rows,) int64
+  torch::Tensor logprobs;  // (rows,) float32: log_softmax(logits / T)[token] (T = 1 for greedy rows)
+};
+
+// logits (rows, vocab), any float dtype and device; computed in float32. Truncation order:
+// top_k, then top_p on the renormalised remainder, then min_p (relative to the top token).
+// The reported log-prob is of the temperature-scaled, *untruncated* distribution -- what the
+// trainer recomputes as log_softmax(logits / temperature) -- and for greedy rows of the
+// unscaled distribution.
+SampleResult sample(const torch::Tensor& logits, const SamplerRows& rows);
+
+}  // namespace verl::rollout

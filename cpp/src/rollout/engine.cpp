@@ -1,0 +1,402 @@
+// The rollout engine's step loop: schedule, run the model over the paged cache, sample, retire.
+#include "verl/rollout/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <thread>
+
+#include "verl/core/error.h"
+
+namespace verl::rollout {
+
+void SamplingParams::validate() const {
+  VERL_CHECK(n >= 1, "SamplingParams: n must be >= 1, got ", n);
+  VERL_CHECK(std::isfinite(temperature) && temperature >= 0.0, "SamplingParams: temperature must be >= 0, got ",
+             temperature);
+  VERL_CHECK(top_p > 0.0 && top_p <= 1.0, "SamplingParams: top_p must be in (0, 1], got ", top_p);
+  VERL_CHECK(top_k >= -1, "SamplingParams: top_k must be -1 (off), 0 (off) or >= 1, got ", top_k);
+  VERL_CHECK(min_p >= 0.0 && min_p <= 1.0, "SamplingParams: min_p must be in [0, 1], got ", min_p);
+  VERL_CHECK(max_tokens >= 0, "SamplingParams: max_tokens must be >= 0, got ", max_tokens);
+}
+
+namespace {
+
+torch::Tensor long_tensor(std::vector<int64_t>& v, std::initializer_list<int64_t> shape, const torch::Device& device) {
+  torch::Tensor t = torch::from_blob(v.data(), torch::IntArrayRef(shape), torch::kLong);
+  return device.is_cpu() ? t.clone() : t.to(device);
+}
+
+uint64_t mix_seed(uint64_t a, uint64_t b) {
+  uint64_t z = a * 0x9e3779b97f4a7c15ULL + b + 0x632be59bd9b4e019ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+Engine::Engine(std::shared_ptr<model::CausalLM> model, EngineConfig config)
+    : model_(std::move(model)), config_(std::move(config)) {
+  VERL_CHECK(model_ != nullptr, "Engine: model is null");
+  VERL_CHECK(model_->head_kind() == model::HeadKind::kLanguageModel, "Engine: the model must have an LM head");
+  const auto& mc = model_->config();
+  VERL_CHECK(config_.block_size >= 1, "EngineConfig: block_size must be >= 1, got ", config_.block_size);
+  VERL_CHECK(config_.max_num_seqs >= 1, "EngineConfig: max_num_seqs must be >= 1, got ", config_.max_num_seqs);
+  VERL_CHECK(config_.max_num_batched_tokens >= 1, "EngineConfig: max_num_batched_tokens must be >= 1, got ",
+             config_.max_num_batched_tokens);
+  VERL_CHECK(config_.max_model_len >= 0, "EngineConfig: max_model_len must be >= 0, got ", config_.max_model_len);
+  VERL_CHECK(config_.kv_cache_bytes >= 0, "EngineConfig: kv_cache_bytes must be >= 0, got ", config_.kv_cache_bytes);
+  max_model_len_ = config_.max_model_len > 0 ? config_.max_model_len : mc.max_position_embeddings;
+  eos_ = config_.eos_token_ids.empty() ? mc.eos_token_ids : config_.eos_token_ids;
+  const int64_t block_bytes = PagedKVCache::block_bytes(mc, config_.block_size, model_->dtype());
+  int64_t budget = config_.kv_cache_bytes;
+  if (budget == 0) {
+    const int64_t blocks_per_seq = (max_model_len_ + config_.block_size - 1) / config_.block_size;
+    budget = std::min<int64_t>((config_.max_num_seqs * blocks_per_seq + 1) * block_bytes, int64_t{4} << 30);
+  }
+  const int64_t num_blocks = budget / block_bytes;
+  VERL_CHECK(num_blocks >= 2, "EngineConfig: kv_cache_bytes = ", budget, " holds ", num_blocks, " KV blocks of ",
+             block_bytes, " bytes; at least 2 are needed");
+  cache_ = std::make_unique<PagedKVCache>(mc, num_blocks, config_.block_size, model_->dtype(), model_->device());
+  cache_->set_fused_cpu_attention(config_.fused_cpu_attention);
+  scheduler_ = std::make_unique<Scheduler>(SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens},
+                                           num_blocks, config_.block_size);
+  next_seed_ = config_.seed;
+  stats_.block_size = config_.block_size;
+}
+
+Engine::~Engine() = default;
+
+void Engine::validate(const std::vector<int64_t>& prompt, const SamplingParams& params) const {
+  VERL_CHECK(cache_->allocated(), "Engine: the engine is asleep (sleep()); call wake_up() first");
+  params.validate();
+  const int64_t vocab = model_->config().vocab_size;
+  const int64_t len = static_cast<int64_t>(prompt.size());
+  VERL_CHECK(len >= 1, "prompt_token_ids: a prompt must have at least one token");
+  for (int64_t t : prompt)
+    VERL_CHECK(t >= 0 && t < vocab, "prompt_token_ids: token id ", t, " is outside the vocabulary [0, ", vocab, ")");
+  for (int64_t t : params.stop_token_ids)
+    VERL_CHECK(t >= 0 && t < vocab, "SamplingParams: stop_token_ids holds ", t, ", outside the vocabulary [0, ", vocab,
+               ")");
+  VERL_CHECK(len < max_model_len_ || (len == max_model_len_ && params.max_tokens == 0), "prompt_token_ids: prompt length ",
+             len, " leaves no room to generate within max_model_len ", max_model_len_);
+  const int64_t blocks = (len + 1 + config_.block_size - 1) / config_.block_size;
+  VERL_CHECK(blocks <= scheduler_->blocks().num_usable_blocks(), "prompt_token_ids: prompt length ", len, " needs ",
+             blocks, " KV blocks, the cache holds ", scheduler_->blocks().num_usable_blocks(),
+             " (raise kv_cache_bytes)");
+  VERL_CHECK(params.n <= config_.max_num_seqs, "SamplingParams: n = ", params.n, " exceeds max_num_seqs ",
+             config_.max_num_seqs);
+}
+
+int64_t Engine::add_request(const std::vector<int64_t>& prompt, const SamplingParams& params) {
+  validate(prompt, params);
+  auto req = std::make_unique<Request>();
+  req->prompt = prompt;
+  req->params = params;
+  std::lock_guard<std::mutex> lock(mutex_);
+  req->id = next_id_++;
+  req->seed = params.seed ? static_cast<uint64_t>(*params.seed) : mix_seed(config_.seed, next_seed_++);
+  load_ += params.n * (static_cast<int64_t>(prompt.size()) + params.max_tokens);
+  const int64_t id = req->id;
+  pending_.push_back(std::move(req));
+  return id;
+}
+
+int64_t Engine::load() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return load_;
+}
+
+bool Engine::has_unfinished_requests() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !pending_.empty() || !requests_.empty() || !finished_early_.empty();
+}
+
+void Engine::admit_pending() {
+  std::vector<std::unique_ptr<Request>> pending;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending.swap(pending_);
+  }
+  for (auto& req : pending) {
+    const SamplingParams& p = req->params;
+    if (p.max_tokens == 0) {  // nothing to generate: answer without touching the model
+      RequestOutput out{req->id, req->prompt, {}};
+      for (int64_t i = 0; i < p.n; ++i) out.outputs.push_back({i, {}, {}, "length"});
+      std::lock_guard<std::mutex> lock(mutex_);
+      load_ -= p.n * static_cast<int64_t>(req->prompt.size());
+      finished_early_.push_back(std::move(out));
+      continue;
+    }
+    auto root = std::make_unique<Sequence>();
+    root->request = req.get();
+    root->seed = req->seed;
+    root->tokens = req->prompt;
+    root->prompt_len = static_cast<int64_t>(req->prompt.size());
+    root->fork_n = p.n;
+    req->num_unfinished = p.n;
+    Sequence* r = root.get();
+    req->samples.push_back(std::move(root));
+    const int64_t id = req->id;
+    requests_.emplace(id, std::move(req));
+    scheduler_->add(r);
+  }
+}
+
+torch::Tensor Engine::run(const std::vector<Chunk>& chunks) {
+  const int64_t bs = static_cast<int64_t>(chunks.size()), B = config_.block_size;
+  int64_t q = 0, max_blocks = 0;
+  for (const Chunk& c : chunks) {
+    q = std::max(q, c.length);
+    max_blocks = std::max(max_blocks, (c.start + c.length + B - 1) / B);
+  }
+  // Padding tokens: id 0 at position 0, written to the scratch slot 0, attending to key 0 only.
+  std::vector<int64_t> ids(bs * q, 0), pos(bs * q, 0), slots(bs * q, 0), tables(bs * max_blocks, 0), head(bs);
+  for (int64_t i = 0; i < bs; ++i) {
+    const Chunk& c = chunks[i];
+    const auto& tokens = c.seq->tokens;
+    for (int64_t t = 0; t < c.length; ++t) {
+      ids[i * q + t] = tokens[c.start + t];
+      pos[i * q + t] = c.start + t;
+      slots[i * q + t] = c.slots[t];
+    }
+    const auto& table = c.seq->block_table;
+    const int64_t nb = std::min<int64_t>(static_cast<int64_t>(table.size()), max_blocks);
+    std::copy(table.begin(), table.begin() + nb, tables.begin() + i * max_blocks);
+    head[i] = c.length - 1;
+  }
+  const auto device = model_->device();
+  torch::Tensor pos_t = long_tensor(pos, {bs, q}, device);
+  torch::Tensor mask;
+  if (cache_->needs_mask()) {
+    torch::Tensor key_pos = torch::arange(max_blocks * B, torch::dtype(torch::kLong).device(device));
+    mask = key_pos.view({1, 1, 1, -1}) <= pos_t.view({bs, 1, q, 1});
+  }
+  cache_->set_batch({long_tensor(slots, {bs * q}, device), long_tensor(tables, {bs, max_blocks}, device), pos_t});
+  return model_->forward_cached(long_tensor(ids, {bs, q}, device), pos_t, *cache_, mask,
+                                long_tensor(head, {bs}, device));
+}
+
+bool Engine::append(Sequence* seq, int64_t token, float logprob) {
+  const SamplingParams& p = seq->request->params;
+  seq->tokens.push_back(token);
+  if (p.logprobs) seq->logprobs.push_back(logprob);
+  const bool eos = !p.ignore_eos && std::find(eos_.begin(), eos_.end(), token) != eos_.end();
+  const bool stop = std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), token) != p.stop_token_ids.end();
+  if (eos || stop)
+    seq->finish = FinishReason::kStop;
+  else if (seq->num_generated() >= p.max_tokens || static_cast<int64_t>(seq->tokens.size()) >= max_model_len_)
+    seq->finish = FinishReason::kLength;
+  return seq->finish != FinishReason::kNone;
+}
+
+std::vector<RequestOutput> Engine::step() {
+  std::lock_guard<std::mutex> step_lock(step_mutex_);
+  VERL_CHECK(cache_->allocated(), "Engine.step: the engine is asleep; call wake_up() first");
+  torch::NoGradGuard no_grad;
+  admit_pending();
+  std::vector<RequestOutput> done;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    done.swap(finished_early_);
+  }
+  if (!scheduler_->has_work()) return done;
+  ScheduleOutput work = scheduler_->schedule();
+  VERL_CHECK_AS(DataError, !work.empty(), "Engine.step: no request fits the KV cache (", scheduler_->num_waiting(),
+                " waiting); raise kv_cache_bytes");
+  cache_->copy_blocks(work.copies);
+  ++stats_.num_steps;
+  stats_.peak_used_blocks = std::max(stats_.peak_used_blocks, scheduler_->blocks().num_usable_blocks() -
+                                                                  scheduler_->blocks().num_free_blocks());
+
+  // Rows to sample: (sequence, row of `logits`). A completed root fans out to its n samples.
+  std::vector<torch::Tensor> parts;
+  std::vector<std::pair<Sequence*, int64_t>> rows;
+  int64_t offset = 0;
+  if (!work.decodes.empty()) {
+    parts.push_back(run(work.decodes));
+    for (size_t i = 0; i < work.decodes.size(); ++i) rows.emplace_back(work.decodes[i].seq, offset + i);
+    offset += static_cast<int64_t>(work.decodes.size());
+    stats_.num_decode_tokens += static_cast<int64_t>(work.decodes.size());
+  }
+  std::vector<Sequence*> completed_roots;
+  if (!work.prefills.empty()) {
+    parts.push_back(run(work.prefills));
+    for (size_t i = 0; i < work.prefills.size(); ++i) {
+      const Chunk& c = work.prefills[i];
+      stats_.num_prefill_tokens += c.length;
+      if (c.start + c.length != static_cast<int64_t>(c.seq->tokens.size())) continue;  // more chunks to come
+      rows.emplace_back(c.seq, offset + i);
+      if (c.seq->fork_n > 1) completed_roots.push_back(c.seq);
+    }
+  }
+  scheduler_->computed(work);
+  for (Sequence* root : completed_roots) {
+    Request* req = root->request;
+    std::vector<Sequence*> children;
+    int64_t row = -1;
+    for (auto& [s, r] : rows)
+      if (s == root) row = r;
+    for (int64_t i = 1; i < root->fork_n; ++i) {
+      auto child = std::make_unique<Sequence>(*root);
+      child->sample_index = i;
+      child->seed = req->seed + static_cast<uint64_t>(i);
+      child->fork_n = 1;
+      child->block_table.clear();
+      children.push_back(child.get());
+      req->samples.push_back(std::move(child));
+      rows.emplace_back(children.back(), row);
+    }
+    scheduler_->fork(root, children);
+  }
+  if (rows.empty()) return done;
+
+  torch::Tensor logits = parts.size() == 1 ? parts[0] : torch::cat(parts, 0);
+  std::vector<int64_t> index(rows.size());
+  SamplerRows srows;
+  bool identity = static_cast<int64_t>(rows.size()) == logits.size(0);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    auto [seq, r] = rows[i];
+    index[i] = r;
+    identity &= r == static_cast<int64_t>(i);
+    const SamplingParams& p = seq->request->params;
+    srows.push(p.temperature, p.top_k, p.top_p, p.min_p,
+               stream_uniform(seq->seed, static_cast<uint64_t>(seq->num_generated())));
+  }
+  if (!identity)
+    logits = logits.index_select(0, long_tensor(index, {static_cast<int64_t>(index.size())}, logits.device()));
+  SampleResult sampled = sample(logits, srows);
+  torch::Tensor tokens = sampled.tokens.to(torch::kCPU).contiguous();
+  torch::Tensor logprobs = sampled.logprobs.to(torch::kCPU).contiguous();
+  const int64_t* tok = tokens.data_ptr<int64_t>();
+  const float* lp = logprobs.data_ptr<float>();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Sequence* seq = rows[i].first;
+    if (!append(seq, tok[i], lp[i])) continue;
+    scheduler_->finish(seq);
+    Request* req = seq->request;
+    if (--req->num_unfinished > 0) continue;
+    RequestOutput out{req->id, req->prompt, {}};
+    for (auto& s : req->samples)
+      out.outputs.push_back({s->sample_index,
+                             std::vector<int64_t>(s->tokens.begin() + s->prompt_len, s->tokens.end()),
+                             s->logprobs, finish_reason_name(s->finish)});
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      load_ -= req->params.n * (static_cast<int64_t>(req->prompt.size()) + req->params.max_tokens);
+    }
+    done.push_back(std::move(out));
+    requests_.erase(req->id);
+  }
+  stats_.num_preemptions = scheduler_->num_preemptions();
+  return done;
+}
+
+std::vector<RequestOutput> Engine::generate(const std::vector<std::vector<int64_t>>& prompts,
+                                            const std::vector<SamplingParams>& params) {
+  VERL_CHECK(params.size() == 1 || params.size() == prompts.size(), "Engine.generate: sampling_params has ",
+             params.size(), " entries for ", prompts.size(), " prompts (give 1 or one per prompt)");
+  for (size_t i = 0; i < prompts.size(); ++i) validate(prompts[i], params[params.size() == 1 ? 0 : i]);
+  std::map<int64_t, size_t> slot;
+  for (size_t i = 0; i < prompts.size(); ++i) slot[add_request(prompts[i], params[params.size() == 1 ? 0 : i])] = i;
+  std::vector<RequestOutput> out(prompts.size());
+  size_t remaining = prompts.size();
+  while (remaining > 0) {
+    for (RequestOutput& r : step()) {
+      auto it = slot.find(r.request_id);
+      if (it == slot.end()) continue;  // someone else's request: dropped, as vLLM's LLM.generate does
+      out[it->second] = std::move(r);
+      --remaining;
+    }
+  }
+  return out;
+}
+
+void Engine::update_weights(const std::map<std::string, torch::Tensor>& named_tensors) {
+  std::lock_guard<std::mutex> step_lock(step_mutex_);
+  auto params = model_->named_parameters(true);
+  std::vector<std::string> unknown;
+  for (const auto& [name, t] : named_tensors)
+    if (params.find(name) == nullptr &&
+        !(name == "lm_head.weight" && model_->config().tie_word_embeddings))
+      unknown.push_back(name);
+  if (!unknown.empty()) {
+    std::ostringstream s;
+    for (size_t i = 0; i < unknown.size(); ++i) s << (i ? ", " : "") << unknown[i];
+    VERL_FAIL(InvalidArgument, "Engine.update_weights: unknown parameter names: [", s.str(), "]");
+  }
+  model_->load_state_dict(named_tensors, /*strict=*/false);
+}
+
+void Engine::sleep() {
+  std::lock_guard<std::mutex> step_lock(step_mutex_);
+  VERL_CHECK(!scheduler_->has_work() && pending_.empty(), "Engine.sleep: requests are still in flight");
+  cache_->free();
+}
+
+void Engine::wake_up() {
+  std::lock_guard<std::mutex> step_lock(step_mutex_);
+  cache_->allocate();
+}
+
+bool Engine::sleeping() const { return !cache_->allocated(); }
+
+EngineStats Engine::stats() const {
+  EngineStats s = stats_;
+  s.num_blocks = scheduler_->blocks().num_usable_blocks();
+  s.num_free_blocks = scheduler_->blocks().num_free_blocks();
+  s.num_preemptions = scheduler_->num_preemptions();
+  return s;
+}
+
+// ---- EnginePool ------------------------------------------------------------------------------
+
+EnginePool::EnginePool(std::vector<std::shared_ptr<Engine>> engines) : engines_(std::move(engines)) {
+  VERL_CHECK(!engines_.empty(), "EnginePool: at least one engine is needed");
+  for (auto& e : engines_) VERL_CHECK(e != nullptr, "EnginePool: an engine is null");
+}
+
+std::vector<RequestOutput> EnginePool::generate(const std::vector<std::vector<int64_t>>& prompts,
+                                                const std::vector<SamplingParams>& params) {
+  VERL_CHECK(params.size() == 1 || params.size() == prompts.size(), "EnginePool.generate: sampling_params has ",
+             params.size(), " entries for ", prompts.size(), " prompts (give 1 or one per prompt)");
+  const size_t n = engines_.size();
+  std::vector<int64_t> load(n);
+  for (size_t e = 0; e < n; ++e) load[e] = engines_[e]->load();
+  assignment_.assign(prompts.size(), 0);
+  std::vector<std::vector<std::vector<int64_t>>> sub_prompts(n);
+  std::vector<std::vector<SamplingParams>> sub_params(n);
+  std::vector<std::vector<size_t>> origin(n);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const SamplingParams& p = params[params.size() == 1 ? 0 : i];
+    const size_t e = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    assignment_[i] = static_cast<int64_t>(e);
+    load[e] += p.n * (static_cast<int64_t>(prompts[i].size()) + p.max_tokens);
+    sub_prompts[e].push_back(prompts[i]);
+    sub_params[e].push_back(p);
+    origin[e].push_back(i);
+  }
+  std::vector<std::vector<RequestOutput>> results(n);
+  std::vector<std::exception_ptr> errors(n);
+  std::vector<std::thread> threads;
+  for (size_t e = 0; e < n; ++e) {
+    if (sub_prompts[e].empty()) continue;
+    threads.emplace_back([&, e] {
+      try {
+        results[e] = engines_[e]->generate(sub_prompts[e], sub_params[e]);
+      } catch (...) {
+        errors[e] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& err : errors)
+    if (err) std::rethrow_exception(err);
+  std::vector<RequestOutput> out(prompts.size());
+  for (size_t e = 0; e < n; ++e)
+    for (size_t j = 0; j < results[e].size(); ++j) out[origin[e][j]] = std::move(results[e][j]);
+  return out;
+}
+
+}  // namespace verl::rollout

@@ -1,0 +1,149 @@
+// Paged KV cache: block bookkeeping (free list, reference counts, copy-on-write) and the
+// slot-mapped writes / block-table reads of the rollout engine's attention.
+#include "verl/rollout/kv_cache.h"
+
+#include <cmath>
+
+#include "verl/core/error.h"
+#include "verl/rollout/paged_attention.h"
+
+namespace verl::rollout {
+
+BlockManager::BlockManager(int64_t num_blocks, int64_t block_size) : block_size_(block_size) {
+  VERL_CHECK(block_size > 0, "block_size must be positive, got ", block_size);
+  VERL_CHECK(num_blocks >= 2, "the KV cache budget holds ", num_blocks,
+             " blocks; at least 2 are needed (raise kv_cache_bytes / gpu_memory_utilization)");
+  ref_count_.assign(num_blocks, 0);
+  ref_count_[0] = 1;  // scratch block, never free
+  // Hand out low block ids first (pop from the back).
+  for (int64_t b = num_blocks - 1; b >= 1; --b) free_.push_back(b);
+}
+
+int64_t BlockManager::allocate() {
+  VERL_CHECK_AS(DataError, !free_.empty(), "KV cache out of blocks");
+  const int64_t b = free_.back();
+  free_.pop_back();
+  ref_count_[b] = 1;
+  return b;
+}
+
+int64_t BlockManager::blocks_needed(const std::vector<int64_t>& table, int64_t num_tokens, int64_t n_new) const {
+  const int64_t have = static_cast<int64_t>(table.size());
+  const int64_t need_total = (num_tokens + n_new + block_size_ - 1) / block_size_;
+  int64_t needed = std::max<int64_t>(0, need_total - have);
+  const int64_t first = num_tokens / block_size_;
+  if (n_new > 0 && first < have && ref_count_[table[first]] > 1) ++needed;
+  return needed;
+}
+
+std::vector<int64_t> BlockManager::append_slots(std::vector<int64_t>& table, int64_t num_tokens, int64_t n_new,
+                                                std::vector<std::pair<int64_t, int64_t>>& copies) {
+  const int64_t first = num_tokens / block_size_;
+  if (n_new > 0 && first < static_cast<int64_t>(table.size()) && ref_count_[table[first]] > 1) {
+    const int64_t copy = allocate();
+    copies.emplace_back(table[first], copy);
+    --ref_count_[table[first]];
+    table[first] = copy;
+  }
+  const int64_t need_total = (num_tokens + n_new + block_size_ - 1) / block_size_;
+  while (static_cast<int64_t>(table.size()) < need_total) table.push_back(allocate());
+  std::vector<int64_t> slots(n_new);
+  for (int64_t i = 0; i < n_new; ++i) {
+    const int64_t t = num_tokens + i;
+    slots[i] = table[t / block_size_] * block_size_ + t % block_size_;
+  }
+  return slots;
+}
+
+void BlockManager::share(const std::vector<int64_t>& table) {
+  for (int64_t b : table) ++ref_count_[b];
+}
+
+void BlockManager::release(std::vector<int64_t>& table) {
+  for (int64_t b : table) {
+    VERL_CHECK_AS(DataError, b > 0 && ref_count_[b] > 0, "BlockManager.release: block ", b, " is not held");
+    if (--ref_count_[b] == 0) free_.push_back(b);
+  }
+  table.clear();
+}
+
+// ---- PagedKVCache ----------------------------------------------------------------------------
+
+PagedKVCache::PagedKVCache(const model::ModelConfig& config, int64_t num_blocks, int64_t block_size,
+                           torch::Dtype dtype, torch::Device device)
+    : num_layers_(config.num_hidden_layers),
+      kv_heads_(config.num_key_value_heads),
+      head_dim_(config.head_dim),
+      num_blocks_(num_blocks),
+      block_size_(block_size),
+      dtype_(dtype),
+      device_(device) {
+  allocate();
+}
+
+int64_t PagedKVCache::block_bytes(const model::ModelConfig& config, int64_t block_size, torch::Dtype dtype) {
+  return 2 * config.num_hidden_layers * block_size * config.num_key_value_heads * config.head_dim *
+         static_cast<int64_t>(c10::elementSize(dtype));
+}
+
+void PagedKVCache::free() {
+  k_.clear();
+  v_.clear();
+  batch_ = {};
+}
+
+void PagedKVCache::allocate() {
+  if (allocated()) return;
+  const auto opts = torch::TensorOptions().dtype(dtype_).device(device_);
+  for (int64_t i = 0; i < num_layers_; ++i) {
+    // Zeros, not empty: unwritten slots are read (under a false mask) and must stay finite.
+    k_.push_back(torch::zeros({num_blocks_, block_size_, kv_heads_, head_dim_}, opts));
+    v_.push_back(torch::zeros({num_blocks_, block_size_, kv_heads_, head_dim_}, opts));
+  }
+}
+
+void PagedKVCache::copy_blocks(const std::vector<std::pair<int64_t, int64_t>>& copies) {
+  if (copies.empty()) return;
+  std::vector<int64_t> src, dst;
+  for (auto [s, d] : copies) {
+    src.push_back(s);
+    dst.push_back(d);
+  }
+  torch::Tensor s = torch::tensor(src, torch::kLong).to(device_), d = torch::tensor(dst, torch::kLong).to(device_);
+  torch::NoGradGuard no_grad;
+  for (int64_t i = 0; i < num_layers_; ++i) {
+    k_[i].index_copy_(0, d, k_[i].index_select(0, s));
+    v_[i].index_copy_(0, d, v_[i].index_select(0, s));
+  }
+}
+
+torch::Tensor PagedKVCache::attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k_new,
+                                   const torch::Tensor& v_new, const torch::Tensor& mask) {
+  VERL_CHECK(allocated(), "PagedKVCache: the KV cache is released (sleep); call wake_up() first");
+  const int64_t bs = q.size(0), heads = q.size(1), q_len = q.size(2), d = q.size(3);
+  const int64_t groups = heads / kv_heads_;
+  // Write: (bs, kv_heads, q, d) -> (bs * q, kv_heads, d) rows at their flat slots.
+  auto write = [&](torch::Tensor& pool, const torch::Tensor& x) {
+    pool.view({-1, kv_heads_, head_dim_}).index_copy_(0, batch_.slot_mapping, x.transpose(1, 2).reshape({-1, kv_heads_, head_dim_}));
+  };
+  write(k_[layer], k_new);
+  write(v_[layer], v_new);
+  if (!needs_mask())
+    return paged_attention_cpu(q, k_[layer], v_[layer], batch_.block_tables, batch_.positions,
+                               1.0 / std::sqrt(static_cast<double>(d)));
+  // Read: each row's blocks in order -> (bs, kv_heads, ctx, d).
+  const int64_t max_blocks = batch_.block_tables.size(1), ctx = max_blocks * block_size_;
+  torch::Tensor flat = batch_.block_tables.reshape({-1});
+  torch::Tensor k = k_[layer].index_select(0, flat).view({bs, ctx, kv_heads_, head_dim_}).transpose(1, 2);
+  torch::Tensor v = v_[layer].index_select(0, flat).view({bs, ctx, kv_heads_, head_dim_}).transpose(1, 2);
+  // Grouped-query attention without repeating keys/values: the `groups` query heads of a kv head
+  // become extra query rows of that kv head (exact: each query row attends independently).
+  torch::Tensor qg = q.reshape({bs, kv_heads_, groups * q_len, d});
+  torch::Tensor m = mask;
+  if (groups > 1 && q_len > 1)
+    m = mask.unsqueeze(2).expand({bs, 1, groups, q_len, ctx}).reshape({bs, 1, groups * q_len, ctx});
+  torch::Tensor out = at::scaled_dot_product_attention(qg, k, v, m, 0.0, false, 1.0 / std::sqrt(static_cast<double>(d)));
+  return out.reshape({bs, heads, q_len, d});
+}
+
+}  // namespace verl::rollout

@@ -1,0 +1,111 @@
+// Batched sampling with per-row parameters; see sampler.h for the contract.
+#include "verl/rollout/sampler.h"
+
+#include "verl/core/error.h"
+
+namespace verl::rollout {
+
+namespace {
+// SplitMix64 finaliser: a strong 64-bit mixer (Steele et al.), enough for sampling draws.
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+torch::Tensor row_tensor(const std::vector<double>& v, const torch::Device& device) {
+  return torch::tensor(v, torch::kDouble).to(torch::kFloat).to(device).unsqueeze(1);
+}
+}  // namespace
+
+double stream_uniform(uint64_t seed, uint64_t step) {
+  const uint64_t h = mix64(mix64(seed ^ 0x9e3779b97f4a7c15ULL) + step * 0xd1b54a32d192ed03ULL + 1);
+  return static_cast<double>(h >> 11) * (1.0 / 9007199254740992.0);  // 53 bits -> [0, 1)
+}
+
+void SamplerRows::clear() {
+  temperature.clear();
+  top_k.clear();
+  top_p.clear();
+  min_p.clear();
+  uniform.clear();
+}
+
+void SamplerRows::push(double t, int64_t k, double p, double mp, double u) {
+  temperature.push_back(t);
+  top_k.push_back(k);
+  top_p.push_back(p);
+  min_p.push_back(mp);
+  uniform.push_back(u);
+}
+
+SampleResult sample(const torch::Tensor& logits_in, const SamplerRows& rows) {
+  VERL_CHECK(logits_in.dim() == 2 && logits_in.size(0) == static_cast<int64_t>(rows.size()),
+             "sample: logits must be (rows, vocab) with one SamplerRows entry per row, got ", logits_in.sizes(),
+             " for ", rows.size(), " rows");
+  torch::NoGradGuard no_grad;
+  const auto device = logits_in.device();
+  const int64_t n = logits_in.size(0), vocab = logits_in.size(1);
+  torch::Tensor logits = logits_in.to(torch::kFloat);
+  bool any_greedy = false, all_greedy = true, any_top_k = false, any_top_p = false, any_min_p = false;
+  std::vector<double> temps(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const bool g = rows.temperature[i] == 0.0;
+    any_greedy |= g;
+    all_greedy &= g;
+    temps[i] = g ? 1.0 : rows.temperature[i];
+    if (g) continue;
+    any_top_k |= rows.top_k[i] > 0 && rows.top_k[i] < vocab;
+    any_top_p |= rows.top_p[i] < 1.0;
+    any_min_p |= rows.min_p[i] > 0.0;
+  }
+  bool unit_temp = true;
+  for (double t : temps) unit_temp &= t == 1.0;
+  torch::Tensor scaled = unit_temp ? logits : logits / row_tensor(temps, device);
+  torch::Tensor logp = torch::log_softmax(scaled, 1);  // (n, vocab)
+  torch::Tensor tokens;
+  if (all_greedy) {
+    tokens = logits.argmax(1);
+  } else {
+    torch::Tensor probs = logp.exp();
+    if (any_top_k) {
+      // Keep tokens scoring at least the k-th largest (ties at the boundary are kept, as vLLM).
+      std::vector<int64_t> ks(n);
+      int64_t kmax = 1;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t k = rows.top_k[i];
+        ks[i] = (k <= 0 || k >= vocab) ? vocab : k;
+        kmax = std::max(kmax, ks[i]);
+      }
+      torch::Tensor top = std::get<0>(scaled.topk(kmax, 1));  // (n, kmax) descending
+      torch::Tensor kth = top.gather(1, (torch::tensor(ks, torch::kLong).to(device) - 1).unsqueeze(1));
+      probs = probs.masked_fill(scaled < kth, 0.0);
+    }
+    if (any_top_p) {
+      // Smallest set of most likely tokens whose renormalised mass reaches top_p (at least one).
+      probs = probs / probs.sum(1, true);
+      auto [sorted, order] = probs.sort(1, /*descending=*/true);
+      torch::Tensor mass_before = sorted.cumsum(1) - sorted;
+      torch::Tensor keep_sorted = mass_before < row_tensor(rows.top_p, device);
+      torch::Tensor keep = torch::zeros_like(keep_sorted).scatter(1, order, keep_sorted);
+      probs = probs.masked_fill(keep.logical_not(), 0.0);
+    }
+    if (any_min_p) {
+      torch::Tensor top = std::get<0>(probs.max(1, true));
+      probs = probs.masked_fill(probs < top * row_tensor(rows.min_p, device), 0.0);
+    }
+    // Inverse CDF in float64: the first token whose cumulative mass exceeds u * total.
+    torch::Tensor cdf = probs.to(torch::kDouble).cumsum(1);
+    torch::Tensor target = torch::tensor(rows.uniform, torch::kDouble).to(device).unsqueeze(1) * cdf.narrow(1, vocab - 1, 1);
+    tokens = torch::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true).squeeze(1).clamp_max(vocab - 1);
+    if (any_greedy) {
+      std::vector<uint8_t> g(n);
+      for (int64_t i = 0; i < n; ++i) g[i] = rows.temperature[i] == 0.0;
+      torch::Tensor greedy = torch::tensor(std::vector<int64_t>(g.begin(), g.end()), torch::kLong).to(device).to(torch::kBool);
+      tokens = torch::where(greedy, logits.argmax(1), tokens);
+    }
+  }
+  return {tokens, logp.gather(1, tokens.unsqueeze(1)).squeeze(1)};
+}
+
+}  // namespace verl::rollout

@@ -1,0 +1,130 @@
+// Continuous batching: decode everything running, fill the token budget with prefill chunks,
+// preempt (by recomputation) the newest sequences when the KV cache runs out of blocks.
+#include "verl/rollout/scheduler.h"
+
+#include <algorithm>
+
+#include "verl/core/error.h"
+
+namespace verl::rollout {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    default: return "";
+  }
+}
+
+Scheduler::Scheduler(SchedulerConfig config, int64_t num_blocks, int64_t block_size)
+    : config_(config), blocks_(num_blocks, block_size) {
+  VERL_CHECK(config.max_num_seqs >= 1, "max_num_seqs must be >= 1, got ", config.max_num_seqs);
+  VERL_CHECK(config.max_num_batched_tokens >= 1, "max_num_batched_tokens must be >= 1, got ",
+             config.max_num_batched_tokens);
+}
+
+void Scheduler::add(Sequence* seq) { waiting_.push_back(seq); }
+
+int64_t Scheduler::running_slots() const {
+  int64_t n = 0;
+  for (const Sequence* s : running_) n += s->fork_n;
+  return n;
+}
+
+void Scheduler::preempt(Sequence* seq) {
+  blocks_.release(seq->block_table);
+  seq->num_computed = 0;
+  running_.erase(std::find(running_.begin(), running_.end(), seq));
+  waiting_.push_front(seq);
+  ++num_preemptions_;
+}
+
+ScheduleOutput Scheduler::schedule() {
+  ScheduleOutput out;
+  const int64_t bs = blocks_.block_size();
+  // 1. One token for every sequence in decode state, preempting from the back when needed.
+  for (size_t i = 0; i < running_.size(); ++i) {
+    Sequence* seq = running_[i];
+    if (seq->num_pending() != 1 || seq->num_computed == 0) continue;
+    bool self_preempted = false;
+    while (blocks_.blocks_needed(seq->block_table, seq->num_computed, 1) > blocks_.num_free_blocks()) {
+      Sequence* victim = running_.back();
+      // Decodes already scheduled this step hold their new slots: never preempt those.
+      if (victim == seq) {
+        preempt(seq);
+        self_preempted = true;
+        break;
+      }
+      for (auto it = out.decodes.begin(); it != out.decodes.end(); ++it)
+        VERL_CHECK_AS(DataError, it->seq != victim, "Scheduler: preempting a scheduled sequence");
+      preempt(victim);
+    }
+    if (self_preempted) break;  // everything after it was preempted already
+    Chunk c{seq, seq->num_computed, 1, blocks_.append_slots(seq->block_table, seq->num_computed, 1, out.copies)};
+    out.decodes.push_back(std::move(c));
+  }
+  int64_t budget = config_.max_num_batched_tokens - static_cast<int64_t>(out.decodes.size());
+  // 2. Continue prefills already running (chunked), limited by tokens and free blocks.
+  auto take_chunk = [&](Sequence* seq) -> bool {
+    // Prefilling sequences hold no shared block (forks happen after the prompt), so capacity is
+    // simply the free blocks plus the room left in the table.
+    const int64_t capacity =
+        (blocks_.num_free_blocks() + static_cast<int64_t>(seq->block_table.size())) * bs - seq->num_computed;
+    const int64_t len = std::min({seq->num_pending(), budget, capacity});
+    if (len <= 0) return false;
+    Chunk c{seq, seq->num_computed, len, blocks_.append_slots(seq->block_table, seq->num_computed, len, out.copies)};
+    out.prefills.push_back(std::move(c));
+    budget -= len;
+    return true;
+  };
+  for (Sequence* seq : running_) {
+    if (budget <= 0) break;
+    if (seq->num_pending() == 1 && seq->num_computed > 0) continue;  // decode, done above
+    bool scheduled = false;
+    for (const Chunk& c : out.prefills) scheduled |= c.seq == seq;
+    if (!scheduled) take_chunk(seq);
+  }
+  // 3. Admit waiting sequences while tokens, sequence slots and blocks allow. A newcomer must
+  // leave a block per running sequence free, so admission does not immediately force preemption.
+  int64_t slots = running_slots();
+  while (!waiting_.empty() && budget > 0) {
+    Sequence* seq = waiting_.front();
+    if (slots + seq->fork_n > config_.max_num_seqs) break;
+    const int64_t len = std::min(seq->num_pending(), budget);
+    const int64_t reserve = static_cast<int64_t>(running_.size()) + seq->fork_n;
+    if (blocks_.blocks_needed(seq->block_table, seq->num_computed, len) + reserve > blocks_.num_free_blocks() &&
+        !running_.empty())
+      break;
+    if (!take_chunk(seq)) break;
+    waiting_.pop_front();
+    running_.push_back(seq);
+    slots += seq->fork_n;
+  }
+  return out;
+}
+
+void Scheduler::computed(const ScheduleOutput& out) {
+  for (const Chunk& c : out.decodes) c.seq->num_computed += c.length;
+  for (const Chunk& c : out.prefills) c.seq->num_computed += c.length;
+}
+
+std::vector<Sequence*> Scheduler::fork(Sequence* root, const std::vector<Sequence*>& children) {
+  auto pos = std::find(running_.begin(), running_.end(), root);
+  VERL_CHECK_AS(DataError, pos != running_.end(), "Scheduler.fork: the root is not running");
+  for (Sequence* child : children) {
+    child->block_table = root->block_table;
+    child->num_computed = root->num_computed;
+    blocks_.share(child->block_table);
+  }
+  root->fork_n = 1;
+  running_.insert(pos + 1, children.begin(), children.end());
+  return children;
+}
+
+void Scheduler::finish(Sequence* seq) {
+  blocks_.release(seq->block_table);
+  auto it = std::find(running_.begin(), running_.end(), seq);
+  if (it != running_.end()) running_.erase(it);
+}
+
+}  // namespace verl::rollout

@@ -1,0 +1,11 @@
+"""verl-cpp's rollout engine: paged KV cache, continuous batching, prefix sharing of the ``n``
+samples of a prompt, and per-request reproducible sampling, on the same C++ model code the
+trainer uses (so the reported log-probs are the trainer's log-probs).
+
+``LLM`` and ``SamplingParams`` follow vLLM's names; ``LLM.generate_sequences`` follows verl's
+rollout worker (``DataProto`` in, ``prompts/responses/.../rollout_log_probs`` out).
+"""
+
+from .llm import LLM, CompletionOutput, RequestOutput, RolloutReplicas, SamplingParams
+
+__all__ = ["LLM", "SamplingParams", "RequestOutput", "CompletionOutput", "RolloutReplicas"]

@@ -1,0 +1,258 @@
+"""``verl.rollout.LLM``: vLLM's offline ``LLM`` API over ``verl._C.rollout.Engine``.
+
+Log-probs are of the temperature-scaled, untruncated distribution ``log_softmax(logits / T)``
+(``T = 0``: the unscaled one), which is what verl's actor recomputes. Sample ``i`` of a request
+with ``seed = s`` is drawn exactly as a request with ``n = 1, seed = s + i``; seeded outputs do not
+depend on what else is batched.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import torch
+
+from verl import _C
+from verl.protocol import DataProto
+
+__all__ = ["LLM", "SamplingParams", "RequestOutput", "CompletionOutput", "RolloutReplicas"]
+
+SamplingParams = _C.rollout.SamplingParams
+
+
+@dataclass
+class CompletionOutput:
+    index: int
+    token_ids: list[int]
+    logprobs: list[float]
+    finish_reason: str  # "stop" or "length"
+    text: str | None = None
+
+
+@dataclass
+class RequestOutput:
+    request_id: int
+    prompt_token_ids: list[int]
+    outputs: list[CompletionOutput] = field(default_factory=list)
+    prompt: str | None = None
+
+
+def _cpp_model(model: Any) -> Any:
+    """The ``verl._C.model.CausalLM`` behind a ``verl.models`` wrapper (or the C++ object itself)."""
+    inner = getattr(model, "_module", model)
+    if not isinstance(inner, _C.model.CausalLM):
+        raise TypeError(f"model must be a verl.models CausalLM, a verl._C.model.CausalLM or a path, got {type(model).__name__}")
+    if inner.value_head:
+        raise ValueError("model: a value model (critic) cannot generate")
+    return inner
+
+
+def _load_from_path(path: str | os.PathLike, dtype: torch.dtype | None, device: str | None) -> Any:
+    """A Hugging Face checkpoint directory (config.json + model.safetensors[.index.json])."""
+    import verl.models as models
+    from verl.models.transformer import CausalLM
+
+    if hasattr(models, "load_model"):  # the checkpoint loader, when available
+        model = models.load_model(path)
+    else:
+        model = CausalLM(path)
+        model.load_state_dict(models.safetensors.load_checkpoint_dir(path))
+    if dtype is not None or device is not None:
+        model.to(device=device, dtype=dtype)
+    return model
+
+
+def _to_request_output(out: Any, tokenizer: Any, prompt: str | None) -> RequestOutput:
+    outputs = []
+    for c in out.outputs:
+        text = tokenizer.decode(c.token_ids, skip_special_tokens=True) if tokenizer is not None else None
+        outputs.append(CompletionOutput(c.index, list(c.token_ids), list(c.logprobs), c.finish_reason, text))
+    return RequestOutput(out.request_id, list(out.prompt_token_ids), outputs, prompt)
+
+
+class LLM:
+    """Offline generation. ``model``: a ``verl.models.transformer.CausalLM`` (bound, not copied: the
+    trainer's weight updates are seen at once) or a checkpoint directory.
+
+    ``kv_cache_memory_bytes`` sets the KV cache budget; on CUDA, when it is unset,
+    ``gpu_memory_utilization`` of the device's free memory is used.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any = None, *, dtype: torch.dtype | None = None,
+                 device: str | None = None, block_size: int = 16, max_num_seqs: int = 256,
+                 max_num_batched_tokens: int = 2048, max_model_len: int | None = None,
+                 kv_cache_memory_bytes: int | None = None, gpu_memory_utilization: float = 0.5,
+                 eos_token_id: int | Sequence[int] | None = None, seed: int = 0) -> None:
+        if isinstance(model, (str, os.PathLike)):
+            path = os.fspath(model)
+            model = _load_from_path(path, dtype, device)
+            if tokenizer is None and os.path.exists(os.path.join(path, "tokenizer.json")):
+                from verl.tokenizer import load_tokenizer
+
+                tokenizer = load_tokenizer(path)
+        self.model = model
+        self.tokenizer = tokenizer
+        cpp = _cpp_model(model)
+        if kv_cache_memory_bytes is None and cpp.device.startswith("cuda"):
+            if not 0.0 < gpu_memory_utilization <= 1.0:
+                raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}")
+            free, _ = torch.cuda.mem_get_info(torch.device(cpp.device))
+            kv_cache_memory_bytes = int(free * gpu_memory_utilization)
+        if eos_token_id is None:
+            eos = []
+        elif isinstance(eos_token_id, int):
+            eos = [eos_token_id]
+        else:
+            eos = list(eos_token_id)
+        self.engine = _C.rollout.Engine(
+            cpp, block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+            max_model_len=max_model_len or 0, kv_cache_bytes=kv_cache_memory_bytes or 0, eos_token_ids=eos, seed=seed)
+
+    # -- vLLM API -------------------------------------------------------------------------------
+    def generate(self, prompts: str | Sequence[str] | None = None,
+                 sampling_params: SamplingParams | Sequence[SamplingParams] | None = None,
+                 prompt_token_ids: Sequence[Sequence[int]] | None = None, use_tqdm: bool = False) -> list[RequestOutput]:
+        """Generates for text prompts (needs a tokenizer) or token-id prompts; outputs in input order."""
+        texts: list[str | None]
+        if prompt_token_ids is None:
+            if prompts is None:
+                raise ValueError("generate: give prompts or prompt_token_ids")
+            if isinstance(prompts, str):
+                prompts = [prompts]
+            if self.tokenizer is None:
+                raise ValueError("prompts: text prompts need a tokenizer; pass prompt_token_ids instead")
+            texts = list(prompts)
+            ids = [self.tokenizer.encode(p, add_special_tokens=False) for p in texts]
+        else:
+            if prompts is not None:
+                raise ValueError("generate: give prompts or prompt_token_ids, not both")
+            ids = [[int(t) for t in p] for p in prompt_token_ids]
+            texts = [None] * len(ids)
+        if sampling_params is None:
+            params = [SamplingParams()]
+        elif isinstance(sampling_params, SamplingParams):
+            params = [sampling_params]
+        else:
+            params = list(sampling_params)
+        outs = self.engine.generate(ids, params)
+        return [_to_request_output(o, self.tokenizer, t) for o, t in zip(outs, texts)]
+
+    # -- verl's rollout worker API --------------------------------------------------------------
+    def generate_sequences(self, prompts: DataProto, sampling_params: SamplingParams | None = None,
+                           **kwargs: Any) -> DataProto:
+        """verl's ``generate_sequences``: left-padded ``input_ids`` / ``attention_mask`` /
+        ``position_ids`` (bs, prompt_length) in; one response per row out, right-padded to
+        ``max_tokens`` (bs, response_length) with ``pad_token_id``:
+        ``prompts, responses, input_ids, attention_mask, position_ids, response_mask, rollout_log_probs``.
+
+        Consecutive identical prompt rows (``DataProto.repeat(n, interleave=True)``) become one
+        request with ``n`` samples, so the prompt is prefilled once. ``meta_info`` may override
+        ``temperature / top_p / top_k / max_tokens (response_length) / do_sample / seed``; with
+        ``seed`` row ``i`` samples as a request seeded ``seed + i``.
+        """
+        batch = prompts.batch
+        for key in ("input_ids", "attention_mask"):
+            if batch is None or key not in batch:
+                raise ValueError(f"generate_sequences: prompts.batch['{key}'] is missing")
+        input_ids, attention_mask = batch["input_ids"], batch["attention_mask"]
+        meta = {**prompts.meta_info, **kwargs}
+        base = sampling_params if sampling_params is not None else SamplingParams()
+        overrides = {
+            "temperature": meta.get("temperature", base.temperature),
+            "top_p": meta.get("top_p", base.top_p),
+            "top_k": meta.get("top_k", base.top_k),
+            "min_p": meta.get("min_p", base.min_p),
+            "max_tokens": meta.get("max_tokens", meta.get("response_length", base.max_tokens)),
+            "stop_token_ids": list(base.stop_token_ids), "ignore_eos": base.ignore_eos, "logprobs": True,
+        }
+        if meta.get("do_sample", True) is False:
+            overrides["temperature"] = 0.0
+        seed = meta.get("seed", base.seed)
+        pad_id = meta.get("pad_token_id")
+        if pad_id is None:
+            pad_id = getattr(self.tokenizer, "pad_token_id", None) if self.tokenizer is not None else None
+        pad_id = 0 if pad_id is None else int(pad_id)
+        response_length = int(overrides["max_tokens"])
+
+        bs, prompt_length = input_ids.shape
+        mask_cpu = attention_mask.to("cpu").bool()
+        ids_cpu = input_ids.to("cpu")
+        rows = [ids_cpu[i][mask_cpu[i]].tolist() for i in range(bs)]
+        # Group runs of identical prompts into one request with n samples (prefix sharing).
+        groups: list[tuple[int, int]] = []  # (first row, count)
+        i = 0
+        while i < bs:
+            j = i + 1
+            while j < bs and rows[j] == rows[i]:
+                j += 1
+            groups.append((i, j - i))
+            i = j
+        params = [SamplingParams(n=count, seed=None if seed is None else int(seed) + first, **overrides)
+                  for first, count in groups]
+        outs = self.engine.generate([rows[first] for first, _ in groups], params)
+
+        responses = torch.full((bs, response_length), pad_id, dtype=input_ids.dtype)
+        response_mask = torch.zeros((bs, response_length), dtype=attention_mask.dtype)
+        log_probs = torch.zeros((bs, response_length), dtype=torch.float32)
+        for (first, count), out in zip(groups, outs):
+            for k, c in enumerate(out.outputs):
+                n_tok = len(c.token_ids)
+                if n_tok:
+                    responses[first + k, :n_tok] = torch.tensor(c.token_ids, dtype=input_ids.dtype)
+                    log_probs[first + k, :n_tok] = torch.tensor(c.logprobs, dtype=torch.float32)
+                response_mask[first + k, :n_tok] = 1
+        device = input_ids.device
+        responses, response_mask, log_probs = responses.to(device), response_mask.to(device), log_probs.to(device)
+        position_ids = batch["position_ids"] if "position_ids" in batch else \
+            (attention_mask.long().cumsum(-1) - 1).clamp_min(0)
+        delta = torch.arange(1, response_length + 1, device=device, dtype=position_ids.dtype)
+        response_positions = position_ids[:, -1:] + delta.unsqueeze(0)
+        out_batch = {
+            "prompts": input_ids,
+            "responses": responses,
+            "input_ids": torch.cat([input_ids, responses], dim=-1),
+            "attention_mask": torch.cat([attention_mask, response_mask], dim=-1),
+            "position_ids": torch.cat([position_ids, response_positions], dim=-1),
+            "response_mask": response_mask,
+            "rollout_log_probs": log_probs,
+        }
+        return DataProto.from_dict(tensors=out_batch, non_tensors=dict(prompts.non_tensor_batch),
+                                   meta_info=dict(prompts.meta_info))
+
+    # -- weights and memory (the hybrid engine's hooks) -----------------------------------------
+    def update_weights(self, named_tensors: Any) -> None:
+        """Copies tensors into the bound model by HF name (a dict or (name, tensor) pairs)."""
+        self.engine.update_weights(dict(named_tensors))
+
+    def sleep(self, level: int = 1) -> None:
+        """Releases the KV cache (vLLM's sleep; weights stay, they are the trainer's)."""
+        self.engine.sleep()
+
+    def wake_up(self) -> None:
+        self.engine.wake_up()
+
+    def stats(self) -> dict[str, int]:
+        return self.engine.stats()
+
+
+class RolloutReplicas:
+    """Data-parallel replicas of ``LLM``: each request goes to the least-loaded replica, each replica
+    generates in its own thread, results come back in input order."""
+
+    def __init__(self, llms: Sequence[LLM]) -> None:
+        if not llms:
+            raise ValueError("RolloutReplicas: at least one LLM is needed")
+        self.llms = list(llms)
+        self._pool = _C.rollout.EnginePool([llm.engine for llm in self.llms])
+
+    def generate(self, prompt_token_ids: Sequence[Sequence[int]],
+                 sampling_params: SamplingParams | Sequence[SamplingParams]) -> list[RequestOutput]:
+        params = [sampling_params] if isinstance(sampling_params, SamplingParams) else list(sampling_params)
+        outs = self._pool.generate([[int(t) for t in p] for p in prompt_token_ids], params)
+        return [_to_request_output(o, self.llms[0].tokenizer, None) for o in outs]
+
+    @property
+    def last_assignment(self) -> list[int]:
+        return list(self._pool.last_assignment)
