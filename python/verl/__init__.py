@@ -1,7 +1,8 @@
 """verl-cpp: verl (the HybridFlow RL framework for LLM post-training) with a C++ core.
 
 ``import verl`` gives verl's Python API on top of libverl: ``DataProto`` (``verl.protocol``), the
-config tree (``verl.config``), and the ``python -m verl.trainer.main_ppo`` command line.
+config tree (``verl.config``, and ``RLConfig`` with short names), and the ``python -m verl.trainer.main_ppo``
+command line.
 """
 
 import os as _os
@@ -14,6 +15,7 @@ from .config import Config, load_config
 from .errors import *  # noqa: F403  (every exception class, listed in errors.__all__)
 from .protocol import DataProto, DataProtoItem
 from .tokenizer import Tokenizer, load_tokenizer
+from .trainer.rl_config import RLConfig
 
 #: Directory to put on CMAKE_PREFIX_PATH for ``find_package(verl)`` (the C++ SDK shipped in the wheel).
 cmake_prefix_path = _os.path.join(_os.path.dirname(__file__), "lib", "cmake")
@@ -23,6 +25,7 @@ __all__ = [
     "cmake_prefix_path",
     "Config",
     "load_config",
+    "RLConfig",
     "DataProto",
     "DataProtoItem",
     "Tokenizer",

@@ -9,6 +9,7 @@ __all__ = [
     "InvalidArgumentError",
     "VerlTypeError",
     "CheckpointError",
+    "RewardError",
 ]
 
 
@@ -38,3 +39,9 @@ class VerlTypeError(VerlError, TypeError):
 
 class CheckpointError(VerlError):
     """A checkpoint or data file that cannot be read or written (C++ ``verl::CheckpointError``)."""
+
+
+class RewardError(VerlError):
+    """A reward function failed or returned a non-finite / non-numeric reward. Raised in Python (reward
+    managers, ``verl.trainer.reward_fn``); the message names the sample (index, data_source, start of the
+    response) and the original exception is chained as ``__cause__``."""

@@ -124,6 +124,18 @@ bool compatible(const Json& declared, Json& value) {
   return true;
 }
 
+// `compatible` for the key at `key`: a key whose schema rule says "number" takes any number even when its
+// YAML default is written as an integer (verl's `entropy_coeff: 0` is a float field; 0.001 must be accepted).
+bool compatible_at(const std::string& key, const Json& declared, Json& value) {
+  if (value.is_number()) {
+    if (const auto* rule = config_schema::find_rule(key); rule != nullptr &&
+                                                          rule->kind == config_schema::Rule::Kind::kNumber) {
+      return true;
+    }
+  }
+  return compatible(declared, value);
+}
+
 const Json& parsed_defaults() {
   static const Json tree = yaml::parse(detail::kDefaultConfigYaml, "ppo_trainer.yaml (embedded defaults)");
   return tree;
@@ -258,7 +270,7 @@ void Config::set(const std::string& key, const Json& value, bool allow_new) {
   for (const auto& p : parts) VERL_CHECK_AS(ConfigError, !p.empty(), "malformed key '", key, "'");
   if (!allow_new && find(key) == nullptr) throw ConfigError(unknown_key_message(key));
   Json checked = value;
-  if (const Json* declared = lookup(defaults_, key); declared != nullptr && !compatible(*declared, checked)) {
+  if (const Json* declared = lookup(defaults_, key); declared != nullptr && !compatible_at(key, *declared, checked)) {
     VERL_FAIL(ConfigTypeError, "config key '", key, "' expects a ", type_label(*declared), " (default ",
               declared->dump(), "), got ", type_label(value), " ", value.dump());
   }
@@ -402,7 +414,7 @@ void Config::validate() const {
     const Json& v = *lookup(resolved, key);
     if (v.is_string() && v.get_ref<const std::string&>() == kMissing) continue;
     Json probe = v;
-    if (const Json* declared = lookup(defaults_, key); declared != nullptr && !compatible(*declared, probe)) {
+    if (const Json* declared = lookup(defaults_, key); declared != nullptr && !compatible_at(key, *declared, probe)) {
       VERL_FAIL(ConfigTypeError, "config key '", key, "' expects a ", type_label(*declared), ", got ",
                 type_label(v), " ", v.dump());
     }

@@ -1,4 +1,5 @@
-"""verl's workers on the C++ core: the actor (and reference) policy and the critic.
+"""verl's workers on the C++ core: the actor (and reference) policy and the critic; the reward
+managers live in ``verl.workers.reward_manager``.
 
 ``ActorWorker`` / ``CriticWorker`` take a ``verl.DataProto`` and return one (log-probs, values) or a
 metrics dict (updates), with verl 0.9.1's config keys, loss scaling and metric names. The model is

@@ -73,6 +73,10 @@ TEST_CASE("config: an int where a float belongs is fine, a string where an int b
                     Catch::Contains("actor_rollout_ref.rollout.n") && Catch::Contains("\"abc\""));
   CHECK_THROWS_AS(c.apply_override("actor_rollout_ref.rollout.n=1.5"), verl::ConfigTypeError);
   CHECK_THROWS_AS(c.apply_override("actor_rollout_ref.actor.use_kl_loss=1"), verl::ConfigTypeError);
+  // verl writes `entropy_coeff: 0` but the field is a float: the schema's "number" rule wins over the default
+  c.apply_override("actor_rollout_ref.actor.entropy_coeff=0.001");
+  CHECK(c.get_as<double>("actor_rollout_ref.actor.entropy_coeff") == 0.001);
+  CHECK_NOTHROW(c.validate());
 }
 
 TEST_CASE("config: unknown key names the closest valid key") {

@@ -1,0 +1,163 @@
+"""Reward wiring from the config tree (verl's ``verl.trainer.ppo.reward``).
+
+- ``get_custom_reward_fn(config)``: the function ``custom_reward_function.name`` from the Python file
+  ``custom_reward_function.path`` (``reward.custom_reward_function`` in verl 0.9's layout, or the top-level
+  legacy section), with ``reward_kwargs`` bound; None when no path is set.
+- ``load_reward_manager(config, tokenizer, num_examine, **reward_kwargs)``: the configured manager
+  (``reward_model.reward_manager`` when set, else ``reward.reward_manager.name``; ``source: importlib`` loads
+  the class from ``reward.reward_manager.module.path``) with the custom function or ``default_compute_score``.
+- ``compute_reward(data, reward_fn)``: ``(reward_tensor, reward_extra_infos_dict)``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import os
+import sys
+from typing import Any
+
+import torch
+
+from ...errors import ConfigError
+from ...protocol import DataProto
+from ...utils.reward_score import get_default_compute_score
+from ...workers.reward_manager import get_reward_manager_cls
+from ..reward_fn import RewardFunction
+
+__all__ = ["get_custom_reward_fn", "load_reward_manager", "compute_reward", "load_extern_object"]
+
+_MISSING = object()
+
+
+def _select(config: Any, key: str, default: Any = None) -> Any:
+    """``config[a][b][c]`` for ``key="a.b.c"`` over a verl.Config or nested dicts; ``default`` when absent/None."""
+    node = config
+    for part in key.split("."):
+        if node is None:
+            return default
+        if isinstance(node, dict):
+            node = node.get(part, _MISSING)
+        elif hasattr(node, "get"):
+            node = node.get(part, _MISSING)
+        else:
+            node = getattr(node, part, _MISSING)
+        if node is _MISSING:
+            return default
+    return default if node is None else node
+
+
+def _plain(value: Any) -> Any:
+    return value.to_dict() if hasattr(value, "to_dict") else value
+
+
+def load_extern_object(module_path: str, object_name: str) -> Any:
+    """``object_name`` from the Python file at ``module_path`` (verl's ``load_extern_object`` for files).
+
+    Raises ``verl.ConfigError`` naming the path when the file is missing, fails to import, or lacks the name.
+    """
+    path = os.path.abspath(os.path.expanduser(module_path))
+    if not os.path.isfile(path):
+        raise ConfigError(f"custom reward module not found: '{module_path}' ({path})")
+    module_name = f"verl_custom_module_{abs(hash(path))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"cannot import '{module_path}' as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # dataclasses and pickling look the module up by name
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        del sys.modules[module_name]
+        raise ConfigError(f"error while importing '{module_path}': {type(e).__name__}: {e}") from e
+    if not hasattr(module, object_name):
+        names = sorted(n for n in vars(module) if not n.startswith("_"))
+        raise ConfigError(f"'{module_path}' has no attribute '{object_name}' (it defines {names})")
+    return getattr(module, object_name)
+
+
+def _custom_reward_section(config: Any) -> Any:
+    # verl 0.9 keeps it under reward.*; older configs (and this tree) also have a top-level section.
+    if _select(config, "reward.custom_reward_function.path"):
+        return _select(config, "reward.custom_reward_function")
+    if _select(config, "custom_reward_function.path"):
+        return _select(config, "custom_reward_function")
+    return None
+
+
+def get_custom_reward_fn(config: Any) -> RewardFunction | None:
+    """The configured custom reward function wrapped as a ``RewardFunction`` (callable as verl calls it, with
+    ``reward_kwargs`` merged over the call's kwargs), or None when no ``path`` is configured."""
+    section = _custom_reward_section(config)
+    if section is None:
+        return None
+    path = _select(section, "path")
+    name = _select(section, "name", "compute_score")
+    raw_fn = load_extern_object(path, name)
+    reward_kwargs = dict(_plain(_select(section, "reward_kwargs", {})) or {})
+    return RewardFunction(raw_fn, bound_kwargs=reward_kwargs)
+
+
+def _manager_name(config: Any) -> str:
+    return _select(config, "reward_model.reward_manager") or _select(config, "reward.reward_manager.name", "naive")
+
+
+def _manager_cls(config: Any) -> type:
+    name = _manager_name(config)
+    source = _select(config, "reward.reward_manager.source", "register")
+    if _select(config, "reward_model.reward_manager") or source == "register":
+        return get_reward_manager_cls(name)
+    if source == "importlib":
+        path = _select(config, "reward.reward_manager.module.path")
+        if not path:
+            raise ConfigError("reward.reward_manager.module.path is required when reward.reward_manager.source is "
+                              "'importlib'")
+        return load_extern_object(path, name)
+    raise ConfigError(f"Unknown reward manager source: {source} (expected 'register' or 'importlib')")
+
+
+def load_reward_manager(config: Any, tokenizer: Any, num_examine: int = 0, **reward_kwargs: Any) -> Any:
+    """The configured reward manager, scoring with the custom function or ``default_compute_score``.
+
+    ``reward_kwargs`` go to the manager's constructor. For ``dapo`` (as verl's DAPO recipe passes them)
+    ``max_resp_len`` defaults to ``data.max_response_length`` and ``overlong_buffer_cfg`` to
+    ``reward.reward_kwargs.overlong_buffer_cfg`` or ``reward_model.overlong_buffer`` when configured.
+    """
+    cls = _manager_cls(config)
+    compute_score = get_custom_reward_fn(config)
+    if compute_score is None:
+        compute_score = get_default_compute_score(_manager_name(config))
+        if _manager_name(config) == "batch":
+            compute_score = None  # the batch manager's own batched default
+
+    configured = dict(_plain(_select(config, "reward.reward_kwargs", {})) or {})
+    configured.update(dict(_plain(_select(config, "reward_model.reward_kwargs", {})) or {}))
+    accepted = inspect.signature(cls.__init__).parameters
+    if "overlong_buffer_cfg" in accepted:
+        overlong = configured.pop("overlong_buffer_cfg", None) or _select(config, "reward_model.overlong_buffer")
+        reward_kwargs.setdefault("overlong_buffer_cfg", _plain(overlong) if overlong is not None else None)
+        reward_kwargs.setdefault("max_resp_len", configured.pop("max_resp_len", None)
+                                 or _select(config, "data.max_response_length"))
+    for key, value in configured.items():
+        reward_kwargs.setdefault(key, value)
+
+    return cls(tokenizer=tokenizer, num_examine=num_examine, compute_score=compute_score,
+               reward_fn_key=_select(config, "data.reward_fn_key", "data_source"), **reward_kwargs)
+
+
+def compute_reward(data: DataProto, reward_fn: Any) -> tuple[torch.Tensor, dict[str, Any]]:
+    """``(reward_tensor (bs, response_length), reward_extra_infos_dict)`` from a reward manager.
+
+    Unlike verl, a failing reward function is not retried without ``return_dict``: its ``RewardError`` (which
+    names the sample) propagates. A manager that does not take ``return_dict`` is called plainly.
+    """
+    try:
+        takes_return_dict = "return_dict" in inspect.signature(reward_fn).parameters
+    except (TypeError, ValueError):
+        takes_return_dict = False
+    if not takes_return_dict:
+        return reward_fn(data), {}
+    result = reward_fn(data, return_dict=True)
+    if isinstance(result, dict):
+        return result["reward_tensor"], dict(result.get("reward_extra_info", {}))
+    return result, {}

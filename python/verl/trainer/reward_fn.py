@@ -1,0 +1,260 @@
+"""Python callables as reward functions: the calling convention is detected once, from the signature.
+
+``RewardFunction(fn)`` wraps any of these forms (the first rule that applies wins):
+
+1. ``fn.batched = True`` / ``False`` (an attribute on the function) forces the batched / per-sample form.
+2. **Batched** when a parameter is named ``responses``, ``solution_strs``, ``ground_truths``,
+   ``data_sources``, ``extra_infos`` or ``prompts``. The function gets lists (one entry per sample) for the
+   names it declares and returns a sequence of rewards of the same length (list, tuple, numpy array, 1-D
+   tensor), e.g. ``def f(responses, ground_truths): return [float(r == g) for r, g in zip(...)]`` or
+   verl's batch signature ``f(data_sources, solution_strs, ground_truths, extra_infos, **kwargs)``.
+3. **Per-sample by keyword** when every parameter without a default has a known name: ``response`` (or
+   verl's ``solution_str``), ``ground_truth``, ``data_source``, ``extra_info``, ``prompt``. verl's
+   ``compute_score(data_source, solution_str, ground_truth, extra_info=None)`` is this form. A function
+   taking only ``**kwargs`` gets verl's four keywords.
+4. **Per-sample by position**, from the number of required positional parameters:
+   1 -> ``f(response)``, 2 -> ``f(response, ground_truth)``, 3 -> ``f(data_source, solution_str,
+   ground_truth)``, 4 -> ``f(data_source, solution_str, ground_truth, extra_info)`` (verl's order).
+   With explicit ``batched = True`` the same counts apply to lists. A parameter with a known name must sit at
+   the position of its field (``f(ground_truth, x)`` is rejected).
+
+Anything else (no parameters, only ``*args``, a required parameter with an unknown name beyond these
+counts) is an ``InvalidArgumentError`` at wrap time, naming the function.
+
+A reward is a number (bool, int, float, numpy scalar, one-element tensor) or a dict with a ``"score"`` entry
+(the other entries go to ``reward_extra_info``). An exception inside the function, a NaN / inf, or a
+non-numeric reward (str, None, ...) raises ``verl.RewardError`` naming the sample index, its data_source and
+the first 200 characters of the response, with the original exception chained.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..errors import InvalidArgumentError, RewardError
+
+__all__ = ["RewardFunction", "ScoreTimeout", "build_reward_manager", "check_reward", "split_score",
+           "sample_description", "RESPONSE_PREVIEW_CHARS"]
+
+RESPONSE_PREVIEW_CHARS = 200
+
+# per-sample keyword name -> the field it receives; the batched names receive lists of the same fields
+_SAMPLE_NAMES = {
+    "response": "response",
+    "solution_str": "response",
+    "ground_truth": "ground_truth",
+    "data_source": "data_source",
+    "extra_info": "extra_info",
+    "prompt": "prompt",
+}
+_BATCH_NAMES = {
+    "responses": "response",
+    "solution_strs": "response",
+    "ground_truths": "ground_truth",
+    "data_sources": "data_source",
+    "extra_infos": "extra_info",
+    "prompts": "prompt",
+}
+_POSITIONAL_FIELDS = {
+    1: ("response",),
+    2: ("response", "ground_truth"),
+    3: ("data_source", "response", "ground_truth"),
+    4: ("data_source", "response", "ground_truth", "extra_info"),
+}
+_VERL_KEYWORDS = {"data_source": "data_source", "solution_str": "response", "ground_truth": "ground_truth",
+                  "extra_info": "extra_info"}
+_VERL_BATCH_KEYWORDS = {"data_sources": "data_source", "solution_strs": "response", "ground_truths": "ground_truth",
+                        "extra_infos": "extra_info"}
+
+
+class ScoreTimeout(TimeoutError):
+    """Raised into a scorer by the naive manager's per-sample timeout; passes through ``RewardFunction`` so the
+    manager can score the sample 0.0 (a TimeoutError the scorer raises itself is an error like any other)."""
+
+
+def sample_description(index: int, data_source: Any, response: str) -> str:
+    """``sample 3 (data_source='openai/gsm8k', response[:200]='...')`` for error messages."""
+    return (f"sample {index} (data_source={data_source!r}, "
+            f"response[:{RESPONSE_PREVIEW_CHARS}]={str(response)[:RESPONSE_PREVIEW_CHARS]!r})")
+
+
+def check_reward(value: Any, index: int, data_source: Any, response: str) -> float:
+    """The reward as a finite float; ``RewardError`` naming the sample for anything else."""
+    where = sample_description(index, data_source, response)
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1:
+            raise RewardError(f"reward function returned a tensor of shape {tuple(value.shape)} for {where}; "
+                              "expected one number per sample")
+        value = value.item()
+    elif isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)):
+        return float(value)
+    if not isinstance(value, (int, float, np.integer, np.floating)):
+        raise RewardError(f"reward function returned a non-numeric reward {value!r} "
+                          f"(type {type(value).__name__}) for {where}")
+    result = float(value)
+    if not math.isfinite(result):
+        raise RewardError(f"reward function returned a non-finite reward {result} for {where}")
+    return result
+
+
+def split_score(value: Any, index: int, data_source: Any, response: str) -> tuple[float, dict | None]:
+    """(reward, the dict itself when the function returned one): dicts must carry a ``"score"`` entry."""
+    if isinstance(value, dict):
+        if "score" not in value:
+            raise RewardError(f"reward function returned a dict without a 'score' entry (keys {sorted(value)}) for "
+                              f"{sample_description(index, data_source, response)}")
+        return check_reward(value["score"], index, data_source, response), value
+    return check_reward(value, index, data_source, response), None
+
+
+class RewardFunction:
+    """A user reward callable with its calling convention resolved once (see the module docstring).
+
+    ``score(index, response=..., ground_truth=..., data_source=..., extra_info=..., prompt=...)`` calls a
+    per-sample function; ``score_batch(responses=[...], ...)`` calls a batched one (or a per-sample one once
+    per sample). Both return the raw values (numbers or dicts) and raise ``RewardError`` on an exception.
+    """
+
+    def __init__(self, fn: Callable[..., Any], bound_kwargs: dict[str, Any] | None = None) -> None:
+        if isinstance(fn, RewardFunction):  # re-wrapping keeps the kwargs bound by the inner one
+            bound_kwargs = {**fn.bound_kwargs, **(bound_kwargs or {})}
+            fn = fn.fn
+        if not callable(fn):
+            raise InvalidArgumentError(f"reward_fn must be callable, got {type(fn).__name__}")
+        if inspect.iscoroutinefunction(fn):
+            raise InvalidArgumentError(f"reward_fn {_name(fn)} is async; pass a plain function")
+        self.fn = fn
+        self.name = _name(fn)
+        try:
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError) as e:
+            raise InvalidArgumentError(f"cannot read the signature of reward_fn {self.name}; wrap it in a def") from e
+        # ``bound_kwargs`` (custom_reward_function.reward_kwargs) are passed on every call, over the inputs as
+        # in verl, so those parameters are not reward inputs.
+        self.bound_kwargs = dict(bound_kwargs or {})
+        params = [p for p in signature.parameters.values() if p.name not in self.bound_kwargs]
+        self.batched, self._keywords, self._positional = self._resolve(params, getattr(fn, "batched", None))
+
+    # -- detection --------------------------------------------------------------------------------
+    def _resolve(self, params: list[inspect.Parameter], forced: Any) -> tuple[bool, dict[str, str], tuple[str, ...]]:
+        """(batched, keyword name -> field, positional fields)."""
+        if forced is not None and not isinstance(forced, bool):
+            raise InvalidArgumentError(f"reward_fn {self.name}: attribute 'batched' must be a bool, got {forced!r}")
+        names = {p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        has_var_kw = any(p.kind == p.VAR_KEYWORD for p in params)
+        batched = forced if forced is not None else bool(names & _BATCH_NAMES.keys())
+        known = _BATCH_NAMES if batched else _SAMPLE_NAMES
+        required = [p for p in params if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+        unknown = [p.name for p in required if p.name not in known]
+        if (names & known.keys() or (not names and has_var_kw)) and not unknown:
+            if any(p.kind == p.POSITIONAL_ONLY and p.name in known for p in params):
+                raise InvalidArgumentError(f"reward_fn {self.name}: reward inputs cannot be positional-only")
+            keywords = {name: known[name] for name in names if name in known}
+            if has_var_kw:  # **kwargs takes verl's keywords
+                keywords.update(_VERL_BATCH_KEYWORDS if batched else _VERL_KEYWORDS)
+            return batched, keywords, ()
+
+        positional = [p for p in required if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if len(positional) != len(required) or len(positional) not in _POSITIONAL_FIELDS:
+            raise InvalidArgumentError(
+                f"reward_fn {self.name}{inspect.signature(self.fn)}: cannot tell which arguments it takes "
+                f"(parameters {unknown} are not reward inputs); use f(response), f(response, ground_truth), verl's "
+                "f(data_source, solution_str, ground_truth, extra_info), or a batched f(responses, ...); known "
+                f"names: {sorted(known)} (see verl.trainer.reward_fn)")
+        fields = _POSITIONAL_FIELDS[len(positional)]
+        misplaced = [p.name for p, f in zip(positional, fields) if p.name in known and known[p.name] != f]
+        if misplaced:
+            raise InvalidArgumentError(
+                f"reward_fn {self.name}{inspect.signature(self.fn)}: cannot tell which arguments it takes: by "
+                f"position it would get {list(fields)}, but parameter(s) {misplaced} are named otherwise; give every "
+                f"required parameter a known name ({sorted(known)}) or use verl's order (see verl.trainer.reward_fn)")
+        return batched, {}, fields
+
+    # -- calls ------------------------------------------------------------------------------------
+    def _call(self, fields: dict[str, Any]) -> Any:
+        args = [fields[f] for f in self._positional]
+        kwargs = {name: fields[f] for name, f in self._keywords.items()}
+        return self.fn(*args, **{**kwargs, **self.bound_kwargs})
+
+    def score(self, index: int, *, response: str, ground_truth: Any = None, data_source: Any = None,
+              extra_info: Any = None, prompt: str | None = None) -> Any:
+        """One sample through a per-sample function; the raw value (number or dict)."""
+        if self.batched:
+            return self.score_batch(responses=[response], ground_truths=[ground_truth], data_sources=[data_source],
+                                    extra_infos=[extra_info], prompts=[prompt], first_index=index)[0]
+        fields = {"response": response, "ground_truth": ground_truth, "data_source": data_source,
+                  "extra_info": extra_info, "prompt": prompt}
+        try:
+            return self._call(fields)
+        except (RewardError, ScoreTimeout):
+            raise
+        except Exception as e:
+            raise RewardError(f"reward function {self.name} raised {type(e).__name__}: {e} on "
+                              f"{sample_description(index, data_source, response)}") from e
+
+    def score_batch(self, responses: Sequence[str], ground_truths: Sequence[Any], data_sources: Sequence[Any],
+                    extra_infos: Sequence[Any], prompts: Sequence[str | None] | None = None,
+                    first_index: int = 0) -> list[Any]:
+        """Every sample: one call to a batched function, or one call per sample; a list of raw values."""
+        n = len(responses)
+        prompts = list(prompts) if prompts is not None else [None] * n
+        if not self.batched:
+            return [self.score(first_index + i, response=responses[i], ground_truth=ground_truths[i],
+                               data_source=data_sources[i], extra_info=extra_infos[i], prompt=prompts[i])
+                    for i in range(n)]
+        fields = {"response": list(responses), "ground_truth": list(ground_truths), "data_source": list(data_sources),
+                  "extra_info": list(extra_infos), "prompt": prompts}
+        try:
+            values = self._call(fields)
+        except RewardError:
+            raise
+        except Exception as e:
+            first = sample_description(first_index, data_sources[0], responses[0]) if n else "an empty batch"
+            raise RewardError(f"batched reward function {self.name} raised {type(e).__name__}: {e} on samples "
+                              f"{first_index}..{first_index + n - 1} (the first is {first})") from e
+        if isinstance(values, torch.Tensor):
+            values = values.reshape(-1).tolist() if values.dim() <= 1 else values
+        if isinstance(values, (str, bytes, dict)) or not isinstance(values, (Sequence, np.ndarray)):
+            raise RewardError(f"batched reward function {self.name} returned {type(values).__name__}; expected a "
+                              f"sequence of {n} rewards")
+        values = list(values)
+        if len(values) != n:
+            raise RewardError(f"batched reward function {self.name} returned {len(values)} rewards for {n} samples")
+        return values
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Calls the wrapped function with the bound kwargs merged in (verl's ``_call_with_kwargs``)."""
+        return self.fn(*args, **{**kwargs, **self.bound_kwargs})
+
+    def __repr__(self) -> str:
+        form = "batched" if self.batched else "per-sample"
+        how = f"keywords {sorted(self._keywords)}" if self._keywords else f"positional {list(self._positional)}"
+        return f"RewardFunction({self.name}, {form}, {how})"
+
+
+def _name(fn: Any) -> str:
+    inner = getattr(fn, "func", None)  # functools.partial
+    return getattr(fn, "__qualname__", None) or getattr(inner, "__qualname__", None) or type(fn).__name__
+
+
+def build_reward_manager(reward_fn: Callable[..., Any] | None, tokenizer: Any, num_examine: int = 0,
+                         reward_fn_key: str = "data_source", **manager_kwargs: Any) -> Any:
+    """The reward manager for a Python reward function: ``BatchRewardManager`` for a batched one,
+    ``NaiveRewardManager`` otherwise (``default_compute_score`` when ``reward_fn`` is None). ``manager_kwargs``
+    go to the manager (``compute_score_timeout`` for the naive one, bound scorer kwargs for the batched one)."""
+    from ..workers.reward_manager import BatchRewardManager, NaiveRewardManager
+
+    if reward_fn is None:
+        return NaiveRewardManager(tokenizer, num_examine, None, reward_fn_key, **manager_kwargs)
+    wrapped = reward_fn if isinstance(reward_fn, RewardFunction) else RewardFunction(reward_fn)
+    cls = BatchRewardManager if wrapped.batched else NaiveRewardManager
+    return cls(tokenizer, num_examine, wrapped, reward_fn_key, **manager_kwargs)

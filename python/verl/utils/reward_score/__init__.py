@@ -1,0 +1,60 @@
+"""Rule-based reward scorers (verl's ``verl.utils.reward_score``) and the ``data_source`` dispatch.
+
+``default_compute_score(data_source, solution_str, ground_truth, extra_info)`` is what the reward managers
+call when no ``custom_reward_function`` is configured. Ported scorers: ``openai/gsm8k`` (``gsm8k``), the MATH
+sets (``math_reward``) and the DAPO math sets (``math_dapo``). Other verl data sources (code sandboxes,
+prime_math, geometry3k, search-R1) need verl's third-party dependencies and raise ``NotImplementedError``,
+as unknown data sources do in verl.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import gsm8k, math_dapo, math_reward
+
+__all__ = ["default_compute_score", "get_default_compute_score", "gsm8k", "math_reward", "math_dapo"]
+
+MATH_DATA_SOURCES = ("lighteval/MATH", "DigitalLearningGmbH/MATH-lighteval", "HuggingFaceH4/MATH-500")
+DAPO_DATA_SOURCES = ("math_dapo", "math", "math_dapo_reasoning")  # and every source starting with "aime"
+
+# Data sources verl scores with modules that need extra services or packages (not ported here).
+_UNPORTED_DATA_SOURCES = (
+    "numina_aops_forum", "numina_synthetic_math", "numina_amc_aime", "numina_synthetic_amc", "numina_cn_k12",
+    "numina_olympiads", "codecontests", "apps", "codeforces", "taco", "hiyouga/geometry3k", "searchR1_nq",
+    "searchR1_triviaqa", "searchR1_popqa", "searchR1_hotpotqa", "searchR1_2wikimultihopqa", "searchR1_musique",
+    "searchR1_bamboogle",
+)
+
+
+def default_compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict | None = None,
+                          sandbox_fusion_url: str | None = None, concurrent_semaphore: Any = None,
+                          memory_limit_mb: int | None = None, **kwargs: Any) -> float | dict:
+    """Score one response with the scorer for its ``data_source``.
+
+    Returns a float, or the scorer's dict (``math_dapo`` gives ``{"score", "acc", "pred"}``).
+    Raises ``NotImplementedError`` for a data source without a scorer, naming it.
+    """
+    if data_source == "openai/gsm8k":
+        result: Any = gsm8k.compute_score(solution_str, ground_truth)
+    elif data_source in MATH_DATA_SOURCES:
+        result = math_reward.compute_score(solution_str, ground_truth)
+    elif data_source in DAPO_DATA_SOURCES or str(data_source).startswith("aime"):
+        result = math_dapo.compute_score(solution_str, ground_truth)
+    elif data_source in _UNPORTED_DATA_SOURCES:
+        raise NotImplementedError(
+            f"Reward function for {data_source=} needs verl's external scorer (sandbox / prime / mathruler) which "
+            "verl-cpp does not ship; set custom_reward_function.path or pass reward_fn=")
+    else:
+        raise NotImplementedError(f"Reward function is not implemented for {data_source=}")
+
+    if isinstance(result, dict):
+        return result
+    if isinstance(result, (int, float, bool)):
+        return float(result)
+    return float(result[0])
+
+
+def get_default_compute_score(reward_name: str | None = None):
+    """The default scorer for a reward manager name (the same function for every manager, as in verl)."""
+    return default_compute_score
