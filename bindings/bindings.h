@@ -15,4 +15,5 @@ void register_transformer(py::module_& m);  // transformer.cpp: verl/model Causa
 void register_tokenizer(py::module_& m);  // tokenizer.cpp: verl::tokenizer (Tokenizer, render_chatml)
 void register_workers(py::module_& m);  // workers.cpp: verl::workers (ActorWorker, CriticWorker, schedules)
 void register_rollout(py::module_& m);  // rollout.cpp: verl::rollout (Engine, SamplingParams)
+void register_trainer(py::module_& m);  // trainer.cpp: verl::trainer (PPOTrainer, step metrics)
 }  // namespace verl::bindings
