@@ -62,7 +62,11 @@ void register_workers(py::module_& m) {
       .def_property_readonly("model", &ActorWorker::model)
       .def("optimizer_state", [](ActorWorker& a) { return optimizer_state(a.optimizer()); })
       .def("set_scheduler_step_count",
-           [](ActorWorker& a, int64_t n) { a.optimizer().set_scheduler_step_count(n); }, py::arg("count"));
+           [](ActorWorker& a, int64_t n) { a.optimizer().set_scheduler_step_count(n); }, py::arg("count"))
+      .def("save_optimizer", [](ActorWorker& a, const std::string& path) { a.optimizer().save(path); },
+           py::arg("path"), Release())
+      .def("load_optimizer", [](ActorWorker& a, const std::string& path) { a.optimizer().load(path); },
+           py::arg("path"), Release());
 
   py::class_<CriticWorker>(w, "CriticWorker", "Critic worker over a shared value-head CausalLM.")
       .def(py::init([](const Config& config, std::shared_ptr<CausalLM> model) {
@@ -74,7 +78,11 @@ void register_workers(py::module_& m) {
       .def_property_readonly("model", &CriticWorker::model)
       .def("optimizer_state", [](CriticWorker& c) { return optimizer_state(c.optimizer()); })
       .def("set_scheduler_step_count",
-           [](CriticWorker& c, int64_t n) { c.optimizer().set_scheduler_step_count(n); }, py::arg("count"));
+           [](CriticWorker& c, int64_t n) { c.optimizer().set_scheduler_step_count(n); }, py::arg("count"))
+      .def("save_optimizer", [](CriticWorker& c, const std::string& path) { c.optimizer().save(path); },
+           py::arg("path"), Release())
+      .def("load_optimizer", [](CriticWorker& c, const std::string& path) { c.optimizer().load(path); },
+           py::arg("path"), Release());
 
   w.def("constant_schedule_with_warmup", &workers::constant_schedule_with_warmup, py::arg("step"),
         py::arg("num_warmup_steps"));

@@ -1,6 +1,7 @@
 #include "verl/workers/optim.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include "verl/core/error.h"
 #include "worker_config_util.h"
@@ -201,6 +202,48 @@ double Optimizer::scheduler_step() {
 void Optimizer::set_scheduler_step_count(int64_t last_epoch) {
   VERL_CHECK(last_epoch >= 0, "scheduler step count must be >= 0, got ", last_epoch);
   last_epoch_ = last_epoch;
+  apply_lr();
+}
+
+void Optimizer::save(const std::string& path) const {
+  const std::string tmp = path + ".tmp";
+  try {
+    torch::serialize::OutputArchive archive;
+    adamw_->save(archive);
+    archive.write("verl_scheduler_last_epoch", torch::tensor(last_epoch_, torch::kLong));
+    archive.write("verl_skipped_steps", torch::tensor(skipped_steps_, torch::kLong));
+    archive.save_to(tmp);
+  } catch (const c10::Error& e) {
+    std::remove(tmp.c_str());
+    VERL_FAIL(CheckpointError, "cannot write optimizer state '", path, "': ", e.what_without_backtrace());
+  }
+  VERL_CHECK_AS(CheckpointError, std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename '", tmp, "' to '", path,
+                "'");
+}
+
+void Optimizer::load(const std::string& path) {
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    torch::Tensor last_epoch, skipped;
+    archive.read("verl_scheduler_last_epoch", last_epoch);
+    archive.read("verl_skipped_steps", skipped);
+    adamw_->load(archive);
+    last_epoch_ = last_epoch.item<int64_t>();
+    skipped_steps_ = skipped.item<int64_t>();
+  } catch (const c10::Error& e) {
+    VERL_FAIL(CheckpointError, "cannot read optimizer state '", path, "': ", e.what_without_backtrace());
+  }
+  // AdamW's moments must match the parameters they update.
+  for (const auto& group : adamw_->param_groups()) {
+    for (const auto& p : group.params()) {
+      auto it = adamw_->state().find(p.unsafeGetTensorImpl());
+      if (it == adamw_->state().end()) continue;
+      const auto& st = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+      VERL_CHECK_AS(CheckpointError, st.exp_avg().sizes() == p.sizes(), "optimizer state '", path,
+                    "' does not match the parameters (moment ", st.exp_avg().sizes(), " vs parameter ", p.sizes(), ")");
+    }
+  }
   apply_lr();
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from verl import _C
@@ -30,6 +31,14 @@ class CriticWorker:
 
     def optimizer_state(self) -> dict[str, Any]:
         return dict(self._worker.optimizer_state())
+
+    def save_optimizer(self, path: str | os.PathLike) -> None:
+        """AdamW state and schedule position (a torch archive, written atomically)."""
+        self._worker.save_optimizer(os.fspath(path))
+
+    def load_optimizer(self, path: str | os.PathLike) -> None:
+        """Restores what save_optimizer wrote (raises verl.CheckpointError on a mismatch)."""
+        self._worker.load_optimizer(os.fspath(path))
 
     @property
     def lr(self) -> float:

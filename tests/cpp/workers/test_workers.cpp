@@ -166,10 +166,23 @@ TEST_CASE("update_policy: gradient accumulation is invariant to the micro-batch 
         INFO(key);
         CHECK(r2.count(key));
       }
-      CHECK(r2.at("actor/kl_coef") == 0.001);
+      CHECK(r2.at("actor/kl_coef") == Approx(0.001).epsilon(1e-12));  // a mean of equal floats
       CHECK(r2.at("actor/lr") == 1e-2);
     }
   }
+}
+
+TEST_CASE("update_policy with gradient checkpointing equals the plain backward", "[workers]") {
+  auto plain = tiny_model(), ckpt = tiny_model();
+  Config c = actor_config(4, false);
+  ActorWorker a_plain(c, plain);
+  c.set("actor_rollout_ref.model.enable_gradient_checkpointing", true);
+  ActorWorker a_ckpt(c, ckpt);
+  CHECK(ckpt->gradient_checkpointing());
+  DataProto d = training_batch(a_plain);
+  a_plain.update_policy(d);
+  a_ckpt.update_policy(d);
+  CHECK(max_param_diff(*plain, *ckpt) < 1e-12);
 }
 
 TEST_CASE("critic: values at the token before each response token; invariant accumulation", "[workers]") {
@@ -213,6 +226,13 @@ TEST_CASE("critic: values at the token before each response token; invariant acc
   CHECK(r2.at("critic/vf_loss") == Approx(r8.at("critic/vf_loss")).epsilon(1e-9));
   CHECK(r2.at("critic/grad_norm") == Approx(rdyn.at("critic/grad_norm")).epsilon(1e-9));
   for (const char* key : {"critic/vf_clipfrac", "critic/vpred_mean", "critic/loss", "critic/lr"}) CHECK(r2.count(key));
+}
+
+TEST_CASE("float-valued actor keys whose verl default is written as an integer", "[workers]") {
+  // verl's ppo_trainer.yaml has entropy_coeff: 0 (an int) for a float field.
+  Config c = Config::load("", {"actor_rollout_ref.actor.entropy_coeff=0.01"});
+  CHECK(c.get_as<double>("actor_rollout_ref.actor.entropy_coeff") == 0.01);
+  CHECK_THROWS_AS(Config::load("", {"actor_rollout_ref.actor.ppo_epochs=1.5"}), ConfigTypeError);
 }
 
 TEST_CASE("worker configuration errors name the key", "[workers]") {

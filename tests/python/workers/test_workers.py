@@ -265,3 +265,42 @@ def test_bad_config_raises_config_error_naming_the_key():
         ActorWorker(actor_config(**{"actor_rollout_ref.actor.policy_loss.loss_mode": "nope"}), model)
     with pytest.raises(ValueError, match="ValueModel"):
         CriticWorker({}, model)
+
+
+def test_optimizer_checkpoint_resumes_the_same_update(tmp_path):
+    cfg = actor_config(**{"actor_rollout_ref.actor.optim.lr_warmup_steps": 3})
+    model_a, model_b = make_model(), make_model()
+    a = ActorWorker(cfg, model_a)
+    data = rollout_batch()
+    data.batch["old_log_probs"] = a.compute_log_prob(data).batch["old_log_probs"]
+    data.batch["advantages"] = torch.linspace(-1, 1, data.batch["response_mask"].numel(),
+                                              dtype=torch.float64).view_as(data.batch["old_log_probs"])
+    a.update_policy(data)
+    a.save_optimizer(tmp_path / "optim.pt")
+    model_b.load_state_dict(model_a.state_dict())
+    b = ActorWorker(cfg, model_b)
+    b.load_optimizer(tmp_path / "optim.pt")
+    assert b.optimizer_state()["scheduler_step_count"] == 1
+    assert b.lr == a.lr
+    a.update_policy(data)
+    b.update_policy(data)
+    for name, p in model_a.state_dict().items():
+        assert torch.equal(p, model_b.state_dict()[name]), name
+    with pytest.raises(verl.CheckpointError):
+        b.load_optimizer(tmp_path / "missing.pt")
+
+
+def test_workers_accept_a_loaded_verl_config():
+    cfg = verl.load_config(overrides=[
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4",
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+        "actor_rollout_ref.actor.entropy_coeff=0.01",
+        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=2",
+    ])
+    model = make_model()
+    data = rollout_batch()
+    actor = ActorWorker(cfg, model)
+    ref = ActorWorker(cfg, model, role="ref")
+    assert ref.role == "ref"
+    torch.testing.assert_close(ref.compute_ref_log_prob(data).batch["ref_log_prob"],
+                               actor.compute_log_prob(data).batch["old_log_probs"], rtol=0, atol=1e-12)

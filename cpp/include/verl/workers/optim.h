@@ -73,6 +73,12 @@ class Optimizer {
   // Restores the schedule position (resume); sets the LR accordingly.
   void set_scheduler_step_count(int64_t last_epoch);
   int64_t skipped_steps() const { return skipped_steps_; }  // updates skipped for a non-finite norm
+
+  // Checkpoint of the AdamW state (moments, step counts) and the schedule position, as a torch
+  // archive written to a temporary file and renamed. load() needs an optimizer over the same
+  // parameter shapes; CheckpointError naming the file otherwise.
+  void save(const std::string& path) const;
+  void load(const std::string& path);
   const OptimConfig& config() const { return config_; }
   torch::optim::AdamW& adamw() { return *adamw_; }
   const std::vector<torch::Tensor>& parameters() const { return parameters_; }
