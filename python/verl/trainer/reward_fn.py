@@ -142,6 +142,8 @@ class RewardFunction:
         self.bound_kwargs = dict(bound_kwargs or {})
         params = [p for p in signature.parameters.values() if p.name not in self.bound_kwargs]
         self.batched, self._keywords, self._positional = self._resolve(params, getattr(fn, "batched", None))
+        #: whether the function reads the decoded prompt (managers skip decoding prompts otherwise)
+        self.wants_prompt = "prompt" in self._keywords.values() or "prompt" in self._positional
 
     # -- detection --------------------------------------------------------------------------------
     def _resolve(self, params: list[inspect.Parameter], forced: Any) -> tuple[bool, dict[str, str], tuple[str, ...]]:

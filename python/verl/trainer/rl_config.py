@@ -223,6 +223,24 @@ class RLConfig:
             return self.values[name]
         return self.to_config()[SHORT_NAMES[name][0]]
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """``cfg.n = 8`` sets a short name (checked at once: a bad value leaves the config unchanged)."""
+        if name in ("base", "overrides", "values"):
+            object.__setattr__(self, name, value)
+            return
+        if name not in SHORT_NAMES:
+            raise ConfigError(f"RLConfig: unknown setting '{name}'{_suggest(name)}")
+        had, previous = name in self.values, self.values.get(name)
+        self.values[name] = value
+        try:
+            self.to_config()
+        except Exception:
+            if had:
+                self.values[name] = previous
+            else:
+                del self.values[name]
+            raise
+
     def to_dict(self) -> dict:
         """The whole verl tree as nested dicts (interpolations resolved)."""
         return self.to_config().to_dict()

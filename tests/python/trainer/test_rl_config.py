@@ -117,3 +117,16 @@ def test_from_a_verl_config_and_equality():
     assert base.algorithm.lam == 1.0  # the base is not modified
     assert RLConfig(n=2) == RLConfig(overrides=["actor_rollout_ref.rollout.n=2"]) and RLConfig(n=2) != RLConfig(n=3)
     assert "n=2" in repr(RLConfig(n=2))
+
+
+def test_attribute_assignment_sets_short_names():
+    cfg = RLConfig(n=2)
+    cfg.n = 8
+    cfg.temperature = 0.5
+    tree = cfg.to_config()
+    assert tree.actor_rollout_ref.rollout.n == 8 and tree.actor_rollout_ref.rollout.temperature == 0.5
+    with pytest.raises(verl.ConfigTypeError):
+        cfg.n = "eight"
+    assert cfg.n == 8  # unchanged after the failed assignment
+    with pytest.raises(verl.ConfigError, match="did you mean 'temperature'"):
+        cfg.temprature = 1.0

@@ -40,7 +40,8 @@ class BatchRewardManager(AbstractRewardManager):
 
     def verify(self, data: DataProto) -> list:
         """The raw scores of every sample (one batched call)."""
-        samples = decode_samples(data, self.tokenizer, self.reward_fn_key)
+        samples = decode_samples(data, self.tokenizer, self.reward_fn_key,
+                                 decode_prompts=self.num_examine > 0 or self.reward_fn.wants_prompt)
         return self._score(data, samples)
 
     def _score(self, data: DataProto, samples: list) -> list:
@@ -59,7 +60,8 @@ class BatchRewardManager(AbstractRewardManager):
 
         reward_tensor = torch.zeros_like(data.batch["responses"], dtype=torch.float32)
         reward_extra_info: dict[str, list] = defaultdict(list)
-        samples = decode_samples(data, self.tokenizer, self.reward_fn_key)
+        samples = decode_samples(data, self.tokenizer, self.reward_fn_key,
+                                 decode_prompts=self.num_examine > 0 or self.reward_fn.wants_prompt)
         results = self._score(data, samples)
         scores = []
         seen: dict = {}

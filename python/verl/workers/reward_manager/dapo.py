@@ -76,7 +76,8 @@ class DAPORewardManager(AbstractRewardManager):
 
         reward_tensor = torch.zeros_like(data.batch["responses"], dtype=torch.float32)
         reward_extra_info: dict[str, list] = defaultdict(list)
-        samples = decode_samples(data, self.tokenizer, self.reward_fn_key, strip_eos=True)
+        samples = decode_samples(data, self.tokenizer, self.reward_fn_key, strip_eos=True,
+                                 decode_prompts=self.num_examine > 0 or self.reward_fn.wants_prompt)
         rollout_scores = data.non_tensor_batch.get("reward_scores")
         seen: dict = {}
         rewards = []

@@ -75,7 +75,8 @@ class NaiveRewardManager(AbstractRewardManager):
 
         reward_tensor = torch.zeros_like(data.batch["responses"], dtype=torch.float32)
         reward_extra_info: dict[str, list] = defaultdict(list)
-        samples = decode_samples(data, self.tokenizer, self.reward_fn_key)
+        samples = decode_samples(data, self.tokenizer, self.reward_fn_key,
+                                 decode_prompts=self.num_examine > 0 or self.reward_fn.wants_prompt)
         num_turns = data.non_tensor_batch.get("__num_turns__")
         rollout_scores = data.non_tensor_batch.get("reward_scores")
         seen: dict = {}

@@ -145,3 +145,12 @@ def test_registry():
     register("test_custom_manager")(Custom)  # same class again is fine
     with pytest.raises(ValueError, match="already been registered"):
         register("test_custom_manager")(NaiveRewardManager)
+
+
+def test_num_examine_prints_first_samples_per_source(batch_maker, tokenizer, capsys):
+    data = batch_maker(PROMPTS, RESPONSES, TRUTHS, data_sources=["openai/gsm8k", "openai/gsm8k", "lighteval/MATH"])
+    NaiveRewardManager(tokenizer, num_examine=1)(data)
+    out = capsys.readouterr().out
+    assert out.count("[prompt]") == 2  # one per data source
+    assert f"[prompt] {PROMPTS[0]}\n[response] {RESPONSES[0]}\n[ground_truth] 72\n[score] 1.0" in out
+    assert PROMPTS[1] not in out
