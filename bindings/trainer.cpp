@@ -14,7 +14,6 @@
 #include "verl/data/data_proto.h"
 #include "verl/model/transformer.h"
 #include "verl/rollout/engine.h"
-#include "verl/trainer/checkpointing.h"
 #include "verl/trainer/generation.h"
 #include "verl/trainer/metrics.h"
 #include "verl/trainer/ppo_trainer.h"
@@ -150,7 +149,7 @@ void register_trainer(py::module_& m) {
           [](PPOTrainer& p, const std::string& role, const std::string& path) {
             optimizer_of(p, role);
             py::gil_scoped_release release;
-            trainer::save_optimizer_state(optimizer_of(p, role), path);
+            optimizer_of(p, role).save(path);
           },
           py::arg("role"), py::arg("path"), "Writes the 'actor' or 'critic' optimizer + scheduler state (atomic).")
       .def(
@@ -158,7 +157,7 @@ void register_trainer(py::module_& m) {
           [](PPOTrainer& p, const std::string& role, const std::string& path) {
             optimizer_of(p, role);
             py::gil_scoped_release release;
-            trainer::load_optimizer_state(optimizer_of(p, role), path);
+            optimizer_of(p, role).load(path);
           },
           py::arg("role"), py::arg("path"), "Restores an optimizer + scheduler state written by save_optimizer.");
 }
