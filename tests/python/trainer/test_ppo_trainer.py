@@ -295,3 +295,40 @@ def test_crash_during_checkpoint_keeps_the_previous_one(tiny_model_dir, toy_data
     saved = safetensors.load_checkpoint_dir(os.path.join(first, "actor"))
     for name, tensor in fresh._trainer.actor_model.state_dict().items():
         assert torch.equal(tensor, saved[name]), name
+
+
+def test_hand_over_to_an_engine_on_another_module(tiny_model_dir, toy_data, tmp_path):
+    """With the rollout engine on a separate module (a remote / resharded rollout), each step copies the updated
+    weights into it by name; its log-probs equal the actor's recomputation before the update."""
+    from verl import _C
+    from verl.models.transformer import CausalLM
+
+    from verl.models import safetensors
+
+    def load():
+        model = CausalLM(tiny_model_dir)
+        model.load_state_dict(safetensors.load_checkpoint_dir(tiny_model_dir))
+        return model
+
+    actor, replica = load(), load()
+    engine = _C.rollout.Engine(replica._module, max_num_seqs=64)
+    cfg = RLConfig(overrides=toy_overrides(tiny_model_dir, str(tmp_path), "grpo", 1)).to_config()
+
+    def reward(cpp_batch):
+        responses = cpp_batch.batch["responses"]
+        return torch.rand(responses.shape, generator=torch.Generator().manual_seed(0)), {}
+
+    trainer = _C.trainer.PPOTrainer(cfg.cpp, actor._module, reward, engine=engine, pad_token_id=0)
+    assert trainer.engine is engine
+    trainer_py, _ = run_steps(tiny_model_dir, toy_data, tmp_path, "grpo", steps=0)
+    rows = [trainer_py.train_dataset[i] for i in range(4)]
+    from verl.utils.dataset import collate_to_dataproto
+
+    metrics = trainer.step(collate_to_dataproto(rows).to_cpp())
+    assert metrics["training/rollout_probs_diff_max"] < 1e-4
+    want = actor.state_dict()
+    changed = False
+    for name, tensor in replica.state_dict().items():
+        assert torch.equal(tensor, want[name]), name
+        changed |= not torch.equal(tensor, load().state_dict()[name])
+    assert changed  # the update reached the replica
