@@ -288,3 +288,21 @@ TEST_CASE("PPOTrainer reward errors", "[trainer]") {
   CHECK_THROWS_AS(PPOTrainer(toy_config("no_such_estimator"), {tiny_model(), nullptr, nullptr, nullptr}, target_fraction),
                   ConfigError);
 }
+
+TEST_CASE("PPOTrainer hands the updated weights to an engine on another module", "[trainer]") {
+  auto actor = tiny_model();
+  auto replica = tiny_model();  // same initial weights, a separate module (a resharded / remote rollout)
+  auto engine = std::make_shared<rollout::Engine>(replica, rollout::EngineConfig{});
+  PPOTrainer t(toy_config("grpo"), {actor, nullptr, nullptr, engine}, target_fraction);
+  CHECK(&t.engine() == engine.get());
+  Metrics m = t.step(prompt_batch());
+  CHECK(m.count("timing_s/update_weights") == 1);
+  // the replica generated with the pre-update weights, which the actor recomputed exactly
+  CHECK(m["training/rollout_probs_diff_max"] < 1e-5);
+  auto want = actor->named_state();
+  for (const auto& [name, tensor] : replica->named_state()) {
+    INFO(name);
+    CHECK(torch::equal(tensor, want.at(name)));
+  }
+  CHECK(!torch::equal(want.at("lm_head.weight"), tiny_model()->named_state().at("lm_head.weight")));
+}
