@@ -16,4 +16,5 @@ void register_checkpoint(py::module_& m);   // checkpoint.cpp: verl/model load_p
 void register_tokenizer(py::module_& m);  // tokenizer.cpp: verl::tokenizer (Tokenizer, render_chatml)
 void register_workers(py::module_& m);  // workers.cpp: verl::workers (ActorWorker, CriticWorker, schedules)
 void register_rollout(py::module_& m);  // rollout.cpp: verl::rollout (Engine, SamplingParams)
+void register_trainer(py::module_& m);  // trainer.cpp: verl::trainer (PPOTrainer, step metrics)
 }  // namespace verl::bindings

@@ -16,4 +16,5 @@ PYBIND11_MODULE(_C, m) {
   verl::bindings::register_tokenizer(m);
   verl::bindings::register_workers(m);
   verl::bindings::register_rollout(m);
+  verl::bindings::register_trainer(m);
 }

@@ -1,7 +1,8 @@
 """verl-cpp: verl (the HybridFlow RL framework for LLM post-training) with a C++ core.
 
 ``import verl`` gives verl's Python API on top of libverl: ``DataProto`` (``verl.protocol``), the
-config tree (``verl.config``, and ``RLConfig`` with short names), and the ``python -m verl.trainer.main_ppo``
+config tree (``verl.config``, and ``RLConfig`` with short names), ``PPOTrainer`` (training on the C++
+trainer), and the ``python -m verl.trainer.main_ppo``
 command line.
 """
 
@@ -16,6 +17,7 @@ from .errors import *  # noqa: F403  (every exception class, listed in errors.__
 from .protocol import DataProto, DataProtoItem
 from .tokenizer import Tokenizer, load_tokenizer
 from .trainer.rl_config import RLConfig
+from .trainer.ppo_trainer import PPOTrainer
 
 #: Directory to put on CMAKE_PREFIX_PATH for ``find_package(verl)`` (the C++ SDK shipped in the wheel).
 cmake_prefix_path = _os.path.join(_os.path.dirname(__file__), "lib", "cmake")
@@ -26,6 +28,7 @@ __all__ = [
     "Config",
     "load_config",
     "RLConfig",
+    "PPOTrainer",
     "DataProto",
     "DataProtoItem",
     "Tokenizer",

@@ -15,3 +15,6 @@
 #include "verl/data/data_proto.h"
 #include "verl/data/row_plan.h"
 #include "verl/tokenizer/tokenizer.h"
+#include "verl/trainer/generation.h"
+#include "verl/trainer/metrics.h"
+#include "verl/trainer/ppo_trainer.h"

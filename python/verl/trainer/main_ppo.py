@@ -60,11 +60,12 @@ def parse_args(argv: list[str]) -> tuple[bool, str | None, list[str]]:
 
 
 def run_ppo(config: Config) -> None:
-    """Runs training. The C++ trainer has not landed yet: say so plainly instead of pretending."""
-    raise SystemExit(
-        "verl-cpp: training is not available yet in this version (the PPO/GRPO trainer is still being built); "
-        "use --print-config to check a configuration."
-    )
+    """verl's run_ppo: builds the trainer from the config (model, tokenizer, datasets, reward manager from
+    ``reward.*`` / ``custom_reward_function``) and runs ``fit()``."""
+    from .ppo_trainer import PPOTrainer
+
+    trainer = PPOTrainer(config=config)
+    trainer.fit()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,7 +78,11 @@ def main(argv: list[str] | None = None) -> int:
     if print_config:
         sys.stdout.write(config.to_yaml())
         return 0
-    run_ppo(config)
+    try:
+        run_ppo(config)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

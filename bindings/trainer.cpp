@@ -1,0 +1,165 @@
+// verl._C.trainer: the C++ PPO trainer (verl/trainer/ppo_trainer.h), its metric functions and the
+// C++ generate_sequences. python/verl/trainer/ppo_trainer.py drives it with datasets, reward managers,
+// tracking and checkpoints. step() runs without the GIL; the Python reward callback takes it back.
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "json_cast.h"
+#include "verl/core/config.h"
+#include "verl/core/error.h"
+#include "verl/data/data_proto.h"
+#include "verl/model/transformer.h"
+#include "verl/rollout/engine.h"
+#include "verl/trainer/generation.h"
+#include "verl/trainer/metrics.h"
+#include "verl/trainer/ppo_trainer.h"
+
+namespace verl::bindings {
+namespace {
+
+using trainer::PPOTrainer;
+using trainer::RewardOutput;
+using Release = py::call_guard<py::gil_scoped_release>;
+
+// A Python reward callable f(batch: verl._C.DataProto) returning token_level_scores (a tensor), a tuple
+// (tensor, {key: per-sample list}) or verl's dict {"reward_tensor": ..., "reward_extra_info": {...}}.
+// Its exceptions reach the caller of step() unchanged.
+trainer::RewardFn wrap_reward(py::function fn) {
+  // The callable is released with the GIL held, whichever thread drops the last reference.
+  std::shared_ptr<py::function> holder(new py::function(std::move(fn)), [](py::function* p) {
+    py::gil_scoped_acquire gil;
+    delete p;
+  });
+  return [holder](const DataProto& batch) -> RewardOutput {
+    py::gil_scoped_acquire gil;
+    py::object result = (*holder)(batch);
+    py::object scores = result;
+    py::object extra = py::none();
+    if (py::isinstance<py::tuple>(result)) {
+      auto tup = result.cast<py::tuple>();
+      VERL_CHECK_AS(TypeMismatch, tup.size() == 2, "reward callback returned a tuple of ", tup.size(),
+                    " items; expected (token_level_scores, reward_extra_info)");
+      scores = tup[0];
+      extra = tup[1];
+    } else if (py::isinstance<py::dict>(result)) {
+      auto d = result.cast<py::dict>();
+      VERL_CHECK_AS(TypeMismatch, d.contains("reward_tensor"), "reward callback returned a dict without 'reward_tensor'");
+      scores = d["reward_tensor"];
+      if (d.contains("reward_extra_info")) extra = d["reward_extra_info"];
+    }
+    VERL_CHECK_AS(TypeMismatch, py::isinstance(scores, py::module_::import("torch").attr("Tensor")),
+                  "reward callback returned ",
+                  std::string(py::str(scores.get_type().attr("__name__"))),
+                  " for token_level_scores; expected a torch.Tensor (bs, response_length)");
+    RewardOutput out;
+    out.token_level_scores = scores.cast<torch::Tensor>();
+    if (!extra.is_none()) {
+      VERL_CHECK_AS(TypeMismatch, py::isinstance<py::dict>(extra), "reward_extra_info must be a dict of per-sample lists");
+      for (auto item : extra.cast<py::dict>()) {
+        const std::string key = py::str(item.first);
+        std::vector<Json> column;
+        for (auto v : py::iter(item.second)) column.push_back(to_json(v, "reward_extra_info['" + key + "']"));
+        out.extra_info[key] = std::move(column);
+      }
+    }
+    return out;
+  };
+}
+
+workers::Optimizer& optimizer_of(PPOTrainer& p, const std::string& role) {
+  if (role == "actor") return p.actor().optimizer();
+  VERL_CHECK(role == "critic", "optimizer role must be 'actor' or 'critic', got '", role, "'");
+  VERL_CHECK(p.critic() != nullptr, "this trainer has no critic");
+  return p.critic()->optimizer();
+}
+
+py::dict settings_dict(const trainer::PPOTrainerConfig& s) {
+  py::dict d;
+  d["adv_estimator"] = s.adv_estimator;
+  d["use_critic"] = s.use_critic;
+  d["use_reference"] = s.use_reference;
+  d["use_kl_in_reward"] = s.use_kl_in_reward;
+  d["use_kl_loss"] = s.use_kl_loss;
+  d["rollout_n"] = s.rollout_n;
+  d["response_length"] = s.response_length;
+  d["prompt_length"] = s.prompt_length;
+  d["val_n"] = s.val_n;
+  d["critic_warmup"] = s.critic_warmup;
+  d["balance_batch"] = s.balance_batch;
+  return d;
+}
+
+}  // namespace
+
+void register_trainer(py::module_& m) {
+  py::module_ t = m.def_submodule("trainer", "verl::trainer: the PPO-family training step and its metrics");
+
+  t.def("compute_data_metrics", &trainer::compute_data_metrics, py::arg("batch"), py::arg("use_critic") = true,
+        Release());
+  t.def("compute_timing_metrics", &trainer::compute_timing_metrics, py::arg("batch"), py::arg("timing_raw"),
+        Release());
+  t.def("compute_throughout_metrics", &trainer::compute_throughout_metrics, py::arg("batch"), py::arg("timing_raw"),
+        py::arg("n_gpus") = 1, Release());
+  t.def("compute_rollout_debug_metrics", &trainer::compute_rollout_debug_metrics, py::arg("batch"), Release());
+  t.def("generate_sequences", &trainer::generate_sequences, py::arg("engine"), py::arg("prompts"),
+        py::arg("sampling_params"), py::arg("pad_token_id") = 0, py::arg("seed") = py::none(), Release(),
+        "verl's generate_sequences on a rollout Engine (C++ twin of verl.rollout.LLM.generate_sequences).");
+
+  py::class_<PPOTrainer>(t, "PPOTrainer", "verl's PPO/GRPO/... training step in C++ on a shared actor/rollout model.")
+      .def(py::init([](const Config& config, std::shared_ptr<model::CausalLM> actor, py::function reward_fn,
+                       std::shared_ptr<model::CausalLM> ref, std::shared_ptr<model::CausalLM> critic,
+                       std::shared_ptr<rollout::Engine> engine, std::optional<int64_t> pad_token_id,
+                       std::vector<int64_t> eos_token_ids, std::optional<int64_t> total_training_steps,
+                       uint64_t init_seed) {
+             trainer::PPOTrainerModels models{std::move(actor), std::move(ref), std::move(critic), std::move(engine)};
+             trainer::PPOTrainerOptions options;
+             options.pad_token_id = pad_token_id;
+             options.eos_token_ids = std::move(eos_token_ids);
+             options.total_training_steps = total_training_steps;
+             options.init_seed = init_seed;
+             trainer::RewardFn fn = wrap_reward(std::move(reward_fn));
+             py::gil_scoped_release release;
+             return std::make_unique<PPOTrainer>(config, std::move(models), std::move(fn), options);
+           }),
+           py::arg("config"), py::arg("actor"), py::arg("reward_fn"), py::kw_only(), py::arg("ref") = nullptr,
+           py::arg("critic") = nullptr, py::arg("engine") = nullptr, py::arg("pad_token_id") = py::none(),
+           py::arg("eos_token_ids") = std::vector<int64_t>{}, py::arg("total_training_steps") = py::none(),
+           py::arg("init_seed") = 0)
+      .def("step", &PPOTrainer::step, py::arg("prompts"), Release())
+      .def("collect_rollouts", &PPOTrainer::collect_rollouts, py::arg("prompts"), Release())
+      .def("compute_rewards", &PPOTrainer::compute_rewards, py::arg("batch"), Release())
+      .def("optimize", &PPOTrainer::optimize, py::arg("batch"), Release())
+      .def("generate_validation", &PPOTrainer::generate_validation, py::arg("prompts"), Release())
+      .def_property_readonly("last_batch", &PPOTrainer::last_batch)
+      .def_property("global_step", &PPOTrainer::global_step, &PPOTrainer::set_global_step)
+      .def_property("kl_coef", &PPOTrainer::kl_coef, &PPOTrainer::set_kl_coef)
+      .def_property_readonly("settings", [](const PPOTrainer& p) { return settings_dict(p.settings()); })
+      .def_property_readonly("config", &PPOTrainer::config)
+      .def_property_readonly("pad_token_id", &PPOTrainer::pad_token_id)
+      .def_property_readonly("actor_model", [](const PPOTrainer& p) { return p.models().actor; })
+      .def_property_readonly("ref_model", [](const PPOTrainer& p) { return p.models().ref; })
+      .def_property_readonly("critic_model", [](const PPOTrainer& p) { return p.models().critic; })
+      .def_property_readonly("engine", [](const PPOTrainer& p) { return p.models().engine; })
+      .def(
+          "save_optimizer",
+          [](PPOTrainer& p, const std::string& role, const std::string& path) {
+            optimizer_of(p, role);
+            py::gil_scoped_release release;
+            optimizer_of(p, role).save(path);
+          },
+          py::arg("role"), py::arg("path"), "Writes the 'actor' or 'critic' optimizer + scheduler state (atomic).")
+      .def(
+          "load_optimizer",
+          [](PPOTrainer& p, const std::string& role, const std::string& path) {
+            optimizer_of(p, role);
+            py::gil_scoped_release release;
+            optimizer_of(p, role).load(path);
+          },
+          py::arg("role"), py::arg("path"), "Restores an optimizer + scheduler state written by save_optimizer.");
+}
+
+}  // namespace verl::bindings

@@ -1,0 +1,190 @@
+// verl::trainer::PPOTrainer: one PPO-family training step in C++, in the order of verl 0.9.1's
+// RayPPOTrainer.fit (verl/trainer/ppo/ray_trainer.py) with its config keys and metric names.
+//
+//   prompts --collect_rollouts--> uid per prompt, repeat rollout.n (interleaved), generate (+ the greedy
+//           baseline for remax), union, balance_batch
+//           --compute_rewards--> token_level_scores (bs, response_length) from the reward callback
+//           --optimize--> old_log_probs (+ actor/entropy), ref_log_prob, values, KL-in-reward or
+//           token_level_rewards = scores, advantages/returns (algorithm.adv_estimator registry),
+//           update_critic, update_actor (after trainer.critic_warmup), weight hand-over, metrics
+//
+// The rollout engine runs on the actor's CausalLM object itself (no weight copy): the hand-over is a
+// no-op and the rollout's log-probs are the trainer's (training/rollout_probs_diff_* stay ~0). A
+// reference model (only when actor.use_kl_loss or algorithm.use_kl_in_reward) and a critic (critic.enable,
+// or adv_estimator gae when critic.enable is null) are created from the actor when not given.
+//
+// Prompt batches: input_ids, attention_mask (bs, max_prompt_length) left-padded, position_ids optional;
+// non-tensor columns (data_source, reward_model, extra_info, ...) pass through to the reward callback;
+// meta_info "epoch" (int) is reported as training/epoch.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "verl/algo/kl.h"
+#include "verl/core/config.h"
+#include "verl/core/json.h"
+#include "verl/data/data_proto.h"
+#include "verl/model/transformer.h"
+#include "verl/rollout/engine.h"
+#include "verl/trainer/metrics.h"
+#include "verl/workers/actor.h"
+#include "verl/workers/critic.h"
+
+namespace verl::trainer {
+
+// What a reward callback returns for a rollout batch of bs rows.
+struct RewardOutput {
+  torch::Tensor token_level_scores;  // (bs, response_length) float: the score of each token (verl puts a
+                                     // sequence's score on its last response token)
+  std::map<std::string, std::vector<Json>> extra_info;  // reward_extra_info: per-sample columns, bs entries each
+};
+
+// Scores the generated batch (prompts, responses, attention_mask, response_mask, ... and the prompt
+// batch's non-tensor columns). Exceptions propagate out of step() unchanged.
+using RewardFn = std::function<RewardOutput(const DataProto& batch)>;
+
+// The models a trainer works on. Only `actor` is required.
+struct PPOTrainerModels {
+  std::shared_ptr<model::CausalLM> actor;   // LM head; trained in place; the rollout engine generates with it
+  std::shared_ptr<model::CausalLM> ref;     // LM head; frozen. Default: a copy of the actor's initial weights
+  std::shared_ptr<model::CausalLM> critic;  // value head. Default: the actor's backbone + a new value head
+  std::shared_ptr<rollout::Engine> engine;  // default: an Engine on `actor` sized from actor_rollout_ref.rollout
+};
+
+struct PPOTrainerOptions {
+  std::optional<int64_t> pad_token_id;  // response padding; default: the model config's pad id, else 0
+  std::vector<int64_t> eos_token_ids;   // stop ids for a default engine; empty: the model config's eos ids
+  // Sets actor_rollout_ref.actor.optim.total_training_steps and critic.optim.total_training_steps
+  // (verl's trainer does this from the dataloader length) for warmup ratios and cosine schedules.
+  std::optional<int64_t> total_training_steps;
+  uint64_t init_seed = 0;  // seeds the default critic's new value head
+};
+
+// The algorithm.* / trainer.* / rollout settings the step reads, from a verl::Config.
+struct PPOTrainerConfig {
+  std::string adv_estimator = "gae";
+  double gamma = 1.0;
+  double lam = 1.0;
+  bool norm_adv_by_std_in_grpo = true;
+  bool use_kl_in_reward = false;
+  std::string kl_penalty = "kl";
+  std::string kl_ctrl_type = "fixed";
+  double kl_coef = 0.001;
+  double target_kl = 0.1;
+  int64_t kl_horizon = 10000;
+  bool use_kl_loss = false;
+  bool use_critic = false;     // need_critic(config)
+  bool use_reference = false;  // need_reference_policy(config)
+  bool balance_batch = true;
+  int64_t critic_warmup = 0;
+  int64_t n_gpus = 1;  // this process's devices (perf/throughput divides by it)
+  // actor_rollout_ref.actor: the entropy metric's aggregation
+  std::string loss_agg_mode = "token-mean";
+  std::optional<double> loss_scale_factor;
+  // actor_rollout_ref.rollout
+  int64_t rollout_n = 1;
+  double temperature = 1.0;
+  double top_p = 1.0;
+  int64_t top_k = -1;
+  bool do_sample = true;
+  int64_t response_length = 512;
+  int64_t prompt_length = 512;
+  bool ignore_eos = false;
+  int64_t rollout_seed = 42;
+  bool free_cache_engine = true;
+  // actor_rollout_ref.rollout.val_kwargs
+  int64_t val_n = 1;
+  double val_temperature = 0.0;
+  double val_top_p = 1.0;
+  int64_t val_top_k = -1;
+  bool val_do_sample = false;
+
+  // ConfigError naming the key for an unknown adv_estimator, kl_penalty or kl_ctrl.type, or bad values.
+  static PPOTrainerConfig from_config(const Config& config);
+};
+
+class PPOTrainer {
+ public:
+  PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_fn, PPOTrainerOptions options = {});
+  ~PPOTrainer();
+
+  // One full step; returns verl's metrics (timing_s/*, actor/*, critic/*, response_length/*,
+  // prompt_length/*, perf/*, training/global_step, training/epoch, ...) and advances global_step().
+  Metrics step(const DataProto& prompts);
+
+  // The stages of step(), for callers that want to look between them. Stage times accumulate in
+  // meta_info["timing_s"]; optimize() returns the step's metrics (timing_s/step = the stages' sum) and
+  // advances global_step().
+  // uid per prompt row ("step<N>.<k>-<row>" for the k-th generation batch of step N; DAPO's dynamic
+  // sampling gathers several before one optimize), repeat rollout.n interleaved, generate, union, response_mask, balance_batch
+  // (reward_baselines for remax). Prompt rows keep their non-tensor columns.
+  DataProto collect_rollouts(const DataProto& prompts);
+  // token_level_scores (and the reward's extra columns) from the callback. DataError naming the sample
+  // for a wrong shape or a non-finite score.
+  DataProto compute_rewards(DataProto batch);
+  // old_log_prob, ref, values, advantage, critic and actor updates, hand-over; the metrics.
+  Metrics optimize(DataProto batch);
+
+  // Validation generation: val_kwargs (n, temperature, top_p, top_k, do_sample; greedy by default),
+  // then the reward. Returns the batch (prompts, responses, ..., token_level_scores, the reward's extra
+  // columns) with one row per sample (prompt rows repeated val_kwargs.n times, interleaved).
+  DataProto generate_validation(const DataProto& prompts);
+
+  // The batch of the last completed step (after optimize), for inspection and rollout dumps.
+  const DataProto& last_batch() const { return last_batch_; }
+
+  int64_t global_step() const { return global_step_; }  // completed steps
+  void set_global_step(int64_t step);                    // resume
+  double kl_coef() const;                                // the in-reward KL controller's value
+  void set_kl_coef(double value);                        // resume of an adaptive controller
+
+  const PPOTrainerConfig& settings() const { return settings_; }
+  const Config& config() const { return config_; }
+  workers::ActorWorker& actor() { return *actor_; }
+  workers::ActorWorker* ref() { return ref_.get(); }
+  workers::CriticWorker* critic() { return critic_.get(); }
+  rollout::Engine& engine() { return *engine_; }
+  const PPOTrainerModels& models() const { return models_; }
+  int64_t pad_token_id() const { return pad_token_id_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  Metrics optimize_impl(DataProto batch, std::optional<double> step_seconds);
+  rollout::SamplingParams sampling_params(bool validation) const;
+  DataProto generate(const DataProto& prompts, const rollout::SamplingParams& params, int64_t seed);
+  RewardOutput call_reward(const DataProto& batch);
+  void hand_over_weights();
+
+  Config config_;
+  PPOTrainerConfig settings_;
+  PPOTrainerModels models_;
+  RewardFn reward_fn_;
+  int64_t pad_token_id_ = 0;
+  std::unique_ptr<workers::ActorWorker> actor_;
+  std::unique_ptr<workers::ActorWorker> ref_;
+  std::unique_ptr<workers::CriticWorker> critic_;
+  std::shared_ptr<rollout::Engine> engine_;
+  std::unique_ptr<algo::KLController> kl_ctrl_;
+  int64_t global_step_ = 0;
+  int64_t validation_count_ = 0;
+  int64_t gen_batches_in_step_ = 0;  // collect_rollouts calls since the last optimize (seeds, uids)
+  DataProto last_batch_;
+};
+
+}  // namespace verl::trainer
+
+namespace verl {
+// The names DESIGN.md promises C++ applications: verl::PPOTrainer trainer(config, models, reward_fn).
+using trainer::PPOTrainer;
+using trainer::RewardFn;
+using trainer::RewardOutput;
+}  // namespace verl

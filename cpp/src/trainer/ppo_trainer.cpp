@@ -1,0 +1,537 @@
+// verl's PPO step in C++ (see verl/trainer/ppo_trainer.h).
+#include "verl/trainer/ppo_trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include "verl/algo/advantage.h"
+#include "verl/algo/agg_loss.h"
+#include "verl/algo/functional.h"
+#include "verl/core/error.h"
+#include "verl/trainer/generation.h"
+#include "verl/workers/micro_batch.h"
+
+namespace verl::trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Row i of step s samples with seed rollout.seed + s * kStepSeedStride + i: every step and row draws
+// from its own stream, so a resumed run continues exactly as an uninterrupted one.
+constexpr int64_t kStepSeedStride = int64_t{1} << 24;
+// A step may gather several generation batches (DAPO's dynamic sampling); each has its own seeds and uids.
+constexpr int64_t kMaxGenBatchesPerStep = 64;
+// Greedy baselines and validation draw from streams no training step reaches.
+constexpr int64_t kValidationSeedOffset = int64_t{1} << 50;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// verl's marked_timer: adds the block's wall time to timing[name].
+class StageTimer {
+ public:
+  StageTimer(TimingRaw& timing, std::string name) : timing_(timing), name_(std::move(name)), start_(Clock::now()) {}
+  ~StageTimer() { timing_[name_] += seconds_since(start_); }
+  StageTimer(const StageTimer&) = delete;
+  StageTimer& operator=(const StageTimer&) = delete;
+
+ private:
+  TimingRaw& timing_;
+  std::string name_;
+  Clock::time_point start_;
+};
+
+TimingRaw read_timing(const DataProto& batch) {
+  TimingRaw timing;
+  auto it = batch.meta_info().find("timing_s");
+  if (it != batch.meta_info().end() && it->is_object()) {
+    for (auto kv = it->begin(); kv != it->end(); ++kv) timing[kv.key()] = kv.value().get<double>();
+  }
+  return timing;
+}
+
+void write_timing(DataProto& batch, const TimingRaw& timing) {
+  Json t = Json::object();
+  for (const auto& [k, v] : timing) t[k] = v;
+  batch.meta_info()["timing_s"] = std::move(t);
+}
+
+Metrics read_step_metrics(const DataProto& batch) {
+  Metrics m;
+  auto it = batch.meta_info().find("step_metrics");
+  if (it != batch.meta_info().end() && it->is_object()) {
+    for (auto kv = it->begin(); kv != it->end(); ++kv) m[kv.key()] = kv.value().get<double>();
+  }
+  return m;
+}
+
+void add_step_metrics(DataProto& batch, const Metrics& metrics) {
+  Json& m = batch.meta_info()["step_metrics"];
+  if (!m.is_object()) m = Json::object();
+  for (const auto& [k, v] : metrics) m[k] = v;
+}
+
+void merge(Metrics& into, const Metrics& from) {
+  for (const auto& [k, v] : from) into[k] = v;
+}
+
+std::optional<double> optional_number(const Config& config, const std::string& key) {
+  if (!config.has(key)) return std::nullopt;
+  Json v = config.get(key);
+  if (v.is_null()) return std::nullopt;
+  VERL_CHECK_AS(ConfigTypeError, v.is_number(), "config key '", key, "' is not a number: ", v.dump());
+  return v.get<double>();
+}
+
+bool valid_kl_mode(const std::string& mode) {
+  static const std::set<std::string> modes{"kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3"};
+  std::string base = mode;
+  if (!base.empty() && base.back() == '+') base.pop_back();
+  return modes.count(base) != 0;
+}
+
+std::string describe_sample(const DataProto& batch, int64_t row) {
+  std::ostringstream out;
+  out << "sample " << row;
+  if (batch.has_column("data_source")) out << " (data_source=" << batch.column("data_source")[static_cast<size_t>(row)].dump() << ")";
+  return out.str();
+}
+
+// The frozen reference policy: the actor's initial weights in a separate module.
+std::shared_ptr<model::CausalLM> copy_as_reference(const model::CausalLM& actor) {
+  auto ref = std::make_shared<model::CausalLM>(actor.config(), model::HeadKind::kLanguageModel);
+  ref->to(actor.device(), actor.dtype());
+  torch::NoGradGuard no_grad;
+  ref->load_state_dict(actor.named_state(), /*strict=*/true);
+  for (auto& p : ref->parameters()) p.set_requires_grad(false);
+  return ref;
+}
+
+// verl's default critic: the actor checkpoint loaded as AutoModelForTokenClassification(num_labels=1),
+// i.e. the same backbone and a new `score` head initialised N(0, 0.02) (HF's initializer_range) without bias.
+std::shared_ptr<model::CausalLM> critic_from_actor(const model::CausalLM& actor, uint64_t seed) {
+  auto critic = std::make_shared<model::CausalLM>(actor.config(), model::HeadKind::kValue);
+  critic->to(actor.device(), actor.dtype());
+  std::map<std::string, torch::Tensor> state = actor.named_state();
+  state.erase("lm_head.weight");
+  torch::NoGradGuard no_grad;
+  critic->load_state_dict(state, /*strict=*/false);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  torch::Tensor w = at::normal(0.0, 0.02, critic->score->weight.sizes(), gen, torch::TensorOptions().dtype(torch::kFloat32));
+  critic->score->weight.copy_(w);
+  if (critic->score->bias.defined()) critic->score->bias.zero_();
+  return critic;
+}
+
+}  // namespace
+
+PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
+  PPOTrainerConfig s;
+  s.adv_estimator = config.get_as<std::string>("algorithm.adv_estimator");
+  try {
+    algo::get_adv_estimator_fn(s.adv_estimator);
+  } catch (const InvalidArgument& e) {
+    VERL_FAIL(ConfigError, "algorithm.adv_estimator: ", e.what());
+  }
+  s.gamma = config.get_as<double>("algorithm.gamma");
+  s.lam = config.get_as<double>("algorithm.lam");
+  s.norm_adv_by_std_in_grpo = config.get_as<bool>("algorithm.norm_adv_by_std_in_grpo");
+  s.use_kl_in_reward = config.get_as<bool>("algorithm.use_kl_in_reward");
+  s.kl_penalty = config.get_as<std::string>("algorithm.kl_penalty");
+  VERL_CHECK_AS(ConfigError, !s.use_kl_in_reward || valid_kl_mode(s.kl_penalty), "algorithm.kl_penalty: unknown mode '",
+                s.kl_penalty, "' (kl, k1, abs, mse, k2, low_var_kl, k3, optionally with a trailing '+')");
+  s.kl_ctrl_type = config.get_as<std::string>("algorithm.kl_ctrl.type");
+  VERL_CHECK_AS(ConfigError, s.kl_ctrl_type == "fixed" || s.kl_ctrl_type == "adaptive",
+                "algorithm.kl_ctrl.type must be 'fixed' or 'adaptive', got '", s.kl_ctrl_type, "'");
+  s.kl_coef = config.get_as<double>("algorithm.kl_ctrl.kl_coef");
+  s.target_kl = config.get_as<double>("algorithm.kl_ctrl.target_kl");
+  s.kl_horizon = config.get_as<int64_t>("algorithm.kl_ctrl.horizon");
+  VERL_CHECK_AS(ConfigError, s.kl_ctrl_type != "adaptive" || s.kl_horizon > 0,
+                "algorithm.kl_ctrl.horizon must be positive for the adaptive controller, got ", s.kl_horizon);
+  s.use_kl_loss = config.get_as<bool>("actor_rollout_ref.actor.use_kl_loss");
+  Json critic_enable = config.get("critic.enable");
+  VERL_CHECK_AS(ConfigTypeError, critic_enable.is_null() || critic_enable.is_boolean(),
+                "critic.enable must be null, true or false, got ", critic_enable.dump());
+  s.use_critic = critic_enable.is_null() ? s.adv_estimator == "gae" : critic_enable.get<bool>();
+  VERL_CHECK_AS(ConfigError, s.adv_estimator != "gae" || s.use_critic,
+                "algorithm.adv_estimator=gae needs a critic, but critic.enable=false");
+  s.use_reference = s.use_kl_in_reward || s.use_kl_loss;
+  s.balance_batch = config.get_as<bool>("trainer.balance_batch");
+  s.critic_warmup = config.get_as<int64_t>("trainer.critic_warmup");
+  s.loss_agg_mode = config.get_as<std::string>("actor_rollout_ref.actor.loss_agg_mode");
+  s.loss_scale_factor = optional_number(config, "actor_rollout_ref.actor.loss_scale_factor");
+
+  const std::string r = "actor_rollout_ref.rollout.";
+  s.rollout_n = config.get_as<int64_t>(r + "n");
+  VERL_CHECK_AS(ConfigError, s.rollout_n >= 1, r, "n must be >= 1, got ", s.rollout_n);
+  s.temperature = config.get_as<double>(r + "temperature");
+  VERL_CHECK_AS(ConfigError, s.temperature >= 0, r, "temperature must be >= 0, got ", s.temperature);
+  s.top_p = config.get_as<double>(r + "top_p");
+  s.top_k = config.get_as<int64_t>(r + "top_k");
+  s.do_sample = config.get_as<bool>(r + "do_sample");
+  s.response_length = config.get_as<int64_t>(r + "response_length");
+  VERL_CHECK_AS(ConfigError, s.response_length > 0, r, "response_length (data.max_response_length) must be positive, got ",
+                s.response_length);
+  s.prompt_length = config.get_as<int64_t>(r + "prompt_length");
+  s.ignore_eos = config.get_as<bool>(r + "ignore_eos");
+  s.rollout_seed = config.get_as<int64_t>(r + "seed");
+  s.free_cache_engine = config.get_as<bool>(r + "free_cache_engine");
+  s.val_n = config.get_as<int64_t>(r + "val_kwargs.n");
+  VERL_CHECK_AS(ConfigError, s.val_n >= 1, r, "val_kwargs.n must be >= 1, got ", s.val_n);
+  s.val_temperature = config.get_as<double>(r + "val_kwargs.temperature");
+  s.val_top_p = config.get_as<double>(r + "val_kwargs.top_p");
+  s.val_top_k = config.get_as<int64_t>(r + "val_kwargs.top_k");
+  s.val_do_sample = config.get_as<bool>(r + "val_kwargs.do_sample");
+  return s;
+}
+
+PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_fn, PPOTrainerOptions options)
+    : config_(std::move(config)), models_(std::move(models)), reward_fn_(std::move(reward_fn)) {
+  VERL_CHECK(models_.actor != nullptr, "PPOTrainer: the actor model is required");
+  VERL_CHECK(models_.actor->head_kind() == model::HeadKind::kLanguageModel,
+             "PPOTrainer: the actor model must have the LM head, not a value head");
+  VERL_CHECK(static_cast<bool>(reward_fn_), "PPOTrainer: a reward function is required");
+  if (options.total_training_steps) {
+    VERL_CHECK_AS(ConfigError, *options.total_training_steps > 0, "total_training_steps must be positive, got ",
+                  *options.total_training_steps);
+    config_.set("actor_rollout_ref.actor.optim.total_training_steps", *options.total_training_steps);
+    config_.set("critic.optim.total_training_steps", *options.total_training_steps);
+  }
+  config_.validate();
+  settings_ = PPOTrainerConfig::from_config(config_);
+
+  actor_ = std::make_unique<workers::ActorWorker>(config_, models_.actor, workers::PolicyRole::kActor);
+  if (settings_.use_reference) {
+    if (!models_.ref) models_.ref = copy_as_reference(*models_.actor);
+    VERL_CHECK(models_.ref->head_kind() == model::HeadKind::kLanguageModel,
+               "PPOTrainer: the reference model must have the LM head");
+    ref_ = std::make_unique<workers::ActorWorker>(config_, models_.ref, workers::PolicyRole::kReference);
+  }
+  if (settings_.use_critic) {
+    if (!models_.critic) models_.critic = critic_from_actor(*models_.actor, options.init_seed);
+    VERL_CHECK(models_.critic->head_kind() == model::HeadKind::kValue,
+               "PPOTrainer: the critic model must have the value head");
+    critic_ = std::make_unique<workers::CriticWorker>(config_, models_.critic);
+  }
+  if (settings_.use_kl_in_reward) {
+    kl_ctrl_ = algo::get_kl_controller(settings_.kl_ctrl_type, settings_.kl_coef, settings_.target_kl,
+                                       settings_.kl_horizon);
+  }
+
+  const model::ModelConfig& mc = models_.actor->config();
+  pad_token_id_ = options.pad_token_id.value_or(mc.pad_token_id.value_or(0));
+  if (models_.engine) {
+    engine_ = models_.engine;
+  } else {
+    rollout::EngineConfig ec;
+    const std::string r = "actor_rollout_ref.rollout.";
+    ec.max_num_seqs = config_.get_as<int64_t>(r + "max_num_seqs");
+    ec.max_num_batched_tokens = config_.get_as<int64_t>(r + "max_num_batched_tokens");
+    Json max_model_len = config_.get(r + "max_model_len");
+    ec.max_model_len = max_model_len.is_null() ? settings_.prompt_length + settings_.response_length
+                                               : max_model_len.get<int64_t>();
+    ec.eos_token_ids = options.eos_token_ids;
+    ec.seed = static_cast<uint64_t>(settings_.rollout_seed);
+    engine_ = std::make_shared<rollout::Engine>(models_.actor, ec);
+    models_.engine = engine_;
+  }
+}
+
+PPOTrainer::~PPOTrainer() = default;
+
+void PPOTrainer::set_global_step(int64_t step) {
+  VERL_CHECK(step >= 0, "set_global_step: step must be >= 0, got ", step);
+  global_step_ = step;
+  gen_batches_in_step_ = 0;
+}
+
+double PPOTrainer::kl_coef() const { return kl_ctrl_ ? kl_ctrl_->value : settings_.kl_coef; }
+
+void PPOTrainer::set_kl_coef(double value) {
+  VERL_CHECK(std::isfinite(value), "set_kl_coef: value must be finite");
+  if (kl_ctrl_) kl_ctrl_->value = value;
+}
+
+rollout::SamplingParams PPOTrainer::sampling_params(bool validation) const {
+  rollout::SamplingParams p;
+  p.max_tokens = settings_.response_length;
+  p.ignore_eos = settings_.ignore_eos;
+  p.logprobs = true;
+  if (validation) {
+    p.temperature = settings_.val_do_sample ? settings_.val_temperature : 0.0;
+    p.top_p = settings_.val_top_p;
+    p.top_k = settings_.val_top_k;
+  } else {
+    p.temperature = settings_.do_sample ? settings_.temperature : 0.0;
+    p.top_p = settings_.top_p;
+    p.top_k = settings_.top_k;
+  }
+  p.validate();
+  return p;
+}
+
+DataProto PPOTrainer::generate(const DataProto& prompts, const rollout::SamplingParams& params, int64_t seed) {
+  if (engine_->sleeping()) engine_->wake_up();
+  DataProto out = generate_sequences(*engine_, prompts, params, pad_token_id_, seed);
+  // verl puts the rollout replicas to sleep after generation: the KV cache is freed for the updates.
+  if (settings_.free_cache_engine) engine_->sleep();
+  return out;
+}
+
+RewardOutput PPOTrainer::call_reward(const DataProto& batch) {
+  RewardOutput out = reward_fn_(batch);  // exceptions pass through unchanged
+  const torch::Tensor& responses = batch.tensor("responses");
+  VERL_CHECK_AS(DataError, out.token_level_scores.defined(), "reward function returned no token_level_scores");
+  VERL_CHECK_AS(DataError, out.token_level_scores.sizes() == responses.sizes(),
+                "reward function returned token_level_scores of shape ", out.token_level_scores.sizes(),
+                ", expected (bs, response_length) = ", responses.sizes());
+  VERL_CHECK_AS(DataError, out.token_level_scores.is_floating_point(),
+                "reward function returned token_level_scores of dtype ", out.token_level_scores.scalar_type(),
+                "; expected a floating-point tensor");
+  torch::Tensor scores = out.token_level_scores.detach().to(responses.device(), torch::kFloat32);
+  torch::Tensor bad_rows = scores.isfinite().logical_not().any(-1).nonzero();
+  if (bad_rows.numel() > 0) {
+    const int64_t row = bad_rows[0][0].item<int64_t>();
+    const double value = scores[row].masked_select(scores[row].isfinite().logical_not())[0].item<double>();
+    VERL_FAIL(DataError, "reward function returned a non-finite score (", value, ") for ", describe_sample(batch, row),
+              "; rewards must be finite numbers");
+  }
+  out.token_level_scores = scores;
+  const auto bs = static_cast<size_t>(batch.size());
+  for (const auto& [key, column] : out.extra_info) {
+    VERL_CHECK_AS(DataError, column.size() == bs, "reward extra info '", key, "' has ", column.size(),
+                  " entries for ", bs, " samples");
+  }
+  return out;
+}
+
+DataProto PPOTrainer::collect_rollouts(const DataProto& prompts) {
+  TimingRaw timing = read_timing(prompts);
+  const int64_t bs = prompts.size();
+  VERL_CHECK_AS(DataError, bs > 0, "collect_rollouts: the prompt batch is empty");
+  VERL_CHECK_AS(DataError, bs * std::max(settings_.rollout_n, settings_.val_n) < kStepSeedStride,
+                "collect_rollouts: batch too large (", bs, " prompts x n)");
+  const int64_t step_no = global_step_ + 1;
+
+  DataProto batch = prompts;
+  batch.meta_info()["temperature"] = settings_.temperature;
+  DataProto::Column uid;
+  uid.reserve(static_cast<size_t>(bs));
+  const int64_t gen_index = gen_batches_in_step_++;
+  VERL_CHECK(gen_index < kMaxGenBatchesPerStep, "collect_rollouts: more than ", kMaxGenBatchesPerStep,
+             " generation batches in one step");
+  for (int64_t i = 0; i < bs; ++i) {
+    uid.emplace_back("step" + std::to_string(step_no) + "." + std::to_string(gen_index) + "-" + std::to_string(i));
+  }
+  batch.set_column("uid", std::move(uid));
+
+  std::vector<std::string> gen_keys{"input_ids", "attention_mask"};
+  if (batch.has_tensor("position_ids")) gen_keys.emplace_back("position_ids");
+  DataProto gen_batch = batch.pop(gen_keys);
+  const int64_t seed = settings_.rollout_seed + (step_no * kMaxGenBatchesPerStep + gen_index) * kStepSeedStride;
+  DataProto gen_output;
+  {
+    StageTimer timer(timing, "gen");
+    gen_output = generate(gen_batch.repeat(settings_.rollout_n, /*interleave=*/true), sampling_params(false), seed);
+    if (settings_.adv_estimator == "remax") {
+      // ReMax's baseline: one greedy response per prompt, scored like the samples (verl does this inside gen).
+      rollout::SamplingParams greedy = sampling_params(false);
+      greedy.temperature = 0.0;
+      DataProto baseline = generate(gen_batch, greedy, seed + kValidationSeedOffset);
+      DataProto baseline_batch = batch;
+      baseline_batch.union_with(baseline);
+      RewardOutput r = call_reward(baseline_batch);
+      batch.set_tensor("reward_baselines", r.token_level_scores.sum(-1));
+    }
+  }
+  batch = batch.repeat(settings_.rollout_n, /*interleave=*/true);
+  batch.union_with(gen_output);
+
+  if (settings_.balance_batch) {
+    // verl's _balance_batch with one data-parallel rank: rows ordered by attention workload with the
+    // smaller ones at both ends (the order the mini-batches then see).
+    torch::Tensor seqlen_t = batch.tensor("attention_mask").to(torch::kCPU, torch::kLong).sum(-1);
+    std::vector<int64_t> seqlens(seqlen_t.data_ptr<int64_t>(), seqlen_t.data_ptr<int64_t>() + seqlen_t.numel());
+    std::vector<int64_t> workloads;
+    workloads.reserve(seqlens.size());
+    for (int64_t s : seqlens) workloads.push_back(workers::attention_workload(s));
+    workers::RowGroups partitions = workers::get_seqlen_balanced_partitions(workloads, 1, /*equal_size=*/true);
+    std::vector<int64_t> order;
+    for (auto& part : partitions) {
+      std::sort(part.begin(), part.end(), [&](int64_t a, int64_t b) {
+        return std::make_pair(workloads[static_cast<size_t>(a)], a) < std::make_pair(workloads[static_cast<size_t>(b)], b);
+      });
+      std::vector<int64_t> ordered;
+      for (size_t i = 0; i < part.size(); i += 2) ordered.push_back(part[i]);
+      std::vector<int64_t> odd;
+      for (size_t i = 1; i < part.size(); i += 2) odd.push_back(part[i]);
+      ordered.insert(ordered.end(), odd.rbegin(), odd.rend());
+      part = ordered;
+      order.insert(order.end(), part.begin(), part.end());
+    }
+    batch.reorder(torch::tensor(order, torch::kLong));
+    add_step_metrics(batch, log_seqlen_unbalance(seqlens, partitions, "global_seqlen"));
+  }
+  write_timing(batch, timing);
+  return batch;
+}
+
+DataProto PPOTrainer::compute_rewards(DataProto batch) {
+  TimingRaw timing = read_timing(batch);
+  {
+    StageTimer timer(timing, "reward");
+    RewardOutput r = call_reward(batch);
+    batch.set_tensor("token_level_scores", r.token_level_scores);
+    for (auto& [key, column] : r.extra_info) batch.set_column(key, std::move(column));
+  }
+  write_timing(batch, timing);
+  return batch;
+}
+
+Metrics PPOTrainer::optimize(DataProto batch) { return optimize_impl(std::move(batch), std::nullopt); }
+
+void PPOTrainer::hand_over_weights() {
+  // The engine generates with the actor's own module: nothing to copy. A separately built engine gets
+  // the updated tensors by name.
+  if (engine_->model() == models_.actor) return;
+  torch::NoGradGuard no_grad;
+  engine_->update_weights(models_.actor->named_state());
+}
+
+Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_seconds_before) {
+  const auto start = Clock::now();
+  TimingRaw timing = read_timing(batch);
+  Metrics metrics = read_step_metrics(batch);
+  const int64_t step_no = global_step_ + 1;
+  for (const char* key : {"responses", "response_mask", "token_level_scores", "attention_mask", "input_ids"}) {
+    VERL_CHECK_AS(DataError, batch.has_tensor(key), "optimize: the batch has no '", key,
+                  "' (run collect_rollouts and compute_rewards first)");
+  }
+  const torch::Tensor response_mask = batch.tensor("response_mask");
+
+  {
+    StageTimer timer(timing, "old_log_prob");
+    DataProto out = actor_->compute_log_prob(batch, /*calculate_entropy=*/true);
+    torch::Tensor entropy = algo::agg_loss(out.tensor("entropys"), response_mask, settings_.loss_agg_mode, 1,
+                                           std::nullopt, std::nullopt, settings_.loss_scale_factor);
+    metrics["actor/entropy"] = entropy.item<double>();
+    batch.set_tensor("old_log_probs", out.tensor("old_log_probs"));
+    if (batch.has_tensor("rollout_log_probs")) merge(metrics, compute_rollout_debug_metrics(batch));
+  }
+  if (ref_) {
+    StageTimer timer(timing, "ref");
+    batch.set_tensor("ref_log_prob", ref_->compute_ref_log_prob(batch).tensor("ref_log_prob"));
+  }
+  if (critic_) {
+    StageTimer timer(timing, "values");
+    batch.set_tensor("values", critic_->compute_values(batch).tensor("values"));
+  }
+  {
+    StageTimer timer(timing, "adv");
+    torch::NoGradGuard no_grad;
+    const torch::Tensor& scores = batch.tensor("token_level_scores");
+    if (settings_.use_kl_in_reward) {
+      // verl's apply_kl_penalty.
+      torch::Tensor mask = response_mask.to(scores.scalar_type());
+      torch::Tensor kld =
+          algo::kl_penalty(batch.tensor("old_log_probs"), batch.tensor("ref_log_prob"), settings_.kl_penalty) * mask;
+      const double beta = kl_ctrl_->value;
+      batch.set_tensor("token_level_rewards", scores - beta * kld);
+      const double current_kl = algo::masked_mean(kld, mask, std::vector<int64_t>{-1}).mean().item<double>();
+      kl_ctrl_->update(current_kl, batch.size());
+      metrics["actor/reward_kl_penalty"] = current_kl;
+      metrics["actor/reward_kl_penalty_coeff"] = beta;
+    } else {
+      batch.set_tensor("token_level_rewards", scores);
+    }
+    algo::AdvantageInputs in;
+    in.token_level_rewards = batch.tensor("token_level_rewards");
+    in.response_mask = response_mask;
+    if (batch.has_column("uid")) {
+      std::vector<std::string> uids;
+      for (const Json& u : batch.column("uid")) uids.push_back(u.is_string() ? u.get<std::string>() : u.dump());
+      in.index = algo::group_ids(uids).to(response_mask.device());
+    }
+    if (batch.has_tensor("values")) in.values = batch.tensor("values");
+    if (batch.has_tensor("reward_baselines")) in.reward_baselines = batch.tensor("reward_baselines");
+    algo::AdvantageConfig ac;
+    ac.gamma = settings_.gamma;
+    ac.lam = settings_.lam;
+    ac.norm_adv_by_std_in_grpo = settings_.norm_adv_by_std_in_grpo;
+    auto [advantages, returns] = algo::get_adv_estimator_fn(settings_.adv_estimator)(in, ac);
+    batch.set_tensor("advantages", advantages);
+    batch.set_tensor("returns", returns);
+  }
+  if (critic_) {
+    StageTimer timer(timing, "update_critic");
+    merge(metrics, critic_->update_critic(batch));
+  }
+  if (settings_.critic_warmup > step_no) {
+    StageTimer timer(timing, "update_weights");
+    hand_over_weights();
+  } else {
+    {
+      StageTimer timer(timing, "update_actor");
+      merge(metrics, actor_->update_policy(batch));
+    }
+    StageTimer timer(timing, "update_weights");
+    hand_over_weights();
+  }
+
+  if (step_seconds_before) {
+    timing["step"] = *step_seconds_before + seconds_since(start);
+  } else {
+    double total = 0;
+    for (const auto& [k, v] : timing) total += v;
+    timing["step"] = total;
+  }
+  metrics["training/global_step"] = static_cast<double>(step_no);
+  auto epoch = batch.meta_info().find("epoch");
+  metrics["training/epoch"] = epoch != batch.meta_info().end() && epoch->is_number() ? epoch->get<double>() : 0.0;
+  merge(metrics, compute_data_metrics(batch, critic_ != nullptr));
+  merge(metrics, compute_timing_metrics(batch, timing));
+  merge(metrics, compute_throughout_metrics(batch, timing, settings_.n_gpus));
+  write_timing(batch, timing);
+  global_step_ = step_no;
+  gen_batches_in_step_ = 0;
+  last_batch_ = std::move(batch);
+  return metrics;
+}
+
+Metrics PPOTrainer::step(const DataProto& prompts) {
+  const auto start = Clock::now();
+  DataProto batch = collect_rollouts(prompts);
+  batch = compute_rewards(std::move(batch));
+  return optimize_impl(std::move(batch), seconds_since(start));
+}
+
+DataProto PPOTrainer::generate_validation(const DataProto& prompts) {
+  const int64_t bs = prompts.size();
+  VERL_CHECK_AS(DataError, bs > 0, "generate_validation: the prompt batch is empty");
+  ++validation_count_;
+  DataProto batch = prompts;
+  DataProto::Column uid;
+  for (int64_t i = 0; i < bs; ++i) uid.emplace_back("val" + std::to_string(validation_count_) + "-" + std::to_string(i));
+  batch.set_column("uid", std::move(uid));
+  std::vector<std::string> gen_keys{"input_ids", "attention_mask"};
+  if (batch.has_tensor("position_ids")) gen_keys.emplace_back("position_ids");
+  DataProto gen_batch = batch.pop(gen_keys);
+  const int64_t seed = settings_.rollout_seed + 2 * kValidationSeedOffset + validation_count_ * kStepSeedStride;
+  DataProto out = generate(gen_batch.repeat(settings_.val_n, true), sampling_params(true), seed);
+  batch = batch.repeat(settings_.val_n, true);
+  batch.union_with(out);
+  batch.meta_info()["validate"] = true;
+  RewardOutput r = call_reward(batch);
+  batch.set_tensor("token_level_scores", r.token_level_scores);
+  for (auto& [key, column] : r.extra_info) batch.set_column(key, std::move(column));
+  return batch;
+}
+
+}  // namespace verl::trainer

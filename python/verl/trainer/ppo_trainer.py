@@ -1,0 +1,558 @@
+"""``verl.PPOTrainer``: PPO / GRPO / RLOO / REINFORCE++ / ReMax / DAPO training on the C++ trainer.
+
+>>> from verl import PPOTrainer, RLConfig
+>>> trainer = PPOTrainer(config=RLConfig(algorithm="grpo", model="path/to/hf_model", n=8, batch_size=32,
+...                                      train_files="train.jsonl", val_files="test.jsonl"),
+...                      reward_fn=lambda response, ground_truth: float(response.strip() == ground_truth))
+>>> trainer.fit()
+
+One step is ``verl._C.trainer.PPOTrainer.step`` (verl's ``RayPPOTrainer.fit`` order, C++ end to end, the GIL
+released): generate with the rollout engine on the actor's own weights, reward (the Python reward manager is
+called back), log-probs, reference, values, advantages, critic and actor updates. This class adds what verl's
+driver adds around it: datasets and the resumable dataloader, reward managers and reward-function adaptation,
+validation (``val-core/<data_source>/acc/mean@N``), tracking (console line + JSONL metrics file, TensorBoard /
+W&B when configured), the end-of-run plot and checkpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from .. import _C
+from .. import errors as verl_errors
+from ..config import Config, load_config
+from ..errors import ConfigError, DataError
+from ..protocol import DataProto
+from .ppo.metric_utils import validation_metric_dict
+from .ppo.reward import compute_reward, load_reward_manager
+from .reward_fn import build_reward_manager
+from .rl_config import RLConfig
+
+__all__ = ["PPOTrainer", "as_config"]
+
+_DTYPES = {"fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,
+           "fp16": torch.float16, "float16": torch.float16, "fp64": torch.float64, "float64": torch.float64}
+
+
+def as_config(config: Any) -> Config:
+    """A validated ``verl.Config`` from an ``RLConfig``, a ``verl.Config``, a dict (short names, dotted keys,
+    sections) or a YAML path; verl's defaults for None."""
+    if config is None:
+        return load_config()
+    if isinstance(config, RLConfig):
+        return config.to_config()
+    if isinstance(config, Config):
+        return config.copy().validate()
+    if isinstance(config, _C.Config):
+        return Config(config).copy().validate()
+    if isinstance(config, (str, os.PathLike, Mapping)):
+        return RLConfig(config if not isinstance(config, Mapping) else dict(config)).to_config()
+    raise ConfigError(f"config must be an RLConfig, verl.Config, dict or YAML path, got {type(config).__name__}")
+
+
+def _device(config: Config) -> str:
+    device = str(config.get("trainer.device") or "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        return "cpu"  # verl's default is cuda; on a CPU-only machine training runs on the CPU
+    return device
+
+
+def _model_dtype(config: Config) -> torch.dtype:
+    name = str(config.get("actor_rollout_ref.actor.fsdp_config.model_dtype") or "fp32")
+    if name not in _DTYPES:
+        raise ConfigError(f"actor_rollout_ref.actor.fsdp_config.model_dtype: unknown dtype {name!r} "
+                          f"(one of {sorted(_DTYPES)})")
+    return _DTYPES[name]
+
+
+def _load_model(path: str, dtype: torch.dtype, device: str) -> Any:
+    import verl.models as models
+
+    path = os.path.expanduser(path)
+    if not os.path.isdir(path):
+        raise ConfigError(f"actor_rollout_ref.model.path: model directory not found: {path}")
+    if hasattr(models, "load_model"):
+        return models.load_model(path, dtype=dtype, device=device)
+    from verl.models.transformer import CausalLM
+
+    model = CausalLM(path)
+    model.load_state_dict(models.safetensors.load_checkpoint_dir(path))
+    return model.to(device=device, dtype=dtype)
+
+
+def _cpp_module(model: Any, what: str) -> Any:
+    if model is None:
+        return None
+    module = getattr(model, "_module", model)
+    if not isinstance(module, _C.model.CausalLM):
+        raise TypeError(f"{what} must be a verl.models CausalLM / ValueModel, got {type(model).__name__}")
+    return module
+
+
+def _as_prompt_batch(batch: Any) -> DataProto:
+    if isinstance(batch, DataProto):
+        return batch
+    if isinstance(batch, _C.DataProto):
+        return DataProto.from_cpp(batch)
+    if isinstance(batch, Mapping):
+        return DataProto.from_single_dict(dict(batch))
+    if isinstance(batch, Sequence) and batch and isinstance(batch[0], Mapping):  # dataset rows
+        from ..utils.dataset import collate_fn
+
+        return DataProto.from_single_dict(collate_fn(list(batch)))
+    raise DataError(f"a prompt batch must be a DataProto, a collated dict or a list of dataset rows, got "
+                    f"{type(batch).__name__}")
+
+
+class PPOTrainer:
+    """verl's PPO-family trainer. See the module docstring.
+
+    Args:
+        config: ``RLConfig``, ``verl.Config``, dict or YAML path (verl's keys; ``RLConfig`` short names).
+        reward_fn: a Python reward function in any form ``verl.trainer.reward_fn`` accepts (``f(response)``,
+            ``f(response, ground_truth)``, verl's ``compute_score(data_source, solution_str, ground_truth,
+            extra_info)``, a batched ``f(responses, ...)``), or a reward manager. None: the configured manager
+            (``custom_reward_function.path`` or verl's ``default_compute_score``).
+        train_dataset / val_dataset: ``RLHFDataset`` objects, file paths, or None for ``data.train_files`` /
+            ``data.val_files``.
+        tokenizer: default: the tokenizer in ``actor_rollout_ref.model.tokenizer_path`` or the model directory.
+        model / ref_model / critic_model: ``verl.models`` objects to use instead of loading
+            ``actor_rollout_ref.model.path`` (the reference is a frozen copy of the actor and the critic the
+            actor's backbone with a new value head when not given and needed).
+        val_reward_fn: reward for validation (default: the same function, printing one sample per source).
+    """
+
+    def __init__(self, config: Any = None, reward_fn: Any = None, train_dataset: Any = None, val_dataset: Any = None,
+                 tokenizer: Any = None, *, model: Any = None, ref_model: Any = None, critic_model: Any = None,
+                 val_reward_fn: Any = None) -> None:
+        self.config = as_config(config)
+        cfg = self.config
+        self.device = _device(cfg)
+        model_path = cfg.get("actor_rollout_ref.model.path")
+        if model is None:
+            if not model_path:
+                raise ConfigError("actor_rollout_ref.model.path is not set and no model was given")
+            model = _load_model(str(model_path), _model_dtype(cfg), self.device)
+        self.model = model
+        if tokenizer is None:
+            tok_path = cfg.get("actor_rollout_ref.model.tokenizer_path") or model_path
+            tok_path = os.path.expanduser(str(tok_path)) if tok_path else None
+            if tok_path and os.path.exists(os.path.join(tok_path, "tokenizer.json")):
+                from ..tokenizer import load_tokenizer
+
+                tokenizer = load_tokenizer(tok_path)
+        if tokenizer is None:
+            raise ConfigError("no tokenizer: pass tokenizer=... or put tokenizer.json in actor_rollout_ref.model."
+                              "tokenizer_path / the model directory")
+        self.tokenizer = tokenizer
+
+        reward_key = cfg.get("data.reward_fn_key") or "data_source"
+        self.reward_fn = self._reward_manager(reward_fn, num_examine=0, reward_key=reward_key)
+        self.val_reward_fn = self._reward_manager(val_reward_fn if val_reward_fn is not None else reward_fn,
+                                                  num_examine=1, reward_key=reward_key)
+
+        self.train_dataset = self._dataset(train_dataset, "train_files", "train_max_samples")
+        self.val_dataset = self._dataset(val_dataset, "val_files", "val_max_samples")
+        self.train_dataloader = None
+        if self.train_dataset is not None:
+            from ..utils.dataset import create_rl_dataloader
+
+            self.train_dataloader = create_rl_dataloader(self.train_dataset, cfg.data, train=True)
+        self.total_training_steps = self._total_training_steps()
+
+        eos = getattr(tokenizer, "eos_token_id", None)
+        pad = getattr(tokenizer, "pad_token_id", None)
+        self._trainer = _C.trainer.PPOTrainer(
+            cfg.cpp, _cpp_module(model, "model"), self._reward_callback, ref=_cpp_module(ref_model, "ref_model"),
+            critic=_cpp_module(critic_model, "critic_model"),
+            pad_token_id=pad if pad is not None else eos,
+            eos_token_ids=[eos] if eos is not None else [],
+            total_training_steps=self.total_training_steps,
+            init_seed=int(cfg.get("actor_rollout_ref.rollout.seed") or 0))
+        self.global_steps = 0
+        self.epoch = 0
+        self.tracker = None
+
+    # -- construction helpers -----------------------------------------------------------------------
+    def _reward_manager(self, reward_fn: Any, num_examine: int, reward_key: str) -> Any:
+        from ..workers.reward_manager.abstract import AbstractRewardManager
+
+        if isinstance(reward_fn, AbstractRewardManager):
+            return reward_fn
+        if reward_fn is None:
+            return load_reward_manager(self.config, self.tokenizer, num_examine=num_examine)
+        return build_reward_manager(reward_fn, self.tokenizer, num_examine=num_examine, reward_fn_key=reward_key)
+
+    def _dataset(self, dataset: Any, files_key: str, max_key: str) -> Any:
+        from ..utils.dataset import RLHFDataset
+
+        max_samples = int(self.config.get(f"data.{max_key}") or -1)
+        if dataset is None:
+            files = self.config.get(f"data.{files_key}")
+            if not files:
+                return None
+            paths = [files] if isinstance(files, str) else list(files)
+            paths = [os.path.expanduser(str(p)) for p in paths]
+            if not all(os.path.exists(p) for p in paths):
+                return None  # verl's placeholder default paths: fit() reports the missing data
+            dataset = paths
+        if isinstance(dataset, (str, os.PathLike)) or (isinstance(dataset, Sequence) and dataset
+                                                       and isinstance(dataset[0], (str, os.PathLike))):
+            return RLHFDataset(dataset, self.tokenizer, self.config.data, max_samples=max_samples)
+        return dataset
+
+    def _total_training_steps(self) -> int | None:
+        configured = self.config.get("trainer.total_training_steps")
+        if self.train_dataloader is None:
+            return int(configured) if configured else None
+        steps = len(self.train_dataloader) * int(self.config.get("trainer.total_epochs"))
+        return int(configured) if configured else steps
+
+    # -- the reward callback (called from C++ with the GIL re-acquired) ------------------------------------
+    def _reward_callback(self, cpp_batch: Any) -> tuple[torch.Tensor, dict[str, list]]:
+        batch = DataProto.from_cpp(cpp_batch)
+        manager = self.val_reward_fn if batch.meta_info.get("validate") else self.reward_fn
+        reward_tensor, extra = compute_reward(batch, manager)
+        return reward_tensor, {k: list(v) for k, v in extra.items()}
+
+    # -- one step and its stages ---------------------------------------------------------------------------
+    def step(self, batch: Any) -> dict[str, float]:
+        """One training step on a prompt batch (DataProto, collated dict or dataset rows); verl's metrics."""
+        prompts = _as_prompt_batch(batch)
+        prompts.meta_info.setdefault("epoch", self.epoch)
+        metrics = dict(self._trainer.step(prompts.to_cpp()))
+        self.global_steps = self._trainer.global_step
+        return metrics
+
+    def collect_rollouts(self, batch: Any) -> DataProto:
+        """uid per prompt, ``rollout.n`` responses each (interleaved), balanced; the rollout batch."""
+        return DataProto.from_cpp(self._trainer.collect_rollouts(_as_prompt_batch(batch).to_cpp()))
+
+    def compute_rewards(self, batch: DataProto) -> DataProto:
+        """``token_level_scores`` (and the reward's extra columns) for a rollout batch."""
+        return DataProto.from_cpp(self._trainer.compute_rewards(batch.to_cpp()))
+
+    def optimize(self, batch: DataProto) -> dict[str, float]:
+        """Log-probs, reference, values, advantages, critic and actor updates on a scored rollout batch."""
+        metrics = dict(self._trainer.optimize(batch.to_cpp()))
+        self.global_steps = self._trainer.global_step
+        return metrics
+
+    @property
+    def last_batch(self) -> DataProto:
+        """The batch of the last step (responses, rewards, advantages, ...)."""
+        return DataProto.from_cpp(self._trainer.last_batch)
+
+    # -- validation ---------------------------------------------------------------------------------------
+    def validate(self, dataset: Any = None) -> dict[str, float]:
+        """Generates for the validation set with ``rollout.val_kwargs`` (greedy by default) and returns verl's
+        ``val-core/<data_source>/<acc|reward>/mean@N`` (and ``val-aux/...``) metrics."""
+        from ..utils.dataset import create_rl_dataloader
+
+        dataset = dataset if dataset is not None else self.val_dataset
+        if dataset is None:
+            raise ConfigError("validate: no validation data (pass val_dataset or set data.val_files)")
+        if isinstance(dataset, (str, os.PathLike)):
+            dataset = self._dataset(dataset, "val_files", "val_max_samples")
+        loader = create_rl_dataloader(dataset, self.config.data, train=False)
+        reward_key = self.config.get("data.reward_fn_key") or "data_source"
+        data_sources: list = []
+        uids: list = []
+        infos: dict[str, list] = defaultdict(list)
+        for batch_dict in loader:
+            prompts = DataProto.from_single_dict(batch_dict)
+            out = DataProto.from_cpp(self._trainer.generate_validation(prompts.to_cpp()))
+            n = len(out)
+            scores = out.batch["token_level_scores"].sum(-1).tolist()
+            infos["reward"].extend(scores)
+            extra_keys = [k for k in out.non_tensor_batch if k not in prompts.non_tensor_batch and k != "uid"]
+            for key in extra_keys:
+                infos[key].extend(out.non_tensor_batch[key].tolist())
+            sources = out.non_tensor_batch.get(reward_key)
+            data_sources.extend(sources.tolist() if sources is not None else ["unknown"] * n)
+            uids.extend(out.non_tensor_batch["uid"].tolist())
+        infos = {k: v for k, v in infos.items() if len(v) == len(data_sources)}
+        return validation_metric_dict(data_sources, uids, infos)
+
+    # -- the loop -----------------------------------------------------------------------------------------
+    def _tracker(self) -> Any:
+        from ..utils.tracking import Tracking
+
+        backends = self.config.get("trainer.logger") or ["console"]
+        backends = [backends] if isinstance(backends, str) else list(backends)
+        return Tracking(project_name=str(self.config.get("trainer.project_name")),
+                        experiment_name=str(self.config.get("trainer.experiment_name")),
+                        default_backend=backends, config=self.config.to_dict(), always_file=True)
+
+    def fit(self) -> dict[str, float] | None:
+        """verl's training loop: validation before training (``trainer.val_before_train``), ``total_epochs`` x
+        batches (or ``total_training_steps``), validation every ``test_freq`` steps and at the end, checkpoints
+        every ``save_freq`` steps; every step's metrics to the tracker. Returns the last validation metrics."""
+        if self.train_dataloader is None:
+            raise ConfigError(f"fit: no training data: data.train_files={self.config.get('data.train_files')!r} "
+                              "does not exist and no train_dataset was given")
+        cfg = self.config
+        self.tracker = tracker = self._tracker()
+        self._load_checkpoint()
+        last_val: dict[str, float] | None = None
+        try:
+            if self.val_dataset is not None and cfg.get("trainer.val_before_train"):
+                val_metrics = self.validate()
+                tracker.log(val_metrics, step=self.global_steps)
+                last_val = val_metrics
+                if cfg.get("trainer.val_only"):
+                    return val_metrics
+            total = self.total_training_steps
+            test_freq = int(cfg.get("trainer.test_freq"))
+            save_freq = int(cfg.get("trainer.save_freq"))
+            start_epoch = self.global_steps // len(self.train_dataloader)
+            for epoch in range(start_epoch, int(cfg.get("trainer.total_epochs"))):
+                self.epoch = epoch
+                pending = None  # DAPO dynamic sampling: the kept groups gathered for the coming step
+                for batch_dict in self.train_dataloader:
+                    is_last_step = self.global_steps + 1 >= total
+                    prompts = DataProto.from_single_dict(batch_dict, meta_info={"epoch": epoch})
+                    if cfg.get("algorithm.filter_groups.enable"):
+                        pending = self._filter_groups(prompts, pending)
+                        if pending.meta_info["num_prompt_in_batch"] < int(cfg.get("data.train_batch_size")):
+                            continue
+                        metrics = self._optimize_filtered(pending)
+                        pending = None
+                    else:
+                        metrics = self.step(prompts)
+                    if save_freq > 0 and (is_last_step or self.global_steps % save_freq == 0):
+                        start = time.perf_counter()
+                        self.save_checkpoint()
+                        metrics["timing_s/save_checkpoint"] = time.perf_counter() - start
+                    if self.val_dataset is not None and test_freq > 0 and (
+                            is_last_step or self.global_steps % test_freq == 0):
+                        start = time.perf_counter()
+                        val_metrics = self.validate()
+                        metrics["timing_s/testing"] = time.perf_counter() - start
+                        metrics.update(val_metrics)
+                        last_val = val_metrics
+                    tracker.log(metrics, step=self.global_steps)
+                    if is_last_step:
+                        return last_val
+            return last_val
+        finally:
+            tracker.finish()
+            self._plot()
+
+    # -- DAPO dynamic sampling (algorithm.filter_groups) ------------------------------------------------
+    def _filter_groups(self, prompts: DataProto, pending: DataProto | None) -> DataProto:
+        """Generates and scores one batch and keeps the groups (uids) whose ``filter_groups.metric`` varies
+        (std > 0) or that have one sample, appended to ``pending`` (verl's DAPO recipe). Raises when
+        ``max_num_gen_batches`` (> 0) batches did not give ``data.train_batch_size`` prompts."""
+        cfg = self.config
+        batch = self.compute_rewards(self.collect_rollouts(prompts))
+        metric = str(cfg.get("algorithm.filter_groups.metric"))
+        if metric in batch.non_tensor_batch:
+            values = np.asarray(batch.non_tensor_batch[metric].tolist(), dtype=np.float64)
+        elif metric in ("seq_reward", "seq_final_reward", "reward", "score"):
+            values = batch.batch["token_level_scores"].sum(-1).double().cpu().numpy()
+        else:
+            raise ConfigError(f"algorithm.filter_groups.metric={metric!r} is neither a reward extra-info key "
+                              f"({sorted(batch.non_tensor_batch)}) nor seq_reward / seq_final_reward")
+        uids = batch.non_tensor_batch["uid"].tolist()
+        by_uid: dict[str, list[float]] = defaultdict(list)
+        for uid, value in zip(uids, values):
+            by_uid[uid].append(float(value))
+        kept = {uid for uid, vals in by_uid.items() if np.std(vals) > 0 or len(vals) == 1}
+        timing = dict(batch.meta_info.pop("timing_s", {}))
+        step_metrics = batch.meta_info.pop("step_metrics", {})
+        kept_rows = [i for i, uid in enumerate(uids) if uid in kept]
+        batch = batch.select_idxs(np.array(kept_rows, dtype=np.int64))
+        num_gen = 1
+        num_prompts = len(kept)
+        if pending is not None:
+            for key, value in pending.meta_info.pop("timing_s", {}).items():
+                timing[key] = timing.get(key, 0.0) + value
+            num_gen += pending.meta_info.pop("num_gen_batches")
+            num_prompts += pending.meta_info.pop("num_prompt_in_batch")
+            pending.meta_info.pop("step_metrics", None)
+            batch.meta_info = dict(pending.meta_info)
+            batch = DataProto.concat([pending, batch]) if len(pending) else batch
+        batch.meta_info.update({"timing_s": timing, "step_metrics": step_metrics, "num_gen_batches": num_gen,
+                                "num_prompt_in_batch": num_prompts})
+        limit = int(cfg.get("algorithm.filter_groups.max_num_gen_batches") or 0)
+        if num_prompts < int(cfg.get("data.train_batch_size")) and 0 < limit <= num_gen:
+            raise DataError(f"num_gen_batches={num_gen} >= algorithm.filter_groups.max_num_gen_batches={limit} and "
+                            f"only {num_prompts} prompts with varying rewards; the data may be too difficult (set "
+                            "max_num_gen_batches=0 for endless trials)")
+        return batch
+
+    def _optimize_filtered(self, pending: DataProto) -> dict[str, float]:
+        num_gen = pending.meta_info.pop("num_gen_batches")
+        pending.meta_info.pop("num_prompt_in_batch")
+        traj = int(self.config.get("data.train_batch_size")) * int(self.config.get("actor_rollout_ref.rollout.n"))
+        batch = pending.slice(0, traj)
+        batch.meta_info = pending.meta_info
+        metrics = self.optimize(batch)
+        metrics["train/num_gen_batches"] = num_gen
+        return metrics
+
+    def _plot(self) -> None:
+        path = self.tracker.metrics_path if self.tracker is not None else None
+        if not path or not os.path.exists(path):
+            return
+        try:
+            from ..utils.plot import plot_training_curves
+        except ImportError:
+            return
+        png = os.path.splitext(path)[0] + ".png"
+        try:
+            plot_training_curves(path, png)
+            self.plot_path = png
+        except ImportError:
+            print("verl: matplotlib is not installed; no training-curve plot (pip install verl-cpp[plot])")
+
+    # -- checkpoints --------------------------------------------------------------------------------------
+    @property
+    def checkpoint_dir(self) -> str:
+        return os.path.expanduser(str(self.config.get("trainer.default_local_dir")))
+
+    def _write_model(self, module: Any, directory: str, tokenizer_dir: str | None) -> None:
+        import verl.models as models
+
+        if hasattr(models, "save_pretrained"):  # the model I/O layer: HF layout, value heads, sharding
+            from verl.models.transformer import CausalLM, ValueModel
+
+            wrapper = (ValueModel if module.value_head else CausalLM)._from_module(module)
+            models.save_pretrained(wrapper, directory, tokenizer_dir=tokenizer_dir)
+            return
+        os.makedirs(directory, exist_ok=True)
+        with open(os.path.join(directory, "config.json"), "w", encoding="utf-8") as f:
+            json.dump(module.config, f, indent=2)
+        models.safetensors.save_file({k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()},
+                                     os.path.join(directory, "model.safetensors"))
+        if tokenizer_dir:
+            for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+                if os.path.exists(os.path.join(tokenizer_dir, name)):
+                    shutil.copy(os.path.join(tokenizer_dir, name), os.path.join(directory, name))
+
+    def save_checkpoint(self) -> str:
+        """Writes ``trainer.default_local_dir/global_step_N/`` (``actor/`` and ``critic/``: the model in Hugging Face
+        format + ``optim.pt`` with the AdamW and scheduler state; ``trainer_state.json``: step, KL coefficient,
+        dataloader position) into a temporary directory renamed into place, then
+        ``latest_checkpointed_iteration.txt``; keeps ``trainer.max_actor_ckpt_to_keep`` checkpoints. A crash mid-save
+        leaves the previous checkpoint and the iteration file as they were. Returns the checkpoint directory."""
+        root = self.checkpoint_dir
+        os.makedirs(root, exist_ok=True)
+        step = self.global_steps
+        final = os.path.join(root, f"global_step_{step}")
+        tmp = tempfile.mkdtemp(prefix=f".global_step_{step}.", dir=root)
+        try:
+            tok_dir = self._tokenizer_dir()
+            self._write_model(self._trainer.actor_model, os.path.join(tmp, "actor"), tok_dir)
+            self._trainer.save_optimizer("actor", os.path.join(tmp, "actor", "optim.pt"))
+            if self._trainer.critic_model is not None:
+                self._write_model(self._trainer.critic_model, os.path.join(tmp, "critic"), tok_dir)
+                self._trainer.save_optimizer("critic", os.path.join(tmp, "critic", "optim.pt"))
+            state = {"global_step": step, "epoch": self.epoch, "kl_coef": self._trainer.kl_coef,
+                     "dataloader": self.train_dataloader.state_dict() if self.train_dataloader is not None else None}
+            with open(os.path.join(tmp, "trainer_state.json"), "w", encoding="utf-8") as f:
+                json.dump(state, f)
+            if os.path.exists(final):  # re-saving a step: move the old one aside first, drop it after
+                old = tempfile.mkdtemp(prefix=f".old_global_step_{step}.", dir=root)
+                os.replace(final, os.path.join(old, "ckpt"))
+                os.replace(tmp, final)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        _write_atomic(os.path.join(root, "latest_checkpointed_iteration.txt"), str(step))
+        self._prune_checkpoints(root)
+        return final
+
+    def _tokenizer_dir(self) -> str | None:
+        for key in ("actor_rollout_ref.model.tokenizer_path", "actor_rollout_ref.model.path"):
+            path = self.config.get(key)
+            if path and os.path.exists(os.path.join(os.path.expanduser(str(path)), "tokenizer.json")):
+                return os.path.expanduser(str(path))
+        return None
+
+    def _prune_checkpoints(self, root: str) -> None:
+        keep = self.config.get("trainer.max_actor_ckpt_to_keep")
+        if not keep or int(keep) <= 0:
+            return
+        steps = sorted(int(name.split("_")[-1]) for name in os.listdir(root)
+                       if name.startswith("global_step_") and name.split("_")[-1].isdigit())
+        for old in steps[:-int(keep)]:
+            shutil.rmtree(os.path.join(root, f"global_step_{old}"), ignore_errors=True)
+
+    def _resume_dir(self) -> str | None:
+        mode = str(self.config.get("trainer.resume_mode") or "auto")
+        if mode == "disable":
+            return None
+        if mode == "resume_path":
+            path = self.config.get("trainer.resume_from_path")
+            if not path:
+                raise ConfigError("trainer.resume_mode=resume_path needs trainer.resume_from_path")
+            path = os.path.expanduser(str(path))
+            if not os.path.isdir(path) or not os.path.basename(path.rstrip("/")).startswith("global_step_"):
+                raise ConfigError(f"trainer.resume_from_path must be a global_step_N directory, got {path}")
+            return path
+        if mode != "auto":
+            raise ConfigError(f"trainer.resume_mode must be auto, disable or resume_path, got {mode!r}")
+        marker = os.path.join(self.checkpoint_dir, "latest_checkpointed_iteration.txt")
+        if not os.path.exists(marker):
+            return None
+        with open(marker, encoding="utf-8") as f:
+            step = int(f.read().strip())
+        path = os.path.join(self.checkpoint_dir, f"global_step_{step}")
+        if not os.path.isdir(path):
+            raise verl_errors.CheckpointError(f"{marker} names step {step} but {path} does not exist")
+        return path
+
+    def load_checkpoint(self, path: str) -> None:
+        """Restores weights, optimizer and scheduler states, step, KL coefficient and dataloader position."""
+        from verl.models import safetensors
+
+        self._cpp_load(self._trainer.actor_model, os.path.join(path, "actor"), safetensors)
+        self._trainer.load_optimizer("actor", os.path.join(path, "actor", "optim.pt"))
+        if self._trainer.critic_model is not None:
+            self._cpp_load(self._trainer.critic_model, os.path.join(path, "critic"), safetensors)
+            self._trainer.load_optimizer("critic", os.path.join(path, "critic", "optim.pt"))
+        state_path = os.path.join(path, "trainer_state.json")
+        try:
+            with open(state_path, encoding="utf-8") as f:
+                state = json.load(f)
+        except (OSError, ValueError) as e:
+            raise verl_errors.CheckpointError(f"cannot read {state_path}: {e}") from e
+        self._trainer.global_step = int(state["global_step"])
+        self._trainer.kl_coef = float(state["kl_coef"])
+        self.global_steps = int(state["global_step"])
+        self.epoch = int(state.get("epoch", 0))
+        if state.get("dataloader") is not None and self.train_dataloader is not None:
+            self.train_dataloader.load_state_dict(state["dataloader"])
+
+    @staticmethod
+    def _cpp_load(module: Any, directory: str, safetensors: Any) -> None:
+        module.load_state_dict(safetensors.load_checkpoint_dir(directory), True)
+
+    def _load_checkpoint(self) -> None:
+        path = self._resume_dir()
+        if path is not None:
+            self.load_checkpoint(path)
+
+
+def _write_atomic(path: str, text: str) -> None:
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
