@@ -8,7 +8,7 @@ BUILD_DIR := build/dev
 JOBS      ?= $(shell nproc)
 STAMP     := $(VENV)/.verl-cpp-setup
 
-.PHONY: all setup build test test-cpp test-cpp-app test-python demo bench-core-algos bench-rollout clean
+.PHONY: all setup build test test-cpp test-cpp-app test-python demo bench-core-algos bench-rollout bench-model clean
 
 all: build
 
@@ -54,6 +54,10 @@ bench-core-algos: build
 	VENV=$(VENV) REF_VENV=$(REF_VENV) bash benchmarks/core_algos/setup_reference_venv.sh
 	$(PY) benchmarks/core_algos/bench_core_algos.py --ref-python $(REF_VENV)/bin/python \
 	  --results-md benchmarks/core_algos/RESULTS.md $(BENCH_ARGS)
+
+# verl-cpp's tokenizer and model forward vs. HF tokenizers / transformers (benchmarks/model/).
+bench-model: build
+	$(PY) benchmarks/model/bench_model.py --results-md benchmarks/model/RESULTS.md $(MODEL_BENCH_ARGS)
 
 # verl-cpp's rollout engine vs. transformers' generate (benchmarks/rollout/): tokens/s, peak RSS, MFU.
 ROLLOUT_BENCH_ARGS ?=
