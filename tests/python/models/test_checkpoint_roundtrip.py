@@ -18,7 +18,8 @@ from verl.models.safetensors import safe_open  # noqa: E402
 VOCAB = 96
 FAMILIES = ["qwen2", "qwen3", "llama"]
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-QWEN3_TOKENIZER = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "fixtures", "qwen3-tokenizer"))
+# A real tokenizer directory that ships with the repository (so this test never depends on fixtures).
+TOKENIZER_DIR = os.path.join(REPO_ROOT, "examples", "arith", "tokenizer")
 
 
 def hf_config(family, tied=False, **extra):
@@ -160,9 +161,9 @@ def test_tokenizer_files_copied(tmp_path):
     hf = hf_model("qwen3")
     hf.save_pretrained(tmp_path / "hf")
     ours = load_model(tmp_path / "hf")
-    ours.save_pretrained(tmp_path / "ours", tokenizer_dir=QWEN3_TOKENIZER)
-    for name in os.listdir(QWEN3_TOKENIZER):
-        with open(os.path.join(QWEN3_TOKENIZER, name), "rb") as a, open(tmp_path / "ours" / name, "rb") as b:
+    ours.save_pretrained(tmp_path / "ours", tokenizer_dir=TOKENIZER_DIR)
+    for name in os.listdir(TOKENIZER_DIR):
+        with open(os.path.join(TOKENIZER_DIR, name), "rb") as a, open(tmp_path / "ours" / name, "rb") as b:
             assert a.read() == b.read(), name
     # Saving again over it without tokenizer_dir keeps the tokenizer.
     ours.save_pretrained(tmp_path / "ours")
