@@ -51,17 +51,9 @@ def _cpp_model(model: Any) -> Any:
 
 def _load_from_path(path: str | os.PathLike, dtype: torch.dtype | None, device: str | None) -> Any:
     """A Hugging Face checkpoint directory (config.json + model.safetensors[.index.json])."""
-    import verl.models as models
-    from verl.models.transformer import CausalLM
+    from verl.models import load_model
 
-    if hasattr(models, "load_model"):  # the checkpoint loader, when available
-        model = models.load_model(path)
-    else:
-        model = CausalLM(path)
-        model.load_state_dict(models.safetensors.load_checkpoint_dir(path))
-    if dtype is not None or device is not None:
-        model.to(device=device, dtype=dtype)
-    return model
+    return load_model(path, dtype=dtype if dtype is not None else "float32", device=device or "cpu")
 
 
 def _to_request_output(out: Any, tokenizer: Any, prompt: str | None) -> RequestOutput:

@@ -81,13 +81,7 @@ def _load_model(path: str, dtype: torch.dtype, device: str) -> Any:
     path = os.path.expanduser(path)
     if not os.path.isdir(path):
         raise ConfigError(f"actor_rollout_ref.model.path: model directory not found: {path}")
-    if hasattr(models, "load_model"):
-        return models.load_model(path, dtype=dtype, device=device)
-    from verl.models.transformer import CausalLM
-
-    model = CausalLM(path)
-    model.load_state_dict(models.safetensors.load_checkpoint_dir(path))
-    return model.to(device=device, dtype=dtype)
+    return models.load_model(path, dtype=dtype, device=device)
 
 
 def _cpp_module(model: Any, what: str) -> Any:
@@ -424,22 +418,11 @@ class PPOTrainer:
 
     def _write_model(self, module: Any, directory: str, tokenizer_dir: str | None) -> None:
         import verl.models as models
+        from verl.models.transformer import CausalLM, ValueModel
 
-        if hasattr(models, "save_pretrained"):  # the model I/O layer: HF layout, value heads, sharding
-            from verl.models.transformer import CausalLM, ValueModel
-
-            wrapper = (ValueModel if module.value_head else CausalLM)._from_module(module)
-            models.save_pretrained(wrapper, directory, tokenizer_dir=tokenizer_dir)
-            return
-        os.makedirs(directory, exist_ok=True)
-        with open(os.path.join(directory, "config.json"), "w", encoding="utf-8") as f:
-            json.dump(module.config, f, indent=2)
-        models.safetensors.save_file({k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()},
-                                     os.path.join(directory, "model.safetensors"))
-        if tokenizer_dir:
-            for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
-                if os.path.exists(os.path.join(tokenizer_dir, name)):
-                    shutil.copy(os.path.join(tokenizer_dir, name), os.path.join(directory, name))
+        # The model I/O layer: HF layout (transformers loads it), value heads, sharding, tokenizer files.
+        wrapper = (ValueModel if module.value_head else CausalLM)._from_module(module)
+        models.save_pretrained(wrapper, directory, tokenizer_dir=tokenizer_dir)
 
     def save_checkpoint(self) -> str:
         """Writes ``trainer.default_local_dir/global_step_N/`` (``actor/`` and ``critic/``: the model in Hugging Face
