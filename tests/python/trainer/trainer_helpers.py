@@ -13,7 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 TOKENIZER_DIR = os.path.join(ROOT, "examples", "arith", "tokenizer")
 
 
-def write_tiny_model(path: str, seed: int = 0) -> str:
+def write_tiny_model(path: str, seed: int = 0, max_position_embeddings: int = 128) -> str:
     from verl.models import safetensors
     from verl.models.transformer import CausalLM
 
@@ -22,7 +22,7 @@ def write_tiny_model(path: str, seed: int = 0) -> str:
     added = {t["content"]: t["id"] for t in tok["added_tokens"]}
     config = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "vocab_size": 304, "hidden_size": 32,
               "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-              "max_position_embeddings": 128, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+              "max_position_embeddings": max_position_embeddings, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
               "tie_word_embeddings": True, "eos_token_id": added["<|im_end|>"], "pad_token_id": added["<|endoftext|>"],
               "torch_dtype": "float32"}
     os.makedirs(path, exist_ok=True)
