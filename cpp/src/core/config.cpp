@@ -11,6 +11,7 @@
 namespace verl {
 namespace detail {
 extern const char* const kDefaultConfigYaml;
+extern const char* const kSftConfigYaml;
 }
 
 namespace {
@@ -174,6 +175,27 @@ Config::Config() : tree_(parsed_defaults()) {
 }
 
 Config::Config(int) : tree_(parsed_defaults()) {}
+
+Config::Config(const Json& tree, const Json& resolved_defaults) : tree_(tree), defaults_(resolved_defaults) {}
+
+const std::string& Config::sft_default_yaml() {
+  static const std::string text = detail::kSftConfigYaml;
+  return text;
+}
+
+Config Config::load_sft(const std::string& yaml_path, const std::vector<std::string>& overrides) {
+  static const Json tree = yaml::parse(detail::kSftConfigYaml, "sft_trainer.yaml (embedded defaults)");
+  static const Json resolved = [] {
+    Config bare(0);
+    bare.tree_ = tree;
+    return bare.to_json(true);
+  }();
+  Config config(tree, resolved);
+  if (!yaml_path.empty()) config.merge_yaml_file(yaml_path);
+  config.apply_overrides(overrides);
+  config.validate();
+  return config;
+}
 
 Config Config::load(const std::string& yaml_path, const std::vector<std::string>& overrides) {
   Config config;
