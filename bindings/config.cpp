@@ -35,7 +35,9 @@ void register_config(py::module_& m) {
       .def("to_yaml", &Config::to_yaml, py::arg("resolve") = true)
       .def("keys", &Config::keys)
       .def("copy", [](const Config& c) { return Config(c); })
-      .def_static("default_yaml", &Config::default_yaml);
+      .def_property_readonly("is_sft", &Config::is_sft, "Whether this is the SFT trainer's tree (load_sft).")
+      .def_static("default_yaml", &Config::default_yaml)
+      .def_static("sft_default_yaml", &Config::sft_default_yaml);
 }
 
 }  // namespace verl::bindings

@@ -1,6 +1,7 @@
 // verl._C.trainer.SFTTrainer: the C++ SFT step (verl/trainer/sft_trainer.h). python/verl/trainer/sft_trainer.py
 // drives it with the SFT dataset, tracking and checkpoints. Steps run without the GIL.
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "bindings.h"
@@ -16,13 +17,14 @@ void register_sft_trainer(py::module_& m) {
   using Release = py::call_guard<py::gil_scoped_release>;
   py::module_ t = m.attr("trainer").cast<py::module_>();
   py::class_<SFTTrainer>(t, "SFTTrainer", "Supervised fine-tuning step (token-mean cross-entropy on loss_mask targets).")
-      .def(py::init([](const Config& config, std::shared_ptr<model::CausalLM> model, int64_t total_training_steps) {
-             trainer::SFTConfig c = trainer::SFTConfig::from_config(config);
-             c.optim.total_training_steps = total_training_steps;
-             return std::make_unique<SFTTrainer>(std::move(c), std::move(model));
+      .def(py::init([](const Config& config, std::shared_ptr<model::CausalLM> model,
+                       std::optional<int64_t> total_training_steps) {
+             return std::make_unique<SFTTrainer>(trainer::SFTConfig::from_config(config, total_training_steps),
+                                                 std::move(model));
            }),
-           py::arg("config"), py::arg("model"), py::arg("total_training_steps"),
-           "config: a Config.load_sft() tree; the model is trained in place.")
+           py::arg("config"), py::arg("model"), py::arg("total_training_steps") = py::none(),
+           "config: a Config.load_sft() tree; the model is trained in place. total_training_steps (the LR "
+           "schedule's length) replaces optim.total_training_steps.")
       .def("train_step", &SFTTrainer::train_step, py::arg("batch"), Release(),
            "One optimizer + scheduler step over a DataProto (input_ids, attention_mask, loss_mask) -> metrics.")
       .def(

@@ -63,13 +63,15 @@ class Config {
 
   // Dotted paths of every key (maps and leaves), in tree order.
   std::vector<std::string> keys() const;
-  // The embedded default YAML text.
+  // The embedded default YAML text (ppo_trainer.yaml / sft_trainer.yaml).
   static const std::string& default_yaml();
   static const std::string& sft_default_yaml();
+  // Whether this is the SFT trainer's tree (made by load_sft).
+  bool is_sft() const { return sft_tree_; }
 
  private:
   explicit Config(int bare);  // the raw defaults, before defaults_ exists (used once, to build it)
-  Config(const Json& tree, const Json& resolved_defaults);
+  Config(const Json& tree, const Json& resolved_defaults, bool sft_tree);
   void merge_node(const Json& node, const std::string& prefix, const std::string& origin);
   Json resolve(const Json& value, const std::string& path, std::vector<std::string>& stack) const;
   Json resolve_expression(const std::string& expr, const std::string& path, std::vector<std::string>& stack) const;
@@ -79,6 +81,7 @@ class Config {
 
   Json tree_;
   Json defaults_;  // resolved defaults: the declared type of each key
+  bool sft_tree_ = false;  // the SFT trainer's tree (load_sft): validated with its own range/choice rules
 };
 
 template <typename T>

@@ -3,11 +3,13 @@
 // verl/workers/utils/losses.py sft_loss) and keys (sft_trainer.yaml: data.*, optim.*, model.*).
 //
 // Batches are DataProto with
-//   input_ids       (bs, seq) int64    prompt + response tokens, padding anywhere attention_mask is 0
-//   attention_mask  (bs, seq)          1 for real tokens
-//   loss_mask       (bs, seq)          1 where the token is a training target (predicted from the one before)
+//   input_ids       (bs, seq) integer  prompt + response tokens, padding anywhere attention_mask is 0
+//   attention_mask  (bs, seq)          nonzero for real tokens (every row has at least one)
+//   loss_mask       (bs, seq)          nonzero where the token is a training target, predicted from the real
+//                                      token before it in its row (a row's first real token is never a target)
 // The loss of a step is -sum(log p(target)) / (number of targets in the whole batch): token-mean over the
-// global batch whatever the micro-batching, as verl's sft_loss with batch_num_tokens.
+// global batch whatever the micro-batching, as verl's sft_loss with batch_num_tokens. Used by
+// python/verl/trainer/sft_trainer.py (datasets, loop, checkpoints) through verl._C.trainer.SFTTrainer.
 #pragma once
 
 #include <cstdint>
@@ -30,10 +32,12 @@ struct SFTConfig {
   int64_t max_token_len_per_gpu = 8192;   // data.max_token_len_per_gpu
   bool use_remove_padding = true;         // model.use_remove_padding
   bool enable_gradient_checkpointing = true;  // model.enable_gradient_checkpointing
-  workers::OptimConfig optim;             // optim.* (optim.total_training_steps set by the caller)
+  workers::OptimConfig optim;             // optim.*
 
-  // Reads a Config::load_sft() tree. ConfigError naming the key for out-of-range values.
-  static SFTConfig from_config(const Config& config);
+  // Reads a Config::load_sft() tree. `total_training_steps` (the trainer's count: every batch of every
+  // epoch, or trainer.total_training_steps) replaces optim.total_training_steps, as verl's SFT trainer
+  // does; the cosine schedule and a warmup ratio need it. ConfigError naming the key for bad values.
+  static SFTConfig from_config(const Config& config, std::optional<int64_t> total_training_steps = std::nullopt);
   void validate() const;
 };
 
@@ -51,14 +55,17 @@ class SFTTrainer {
 
   // One optimizer step over the whole batch (micro-batched by micro_batch_size_per_gpu rows or by the
   // max_token_len_per_gpu budget, gradients accumulated), then one scheduler step. Returns verl's
-  // metrics: train/loss (token-mean), train/grad_norm, train/lr (the rate this step used),
-  // train/global_tokens (real tokens in the batch). DataError for missing keys, inconsistent shapes or a
-  // batch without targets; the model and optimizer are left untouched then. A non-finite gradient norm
-  // skips the update (verl's behaviour) and is reported as train/grad_norm.
+  // metrics: train/loss (token-mean), train/grad_norm (before clipping), train/lr (as verl: the rate after
+  // the scheduler step, i.e. the one the next step uses), train/global_tokens (real tokens in the batch).
+  // DataError for a missing tensor, inconsistent shapes, non-integer or out-of-vocabulary ids, a row
+  // without real tokens or longer than max_token_len_per_gpu (dynamic batching), or a batch without
+  // targets; the model, its gradients and the optimizer are left untouched then. A non-finite gradient
+  // norm skips the update (verl's behaviour) and is reported as train/grad_norm.
   std::map<std::string, double> train_step(const DataProto& batch);
 
   // The loss of a batch under the current weights, without gradients (validation): sums, so callers
-  // aggregate several batches into one token-mean.
+  // aggregate several batches into one token-mean. A batch without targets gives {0, 0}; other bad
+  // batches throw DataError as train_step does.
   SFTLossSum loss_sum(const DataProto& batch);
 
   workers::Optimizer& optimizer() { return *optimizer_; }
