@@ -16,7 +16,8 @@ void register_sft_trainer(py::module_& m) {
   using trainer::SFTTrainer;
   using Release = py::call_guard<py::gil_scoped_release>;
   py::module_ t = m.attr("trainer").cast<py::module_>();
-  py::class_<SFTTrainer>(t, "SFTTrainer", "Supervised fine-tuning step (token-mean cross-entropy on loss_mask targets).")
+  py::class_<SFTTrainer>(t, "SFTTrainer",
+                         "Supervised fine-tuning step (token-mean cross-entropy on loss_mask targets).")
       .def(py::init([](const Config& config, std::shared_ptr<model::CausalLM> model,
                        std::optional<int64_t> total_training_steps) {
              return std::make_unique<SFTTrainer>(trainer::SFTConfig::from_config(config, total_training_steps),

@@ -112,9 +112,9 @@ Packed pack(const SFTBatch& b) {
 std::optional<torch::Tensor> loss_sum_of(model::CausalLM& model, const SFTBatch& b, bool remove_padding) {
   Packed p = pack(b);
   if (p.labels.numel() == 0) return std::nullopt;
-  torch::Tensor hidden = remove_padding
-                             ? model.hidden_states_packed(p.ids, p.cu_seqlens)
-                             : model.hidden_states(b.input_ids, b.attention_mask.to(torch::kLong)).index({b.attention_mask});
+  torch::Tensor hidden =
+      remove_padding ? model.hidden_states_packed(p.ids, p.cu_seqlens)
+                     : model.hidden_states(b.input_ids, b.attention_mask.to(torch::kLong)).index({b.attention_mask});
   // Only the positions that predict a target go through the (vocab-sized) head.
   torch::Tensor logits = model.apply_head(hidden.index_select(0, p.predicts));
   if (logits.scalar_type() != torch::kDouble) logits = logits.to(torch::kFloat);
@@ -128,7 +128,9 @@ SFTBatch take(const SFTBatch& b, const std::vector<int64_t>& rows) {
 }
 
 workers::RowGroups micro_batches(const SFTConfig& config, const SFTBatch& b) {
-  if (!config.use_dynamic_bsz) return workers::fixed_micro_batches(b.input_ids.size(0), config.micro_batch_size_per_gpu);
+  if (!config.use_dynamic_bsz) {
+    return workers::fixed_micro_batches(b.input_ids.size(0), config.micro_batch_size_per_gpu);
+  }
   const std::vector<int64_t> lens = workers::detail::row_token_counts(b.attention_mask);
   const int64_t longest = *std::max_element(lens.begin(), lens.end());
   VERL_CHECK_AS(DataError, longest <= config.max_token_len_per_gpu, "SFT batch: a row of ", longest,

@@ -129,7 +129,9 @@ struct ReferenceAdamW {
 };
 
 // verl's cosine factor without warmup (zero-indexed): 0.5 * (1 + cos(pi * 2 * num_cycles * step / total)).
-double cosine_factor(int64_t step, int64_t total) { return 0.5 * (1 + std::cos(M_PI * step / static_cast<double>(total))); }
+double cosine_factor(int64_t step, int64_t total) {
+  return 0.5 * (1 + std::cos(M_PI * static_cast<double>(step) / static_cast<double>(total)));
+}
 
 }  // namespace
 
