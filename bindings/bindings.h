@@ -17,4 +17,5 @@ void register_tokenizer(py::module_& m);  // tokenizer.cpp: verl::tokenizer (Tok
 void register_workers(py::module_& m);  // workers.cpp: verl::workers (ActorWorker, CriticWorker, schedules)
 void register_rollout(py::module_& m);  // rollout.cpp: verl::rollout (Engine, SamplingParams)
 void register_trainer(py::module_& m);  // trainer.cpp: verl::trainer (PPOTrainer, step metrics)
+void register_sft_trainer(py::module_& m);  // sft_trainer.cpp: verl::trainer::SFTTrainer (into verl._C.trainer)
 }  // namespace verl::bindings

@@ -12,6 +12,9 @@ void register_config(py::module_& m) {
       .def(py::init<>(), "verl's defaults.")
       .def_static("load", &Config::load, py::arg("yaml_path") = "", py::arg("overrides") = std::vector<std::string>{},
                   "Defaults + YAML file + overrides, validated.")
+      .def_static("load_sft", &Config::load_sft, py::arg("yaml_path") = "",
+                  py::arg("overrides") = std::vector<std::string>{},
+                  "The SFT trainer's tree (sft_trainer.yaml defaults) + YAML file + overrides, validated.")
       .def("merge_yaml_file", &Config::merge_yaml_file, py::arg("path"))
       .def("merge_yaml_string", &Config::merge_yaml_string, py::arg("text"), py::arg("origin") = "<string>")
       .def("apply_override", &Config::apply_override, py::arg("override"))
@@ -32,7 +35,9 @@ void register_config(py::module_& m) {
       .def("to_yaml", &Config::to_yaml, py::arg("resolve") = true)
       .def("keys", &Config::keys)
       .def("copy", [](const Config& c) { return Config(c); })
-      .def_static("default_yaml", &Config::default_yaml);
+      .def_property_readonly("is_sft", &Config::is_sft, "Whether this is the SFT trainer's tree (load_sft).")
+      .def_static("default_yaml", &Config::default_yaml)
+      .def_static("sft_default_yaml", &Config::sft_default_yaml);
 }
 
 }  // namespace verl::bindings

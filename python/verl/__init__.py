@@ -2,8 +2,8 @@
 
 ``import verl`` gives verl's Python API on top of libverl: ``DataProto`` (``verl.protocol``), the
 config tree (``verl.config``, and ``RLConfig`` with short names), ``PPOTrainer`` (training on the C++
-trainer), and the ``python -m verl.trainer.main_ppo``
-command line.
+trainer), ``SFTTrainer`` (the supervised warm start), and the ``python -m verl.trainer.main_ppo`` /
+``python -m verl.trainer.sft_trainer`` command lines.
 """
 
 import os as _os
@@ -12,12 +12,13 @@ import torch as _torch  # noqa: F401  (loads LibTorch and its CUDA libraries bef
 
 from . import errors
 from ._C import __version__
-from .config import Config, load_config
+from .config import Config, load_config, load_sft_config
 from .errors import *  # noqa: F403  (every exception class, listed in errors.__all__)
 from .protocol import DataProto, DataProtoItem
 from .tokenizer import Tokenizer, load_tokenizer
 from .trainer.rl_config import RLConfig
 from .trainer.ppo_trainer import PPOTrainer
+from .trainer.sft_trainer import SFTTrainer
 
 #: Directory to put on CMAKE_PREFIX_PATH for ``find_package(verl)`` (the C++ SDK shipped in the wheel).
 cmake_prefix_path = _os.path.join(_os.path.dirname(__file__), "lib", "cmake")
@@ -27,8 +28,10 @@ __all__ = [
     "cmake_prefix_path",
     "Config",
     "load_config",
+    "load_sft_config",
     "RLConfig",
     "PPOTrainer",
+    "SFTTrainer",
     "DataProto",
     "DataProtoItem",
     "Tokenizer",

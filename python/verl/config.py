@@ -16,7 +16,7 @@ from typing import Any
 
 from . import _C
 
-__all__ = ["Config", "load_config"]
+__all__ = ["Config", "load_config", "load_sft_config"]
 
 
 def load_config(path: str | os.PathLike | None = None, overrides: Iterable[str] = ()) -> Config:
@@ -25,6 +25,12 @@ def load_config(path: str | os.PathLike | None = None, overrides: Iterable[str] 
     Raises ``verl.ConfigError`` (a ``ValueError``) naming the key, file and line on any problem.
     """
     return Config(_C.Config.load(os.fspath(path) if path is not None else "", list(overrides)))
+
+
+def load_sft_config(path: str | os.PathLike | None = None, overrides: Iterable[str] = ()) -> Config:
+    """The SFT trainer's tree (verl's ``sft_trainer`` keys and defaults: ``data.*``, ``model.*``, ``optim.*``,
+    ``trainer.*``), then the YAML file and overrides as ``load_config``; validated with the SFT tree's rules."""
+    return Config(_C.Config.load_sft(os.fspath(path) if path is not None else "", list(overrides)))
 
 
 class Config(Mapping):
@@ -110,6 +116,11 @@ class Config(Mapping):
     def copy(self) -> Config:
         """An independent copy of the whole tree."""
         return Config(self._cpp.copy())
+
+    @property
+    def is_sft(self) -> bool:
+        """Whether this is the SFT trainer's tree (``load_sft_config``) rather than the PPO one."""
+        return self._cpp.is_sft
 
     @property
     def cpp(self) -> _C.Config:

@@ -35,7 +35,10 @@ def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
     Raises ``verl.CheckpointError`` for a missing or malformed file and ``verl.InvalidArgumentError``
     for a tokenizer component this implementation does not support; both name the file and field.
     """
-    return Tokenizer(_C.Tokenizer.from_file(os.fspath(path)))
+    tokenizer = Tokenizer(_C.Tokenizer.from_file(os.fspath(path)))
+    path = os.fspath(path)
+    tokenizer.name_or_path = path if os.path.isdir(path) else os.path.dirname(path)
+    return tokenizer
 
 
 class Tokenizer:
@@ -43,6 +46,8 @@ class Tokenizer:
 
     def __init__(self, cpp: _C.Tokenizer) -> None:
         self._cpp = cpp
+        #: The directory it was loaded from (transformers' attribute name); trainers copy its files into checkpoints.
+        self.name_or_path: str | None = None
         self._special = dict(cpp.special_tokens_map())
         self._templates = dict(cpp.chat_templates())
 

@@ -18,3 +18,4 @@
 #include "verl/trainer/generation.h"
 #include "verl/trainer/metrics.h"
 #include "verl/trainer/ppo_trainer.h"
+#include "verl/trainer/sft_trainer.h"

@@ -1,4 +1,4 @@
-// Config: verl's ppo_trainer tree, merging, overrides, interpolation and validation (see config.h).
+// Config: verl's ppo_trainer (or sft_trainer) tree, merging, overrides, interpolation and validation (see config.h).
 #include "verl/core/config.h"
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 namespace verl {
 namespace detail {
 extern const char* const kDefaultConfigYaml;
+extern const char* const kSftConfigYaml;
 }
 
 namespace {
@@ -126,12 +127,14 @@ bool compatible(const Json& declared, Json& value) {
 
 // verl's YAML writes some float fields as integers (actor.entropy_coeff: 0); where the schema
 // declares a number, a float value is accepted over an integer default.
-bool compatible_with_key(const std::string& key, const Json& declared, Json& value) {
+bool compatible_with_key(const std::string& key, const Json& declared, Json& value, config_schema::Tree tree) {
   if (compatible(declared, value)) return true;
-  const config_schema::Rule* rule = config_schema::find_rule(key);
+  const config_schema::Rule* rule = config_schema::find_rule(key, tree);
   return rule != nullptr && rule->kind == config_schema::Rule::Kind::kNumber && declared.is_number() &&
          value.is_number();
 }
+
+config_schema::Tree schema_tree(bool sft) { return sft ? config_schema::Tree::kSFT : config_schema::Tree::kPPO; }
 
 const Json& parsed_defaults() {
   static const Json tree = yaml::parse(detail::kDefaultConfigYaml, "ppo_trainer.yaml (embedded defaults)");
@@ -174,6 +177,28 @@ Config::Config() : tree_(parsed_defaults()) {
 }
 
 Config::Config(int) : tree_(parsed_defaults()) {}
+
+Config::Config(const Json& tree, const Json& resolved_defaults, bool sft_tree)
+    : tree_(tree), defaults_(resolved_defaults), sft_tree_(sft_tree) {}
+
+const std::string& Config::sft_default_yaml() {
+  static const std::string text = detail::kSftConfigYaml;
+  return text;
+}
+
+Config Config::load_sft(const std::string& yaml_path, const std::vector<std::string>& overrides) {
+  static const Json tree = yaml::parse(detail::kSftConfigYaml, "sft_trainer.yaml (embedded defaults)");
+  static const Json resolved = [] {
+    Config bare(0);
+    bare.tree_ = tree;
+    return bare.to_json(true);
+  }();
+  Config config(tree, resolved, true);
+  if (!yaml_path.empty()) config.merge_yaml_file(yaml_path);
+  config.apply_overrides(overrides);
+  config.validate();
+  return config;
+}
 
 Config Config::load(const std::string& yaml_path, const std::vector<std::string>& overrides) {
   Config config;
@@ -267,7 +292,8 @@ void Config::set(const std::string& key, const Json& value, bool allow_new) {
   for (const auto& p : parts) VERL_CHECK_AS(ConfigError, !p.empty(), "malformed key '", key, "'");
   if (!allow_new && find(key) == nullptr) throw ConfigError(unknown_key_message(key));
   Json checked = value;
-  if (const Json* declared = lookup(defaults_, key); declared != nullptr && !compatible_with_key(key, *declared, checked)) {
+  if (const Json* declared = lookup(defaults_, key);
+      declared != nullptr && !compatible_with_key(key, *declared, checked, schema_tree(sft_tree_))) {
     VERL_FAIL(ConfigTypeError, "config key '", key, "' expects a ", type_label(*declared), " (default ",
               declared->dump(), "), got ", type_label(value), " ", value.dump());
   }
@@ -411,11 +437,12 @@ void Config::validate() const {
     const Json& v = *lookup(resolved, key);
     if (v.is_string() && v.get_ref<const std::string&>() == kMissing) continue;
     Json probe = v;
-    if (const Json* declared = lookup(defaults_, key); declared != nullptr && !compatible_with_key(key, *declared, probe)) {
+    if (const Json* declared = lookup(defaults_, key);
+        declared != nullptr && !compatible_with_key(key, *declared, probe, schema_tree(sft_tree_))) {
       VERL_FAIL(ConfigTypeError, "config key '", key, "' expects a ", type_label(*declared), ", got ",
                 type_label(v), " ", v.dump());
     }
-    if (const auto* rule = config_schema::find_rule(key)) {
+    if (const auto* rule = config_schema::find_rule(key, schema_tree(sft_tree_))) {
       const std::string type_error = config_schema::type_violation(*rule, v);
       const std::string why = type_error.empty() ? config_schema::value_violation(*rule, v) : type_error;
       if (why.empty()) continue;

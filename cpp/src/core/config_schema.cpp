@@ -101,6 +101,33 @@ std::vector<Rule> build_rules() {
   return r;
 }
 
+// verl 0.9.1's sft_trainer_engine.yaml keys (python/verl/trainer/config/sft_trainer.yaml).
+std::vector<Rule> build_sft_rules() {
+  std::vector<Rule> r = {
+      {"data.train_batch_size", K::kInt, 1.0},
+      {"data.micro_batch_size_per_gpu", K::kInt, 1.0},
+      {"data.max_token_len_per_gpu", K::kInt, 1.0},
+      {"data.max_length", K::kInt, 1.0},
+      {"data.truncation", K::kString, {}, {}, false, {"error", "left", "right"}},
+      {"data.train_max_samples", K::kInt, -1.0},
+      {"data.val_max_samples", K::kInt, -1.0},
+      {"data.messages_key", K::kString},
+      {"data.prompt_key", K::kString},
+      {"data.response_key", K::kString},
+      {"model.dtype", K::kString, {}, {}, false, {"fp32", "bf16", "fp16", "float32", "bfloat16", "float16"}},
+      {"trainer.total_epochs", K::kInt, 1.0},
+      {"trainer.total_training_steps", K::kInt, 1.0, {}, false, {}, true},
+      {"trainer.save_freq", K::kInt, -1.0},
+      {"trainer.test_freq", K::kInt, -1.0},
+      {"trainer.max_ckpt_to_keep", K::kInt, 1.0, {}, false, {}, true},
+      {"trainer.resume_mode", K::kString, {}, {}, false, {"auto", "disable", "resume_path"}},
+      {"trainer.device", K::kString, {}, {}, false, {"cuda", "cpu"}},
+      {"trainer.logger", K::kStringOrList},
+  };
+  for (Rule& rule : optim_rules("optim")) r.push_back(std::move(rule));
+  return r;
+}
+
 std::string describe(double v) {
   std::ostringstream s;
   s << v;
@@ -109,13 +136,14 @@ std::string describe(double v) {
 
 }  // namespace
 
-const std::vector<Rule>& rules() {
-  static const std::vector<Rule> all = build_rules();
-  return all;
+const std::vector<Rule>& rules(Tree tree) {
+  static const std::vector<Rule> ppo = build_rules();
+  static const std::vector<Rule> sft = build_sft_rules();
+  return tree == Tree::kSFT ? sft : ppo;
 }
 
-const Rule* find_rule(const std::string& key) {
-  for (const Rule& r : rules())
+const Rule* find_rule(const std::string& key, Tree tree) {
+  for (const Rule& r : rules(tree))
     if (key == r.key) return &r;
   return nullptr;
 }

@@ -21,9 +21,13 @@ struct Rule {
   bool nullable = false;
 };
 
-// Every rule, keyed by dotted path.
-const std::vector<Rule>& rules();
-const Rule* find_rule(const std::string& key);
+// Which config tree the rules are for: the same dotted path can mean different things in each
+// (data.truncation allows "middle" for RL prompts, not for SFT rows).
+enum class Tree { kPPO, kSFT };
+
+// Every rule of a tree, keyed by dotted path.
+const std::vector<Rule>& rules(Tree tree);
+const Rule* find_rule(const std::string& key, Tree tree);
 
 // Empty when `value` has the rule's type, else the reason ("must be an integer", ...).
 std::string type_violation(const Rule& rule, const Json& value);

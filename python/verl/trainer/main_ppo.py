@@ -13,7 +13,7 @@ import sys
 from ..config import Config, load_config
 from ..errors import ConfigError
 
-USAGE = """usage: python -m verl.trainer.main_ppo [--print-config] [--config-path DIR] [--config-name NAME] [key=value ...]
+USAGE = """usage: python -m {prog} [--print-config] [--config-path DIR] [--config-name NAME] [key=value ...]
 
   --print-config        print the resolved config (YAML) and exit
   --config-path DIR     directory of a YAML config (Hydra style; with --config-name)
@@ -23,15 +23,19 @@ USAGE = """usage: python -m verl.trainer.main_ppo [--print-config] [--config-pat
 """
 
 
-def parse_args(argv: list[str]) -> tuple[bool, str | None, list[str]]:
-    """Splits argv into (print_config, yaml_path, overrides). Raises ConfigError on bad flags."""
+def parse_args(argv: list[str], prog: str = "verl.trainer.main_ppo",
+               base_config_name: str = "ppo_trainer") -> tuple[bool, str | None, list[str]]:
+    """Splits argv into (print_config, yaml_path, overrides). Raises ConfigError on bad flags. ``prog`` names the
+    command in the usage text; ``--config-name <base_config_name>`` means the embedded defaults (no file).
+    Shared by the PPO and SFT entry points."""
+    usage = USAGE.format(prog=prog)
     print_config, config_path, config_name, overrides = False, None, None, []
     args = list(argv)
     while args:
         arg = args.pop(0)
         flag, eq, value = arg.partition("=")
         if arg in ("-h", "--help"):
-            print(USAGE)
+            print(usage)
             sys.exit(0)
         elif arg == "--print-config" or (flag == "--cfg" and value == "job") or arg == "--cfg" and args[:1] == ["job"]:
             print_config = True
@@ -47,11 +51,11 @@ def parse_args(argv: list[str]) -> tuple[bool, str | None, list[str]]:
             else:
                 config_name = value
         elif arg.startswith("-") and not arg.startswith("~"):
-            raise ConfigError(f"unknown option '{arg}'\n{USAGE}")
+            raise ConfigError(f"unknown option '{arg}'\n{usage}")
         else:
             overrides.append(arg)
     yaml_path = None
-    if config_name is not None and config_name != "ppo_trainer":
+    if config_name is not None and config_name != base_config_name:
         name = config_name if config_name.endswith((".yaml", ".yml")) else config_name + ".yaml"
         yaml_path = os.path.join(config_path or ".", name)
     elif config_path is not None and config_name is None:

@@ -16,10 +16,7 @@ W&B when configured), the end-of-run plot and checkpoints.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -29,10 +26,10 @@ import numpy as np
 import torch
 
 from .. import _C
-from .. import errors as verl_errors
 from ..config import Config, load_config
 from ..errors import ConfigError, DataError
 from ..protocol import DataProto
+from .checkpointing import CheckpointDirectory, read_json, write_json
 from .ppo.metric_utils import validation_metric_dict
 from .ppo.reward import compute_reward, load_reward_manager
 from .reward_fn import build_reward_manager
@@ -430,35 +427,21 @@ class PPOTrainer:
         dataloader position) into a temporary directory renamed into place, then
         ``latest_checkpointed_iteration.txt``; keeps ``trainer.max_actor_ckpt_to_keep`` checkpoints. A crash mid-save
         leaves the previous checkpoint and the iteration file as they were. Returns the checkpoint directory."""
-        root = self.checkpoint_dir
-        os.makedirs(root, exist_ok=True)
         step = self.global_steps
-        final = os.path.join(root, f"global_step_{step}")
-        tmp = tempfile.mkdtemp(prefix=f".global_step_{step}.", dir=root)
-        try:
+
+        def write(tmp: str) -> None:
             tok_dir = self._tokenizer_dir()
             self._write_model(self._trainer.actor_model, os.path.join(tmp, "actor"), tok_dir)
             self._trainer.save_optimizer("actor", os.path.join(tmp, "actor", "optim.pt"))
             if self._trainer.critic_model is not None:
                 self._write_model(self._trainer.critic_model, os.path.join(tmp, "critic"), tok_dir)
                 self._trainer.save_optimizer("critic", os.path.join(tmp, "critic", "optim.pt"))
-            state = {"global_step": step, "epoch": self.epoch, "kl_coef": self._trainer.kl_coef,
-                     "dataloader": self.train_dataloader.state_dict() if self.train_dataloader is not None else None}
-            with open(os.path.join(tmp, "trainer_state.json"), "w", encoding="utf-8") as f:
-                json.dump(state, f)
-            if os.path.exists(final):  # re-saving a step: move the old one aside first, drop it after
-                old = tempfile.mkdtemp(prefix=f".old_global_step_{step}.", dir=root)
-                os.replace(final, os.path.join(old, "ckpt"))
-                os.replace(tmp, final)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(tmp, final)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        _write_atomic(os.path.join(root, "latest_checkpointed_iteration.txt"), str(step))
-        self._prune_checkpoints(root)
-        return final
+            write_json(os.path.join(tmp, "trainer_state.json"), {
+                "global_step": step, "epoch": self.epoch, "kl_coef": self._trainer.kl_coef,
+                "dataloader": self.train_dataloader.state_dict() if self.train_dataloader is not None else None})
+
+        return CheckpointDirectory(self.checkpoint_dir).save(step, write,
+                                                             self.config.get("trainer.max_actor_ckpt_to_keep"))
 
     def _tokenizer_dir(self) -> str | None:
         for key in ("actor_rollout_ref.model.tokenizer_path", "actor_rollout_ref.model.path"):
@@ -467,38 +450,9 @@ class PPOTrainer:
                 return os.path.expanduser(str(path))
         return None
 
-    def _prune_checkpoints(self, root: str) -> None:
-        keep = self.config.get("trainer.max_actor_ckpt_to_keep")
-        if not keep or int(keep) <= 0:
-            return
-        steps = sorted(int(name.split("_")[-1]) for name in os.listdir(root)
-                       if name.startswith("global_step_") and name.split("_")[-1].isdigit())
-        for old in steps[:-int(keep)]:
-            shutil.rmtree(os.path.join(root, f"global_step_{old}"), ignore_errors=True)
-
     def _resume_dir(self) -> str | None:
-        mode = str(self.config.get("trainer.resume_mode") or "auto")
-        if mode == "disable":
-            return None
-        if mode == "resume_path":
-            path = self.config.get("trainer.resume_from_path")
-            if not path:
-                raise ConfigError("trainer.resume_mode=resume_path needs trainer.resume_from_path")
-            path = os.path.expanduser(str(path))
-            if not os.path.isdir(path) or not os.path.basename(path.rstrip("/")).startswith("global_step_"):
-                raise ConfigError(f"trainer.resume_from_path must be a global_step_N directory, got {path}")
-            return path
-        if mode != "auto":
-            raise ConfigError(f"trainer.resume_mode must be auto, disable or resume_path, got {mode!r}")
-        marker = os.path.join(self.checkpoint_dir, "latest_checkpointed_iteration.txt")
-        if not os.path.exists(marker):
-            return None
-        with open(marker, encoding="utf-8") as f:
-            step = int(f.read().strip())
-        path = os.path.join(self.checkpoint_dir, f"global_step_{step}")
-        if not os.path.isdir(path):
-            raise verl_errors.CheckpointError(f"{marker} names step {step} but {path} does not exist")
-        return path
+        return CheckpointDirectory(self.checkpoint_dir).resume_dir(self.config.get("trainer.resume_mode"),
+                                                                   self.config.get("trainer.resume_from_path"))
 
     def load_checkpoint(self, path: str) -> None:
         """Restores weights, optimizer and scheduler states, step, KL coefficient and dataloader position."""
@@ -509,12 +463,7 @@ class PPOTrainer:
         if self._trainer.critic_model is not None:
             self._cpp_load(self._trainer.critic_model, os.path.join(path, "critic"), safetensors)
             self._trainer.load_optimizer("critic", os.path.join(path, "critic", "optim.pt"))
-        state_path = os.path.join(path, "trainer_state.json")
-        try:
-            with open(state_path, encoding="utf-8") as f:
-                state = json.load(f)
-        except (OSError, ValueError) as e:
-            raise verl_errors.CheckpointError(f"cannot read {state_path}: {e}") from e
+        state = read_json(os.path.join(path, "trainer_state.json"))
         self._trainer.global_step = int(state["global_step"])
         self._trainer.kl_coef = float(state["kl_coef"])
         self.global_steps = int(state["global_step"])
@@ -531,11 +480,3 @@ class PPOTrainer:
         if path is not None:
             self.load_checkpoint(path)
 
-
-def _write_atomic(path: str, text: str) -> None:
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)

@@ -40,7 +40,10 @@ _CONSOLE_COLUMNS = (
     ("vf_loss", ("critic/vf_loss",), "{:.4f}"),
     ("entropy", ("actor/entropy",), "{:.3f}"),
     ("kl", ("actor/kl_loss", "actor/ppo_kl"), "{:.4f}"),
-    ("lr", ("actor/lr",), "{:.2e}"),
+    ("loss", ("train/loss",), "{:.4f}"),          # SFT
+    ("val_loss", ("val/loss",), "{:.4f}"),        # SFT
+    ("grad_norm", ("train/grad_norm",), "{:.3f}"),  # SFT
+    ("lr", ("actor/lr", "train/lr"), "{:.2e}"),
     ("step_s", ("timing_s/step",), "{:.2f}"),
 )
 

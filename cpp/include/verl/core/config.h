@@ -28,6 +28,9 @@ class Config {
 
   // Defaults + optional YAML file + overrides, then validate(). Throws ConfigError.
   static Config load(const std::string& yaml_path = "", const std::vector<std::string>& overrides = {});
+  // The SFT trainer's tree instead (python/verl/trainer/config/sft_trainer.yaml, embedded): same
+  // grammar, interpolation and validation, its own keys and defaults.
+  static Config load_sft(const std::string& yaml_path = "", const std::vector<std::string>& overrides = {});
 
   // Merges a YAML file onto the tree. Unknown keys are errors (with the closest known key); keys
   // under free-form maps (defaults `{}`) and `_target_` entries are accepted. Hydra's `defaults:`
@@ -60,11 +63,15 @@ class Config {
 
   // Dotted paths of every key (maps and leaves), in tree order.
   std::vector<std::string> keys() const;
-  // The embedded default YAML text.
+  // The embedded default YAML text (ppo_trainer.yaml / sft_trainer.yaml).
   static const std::string& default_yaml();
+  static const std::string& sft_default_yaml();
+  // Whether this is the SFT trainer's tree (made by load_sft).
+  bool is_sft() const { return sft_tree_; }
 
  private:
   explicit Config(int bare);  // the raw defaults, before defaults_ exists (used once, to build it)
+  Config(const Json& tree, const Json& resolved_defaults, bool sft_tree);
   void merge_node(const Json& node, const std::string& prefix, const std::string& origin);
   Json resolve(const Json& value, const std::string& path, std::vector<std::string>& stack) const;
   Json resolve_expression(const std::string& expr, const std::string& path, std::vector<std::string>& stack) const;
@@ -74,6 +81,7 @@ class Config {
 
   Json tree_;
   Json defaults_;  // resolved defaults: the declared type of each key
+  bool sft_tree_ = false;  // the SFT trainer's tree (load_sft): validated with its own range/choice rules
 };
 
 template <typename T>

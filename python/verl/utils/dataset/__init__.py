@@ -1,6 +1,8 @@
-"""RL datasets in verl's schema (``verl.utils.dataset``) and a resumable loader."""
+"""Datasets in verl's schema (``verl.utils.dataset``): RL prompts, SFT rows, and a resumable loader."""
 
 from .dataloader import ResumableDataLoader, create_rl_dataloader
 from .rl_dataset import RLHFDataset, collate_fn, collate_to_dataproto, create_rl_dataset
+from .sft_dataset import SFTDataset, collate_sft
 
-__all__ = ["RLHFDataset", "create_rl_dataset", "collate_fn", "collate_to_dataproto", "ResumableDataLoader", "create_rl_dataloader"]
+__all__ = ["RLHFDataset", "create_rl_dataset", "collate_fn", "collate_to_dataproto", "ResumableDataLoader",
+           "create_rl_dataloader", "SFTDataset", "collate_sft"]

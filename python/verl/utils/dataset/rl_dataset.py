@@ -34,7 +34,8 @@ from ...errors import ConfigError, DataError
 from ...protocol import DataProto
 
 __all__ = ["RLHFDataset", "create_rl_dataset", "collate_fn", "collate_to_dataproto", "compute_position_id_with_mask",
-           "TRUNCATION_MODES"]
+           "TRUNCATION_MODES", "RowOrigin", "read_rows", "check_messages", "render_chat", "render_prompt",
+           "select_max_samples"]
 
 TRUNCATION_MODES = ("error", "left", "right", "middle")
 
@@ -138,6 +139,44 @@ def read_rows(path: str) -> list[tuple[Any, int]]:
     raise DataError(f"Unsupported file format: {path} (expected .jsonl, .json or .parquet)")
 
 
+def check_messages(messages: Any, key: str, origin: RowOrigin) -> None:
+    """DataError naming ``origin`` unless ``messages`` is a non-empty list of ``{'role', 'content'}`` dicts."""
+    if (not isinstance(messages, list) or not messages
+            or not all(isinstance(m, dict) and "role" in m and "content" in m for m in messages)):
+        raise DataError(f"{origin}: '{key}' must be a non-empty list of {{'role', 'content'}} messages, got "
+                        f"{str(messages)[:100]!r}")
+
+
+def render_chat(tokenizer: Any, messages: list[dict], chat_template_kwargs: dict, origin: RowOrigin,
+                add_generation_prompt: bool = True) -> str:
+    """``messages`` rendered by the tokenizer's chat template; DataError naming ``origin`` when it fails."""
+    try:
+        return tokenizer.apply_chat_template(messages, add_generation_prompt=add_generation_prompt, tokenize=False,
+                                             **chat_template_kwargs)
+    except Exception as e:
+        raise DataError(f"{origin}: chat template failed: {type(e).__name__}: {e}") from e
+
+
+def render_prompt(tokenizer: Any, messages: list[dict], chat_template_kwargs: dict,
+                  origin: RowOrigin) -> tuple[str, list[int]]:
+    """An RL prompt as the rollout sees it: the chat template with the generation prompt, encoded without
+    special tokens. Returns (text, ids). The SFT dataset renders its prompts with this too, so a model
+    warm-started by SFT sees exactly the prompts RL gives it."""
+    text = render_chat(tokenizer, messages, chat_template_kwargs, origin, add_generation_prompt=True)
+    return text, list(tokenizer.encode(text, add_special_tokens=False))
+
+
+def select_max_samples(total: int, max_samples: int, shuffle: bool, seed: Any) -> list[int]:
+    """verl's ``max_samples``: all rows when ``max_samples`` is not in (0, total), else the first ones or, with
+    ``shuffle``, a seeded random choice (numpy ``default_rng(seed).choice``)."""
+    if not 0 < max_samples < total:
+        return list(range(total))
+    if shuffle:
+        rng = np.random.default_rng(*((seed,) if seed is not None else ()))
+        return rng.choice(total, size=max_samples, replace=False).tolist()
+    return list(range(max_samples))
+
+
 class RLHFDataset:
     """Prompts for RL from JSONL / JSON / Parquet files in verl's schema.
 
@@ -203,10 +242,7 @@ class RLHFDataset:
         messages = row.get(self.prompt_key)
         if messages is None:
             raise DataError(f"{origin}: row has no '{self.prompt_key}' (chat messages) field")
-        if (not isinstance(messages, list) or not messages
-                or not all(isinstance(m, dict) and "role" in m and "content" in m for m in messages)):
-            raise DataError(f"{origin}: '{self.prompt_key}' must be a non-empty list of {{'role', 'content'}} "
-                            f"messages, got {str(messages)[:100]!r}")
+        check_messages(messages, self.prompt_key, origin)
         reward_model = row.get("reward_model")
         if not isinstance(reward_model, dict) or reward_model.get("ground_truth") is None:
             raise DataError(f"{origin}: row has no 'reward_model.ground_truth'")
@@ -215,14 +251,7 @@ class RLHFDataset:
             raise DataError(f"{origin}: 'extra_info' must be an object, got {type(extra).__name__}")
 
     def _select_max_samples(self) -> None:
-        total = len(self.rows)
-        if not 0 < self.max_samples < total:
-            return
-        if self.shuffle:
-            rng = np.random.default_rng(*((self.seed,) if self.seed is not None else ()))
-            indices = rng.choice(total, size=self.max_samples, replace=False).tolist()
-        else:
-            indices = list(range(self.max_samples))
+        indices = select_max_samples(len(self.rows), self.max_samples, self.shuffle, self.seed)
         self.rows = [self.rows[i] for i in indices]
         self.origins = [self.origins[i] for i in indices]
 
@@ -232,13 +261,8 @@ class RLHFDataset:
 
     def prompt_ids(self, item: int) -> tuple[str, list[int]]:
         """(the rendered prompt, its token ids before truncation) of row ``item``."""
-        messages = self.rows[item][self.prompt_key]
-        try:
-            text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False,
-                                                      **self.apply_chat_template_kwargs)
-        except Exception as e:
-            raise DataError(f"{self.origins[item]}: chat template failed: {type(e).__name__}: {e}") from e
-        return text, list(self.tokenizer.encode(text, add_special_tokens=False))
+        return render_prompt(self.tokenizer, self.rows[item][self.prompt_key], self.apply_chat_template_kwargs,
+                             self.origins[item])
 
     def truncate(self, ids: list[int], item: int) -> list[int]:
         """``ids`` cut to max_prompt_length by the truncation mode (``error``: DataError naming the row)."""

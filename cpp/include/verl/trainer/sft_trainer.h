@@ -1,0 +1,84 @@
+// Supervised fine-tuning (the warm start before RL): next-token cross-entropy on the tokens a loss mask
+// selects (the assistant's reply), with verl 0.9.1's semantics (verl/trainer/sft_trainer.py,
+// verl/workers/utils/losses.py sft_loss) and keys (sft_trainer.yaml: data.*, optim.*, model.*).
+//
+// Batches are DataProto with
+//   input_ids       (bs, seq) integer  prompt + response tokens, padding anywhere attention_mask is 0
+//   attention_mask  (bs, seq)          nonzero for real tokens (every row has at least one)
+//   loss_mask       (bs, seq)          nonzero where the token is a training target, predicted from the real
+//                                      token before it in its row (a row's first real token is never a target)
+// The loss of a step is -sum(log p(target)) / (number of targets in the whole batch): token-mean over the
+// global batch whatever the micro-batching, as verl's sft_loss with batch_num_tokens. Used by
+// python/verl/trainer/sft_trainer.py (datasets, loop, checkpoints) through verl._C.trainer.SFTTrainer.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "verl/core/config.h"
+#include "verl/data/data_proto.h"
+#include "verl/model/transformer.h"
+#include "verl/workers/optim.h"
+
+namespace verl::trainer {
+
+struct SFTConfig {
+  int64_t train_batch_size = 256;         // data.train_batch_size (rows per optimizer step)
+  int64_t micro_batch_size_per_gpu = 4;   // data.micro_batch_size_per_gpu
+  bool use_dynamic_bsz = true;            // data.use_dynamic_bsz
+  int64_t max_token_len_per_gpu = 8192;   // data.max_token_len_per_gpu
+  bool use_remove_padding = true;         // model.use_remove_padding
+  bool enable_gradient_checkpointing = true;  // model.enable_gradient_checkpointing
+  workers::OptimConfig optim;             // optim.*
+
+  // Reads a Config::load_sft() tree. `total_training_steps` (the trainer's count: every batch of every
+  // epoch, or trainer.total_training_steps) replaces optim.total_training_steps, as verl's SFT trainer
+  // does; the cosine schedule and a warmup ratio need it. ConfigError naming the key for bad values.
+  static SFTConfig from_config(const Config& config, std::optional<int64_t> total_training_steps = std::nullopt);
+  void validate() const;
+};
+
+// The token-level cross-entropy summed over a batch's targets.
+struct SFTLossSum {
+  double loss_sum = 0;     // -sum log p(target)
+  int64_t num_tokens = 0;  // targets
+  double mean() const { return num_tokens > 0 ? loss_sum / static_cast<double>(num_tokens) : 0.0; }
+};
+
+class SFTTrainer {
+ public:
+  // Trains `model` in place (shared, not copied). Throws ConfigError for an invalid config.
+  SFTTrainer(SFTConfig config, std::shared_ptr<model::CausalLM> model);
+
+  // One optimizer step over the whole batch (micro-batched by micro_batch_size_per_gpu rows or by the
+  // max_token_len_per_gpu budget, gradients accumulated), then one scheduler step. Returns verl's
+  // metrics: train/loss (token-mean), train/grad_norm (before clipping), train/lr (as verl: the rate after
+  // the scheduler step, i.e. the one the next step uses), train/global_tokens (real tokens in the batch).
+  // DataError for a missing tensor, inconsistent shapes, non-integer or out-of-vocabulary ids, a row
+  // without real tokens or longer than max_token_len_per_gpu (dynamic batching), or a batch without
+  // targets; the model, its gradients and the optimizer are left untouched then. A non-finite gradient
+  // norm skips the update (verl's behaviour) and is reported as train/grad_norm.
+  std::map<std::string, double> train_step(const DataProto& batch);
+
+  // The loss of a batch under the current weights, without gradients (validation): sums, so callers
+  // aggregate several batches into one token-mean. A batch without targets gives {0, 0}; other bad
+  // batches throw DataError as train_step does.
+  SFTLossSum loss_sum(const DataProto& batch);
+
+  workers::Optimizer& optimizer() { return *optimizer_; }
+  const SFTConfig& config() const { return config_; }
+  std::shared_ptr<model::CausalLM> model() const { return model_; }
+  int64_t global_step() const { return global_step_; }
+  void set_global_step(int64_t step) { global_step_ = step; }
+
+ private:
+  SFTConfig config_;
+  std::shared_ptr<model::CausalLM> model_;
+  std::unique_ptr<workers::Optimizer> optimizer_;
+  int64_t global_step_ = 0;
+};
+
+}  // namespace verl::trainer

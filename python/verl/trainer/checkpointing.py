@@ -1,0 +1,139 @@
+"""Checkpoint directories in verl's layout, shared by the PPO and SFT trainers.
+
+::
+
+    trainer.default_local_dir/
+        global_step_N/                       what the trainer writes (actor/, critic/, trainer_state.json, ...)
+        latest_checkpointed_iteration.txt    N of the newest complete checkpoint
+
+A checkpoint is written into a temporary directory beside its final place and renamed into place only when
+complete, then the iteration file is replaced atomically: a crash mid-save leaves the previous checkpoint and
+the iteration file as they were (a crash that kills the process outright leaves a hidden ``.global_step_*``
+directory, removed by the next save). ``resume_dir`` implements ``trainer.resume_mode`` = ``auto`` (the
+newest checkpoint, if any) | ``disable`` | ``resume_path`` (``trainer.resume_from_path``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import CheckpointError, ConfigError
+
+__all__ = ["CheckpointDirectory", "write_atomic", "read_json", "write_json", "ITERATION_FILE"]
+
+ITERATION_FILE = "latest_checkpointed_iteration.txt"
+_STEP_PREFIX = "global_step_"
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Writes ``text`` to ``path`` through a temporary file, fsynced, renamed over ``path``."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_json(path: str, value: Any) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(value, f)
+
+
+def read_json(path: str) -> Any:
+    """The JSON value in ``path``; ``verl.CheckpointError`` naming the file when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"cannot read {path}: {e}") from e
+
+
+class CheckpointDirectory:
+    """``trainer.default_local_dir``: the ``global_step_N`` checkpoints in it and the iteration file."""
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        self.root = os.path.expanduser(os.fspath(root))
+
+    def step_dir(self, step: int) -> str:
+        return os.path.join(self.root, f"{_STEP_PREFIX}{step}")
+
+    def steps(self) -> list[int]:
+        """The steps of the ``global_step_N`` directories present, ascending."""
+        if not os.path.isdir(self.root):
+            return []
+        return sorted(int(name[len(_STEP_PREFIX):]) for name in os.listdir(self.root)
+                      if name.startswith(_STEP_PREFIX) and name[len(_STEP_PREFIX):].isdigit())
+
+    def save(self, step: int, write: Callable[[str], None], max_to_keep: int | None = None) -> str:
+        """Calls ``write(tmp_dir)`` to fill a new checkpoint, renames it to ``global_step_<step>`` (replacing one
+        of the same step), updates the iteration file and keeps the newest ``max_to_keep`` checkpoints (None or
+        <= 0: all). Returns the checkpoint directory. If ``write`` raises, nothing changes and it re-raises."""
+        os.makedirs(self.root, exist_ok=True)
+        self._remove_stale_temporaries()
+        final = self.step_dir(step)
+        tmp = tempfile.mkdtemp(prefix=f".{_STEP_PREFIX}{step}.", dir=self.root)
+        try:
+            write(tmp)
+            if os.path.exists(final):  # re-saving a step: move the old one aside first, drop it after
+                old = tempfile.mkdtemp(prefix=f".old_{_STEP_PREFIX}{step}.", dir=self.root)
+                os.replace(final, os.path.join(old, "ckpt"))
+                os.replace(tmp, final)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        write_atomic(os.path.join(self.root, ITERATION_FILE), str(step))
+        self.prune(max_to_keep)
+        return final
+
+    def _remove_stale_temporaries(self) -> None:
+        for name in os.listdir(self.root):
+            if name.startswith((f".{_STEP_PREFIX}", f".old_{_STEP_PREFIX}")):
+                shutil.rmtree(os.path.join(self.root, name), ignore_errors=True)
+
+    def prune(self, max_to_keep: int | None) -> None:
+        """Deletes all but the newest ``max_to_keep`` checkpoints (None or <= 0: keeps all)."""
+        if not max_to_keep or int(max_to_keep) <= 0:
+            return
+        for old in self.steps()[:-int(max_to_keep)]:
+            shutil.rmtree(self.step_dir(old), ignore_errors=True)
+
+    def latest(self) -> str | None:
+        """The checkpoint the iteration file names, or None when there is none. ``verl.CheckpointError`` when the
+        file is unreadable or names a missing directory."""
+        marker = os.path.join(self.root, ITERATION_FILE)
+        if not os.path.exists(marker):
+            return None
+        try:
+            with open(marker, encoding="utf-8") as f:
+                step = int(f.read().strip())
+        except (OSError, ValueError) as e:
+            raise CheckpointError(f"cannot read the step in {marker}: {e}") from e
+        path = self.step_dir(step)
+        if not os.path.isdir(path):
+            raise CheckpointError(f"{marker} names step {step} but {path} does not exist")
+        return path
+
+    def resume_dir(self, resume_mode: str | None, resume_from_path: str | None) -> str | None:
+        """The checkpoint to resume from for ``trainer.resume_mode`` / ``trainer.resume_from_path``, or None."""
+        mode = str(resume_mode or "auto")
+        if mode == "disable":
+            return None
+        if mode == "resume_path":
+            if not resume_from_path:
+                raise ConfigError("trainer.resume_mode=resume_path needs trainer.resume_from_path")
+            path = os.path.expanduser(str(resume_from_path))
+            if not os.path.isdir(path) or not os.path.basename(path.rstrip("/")).startswith(_STEP_PREFIX):
+                raise ConfigError(f"trainer.resume_from_path must be a global_step_N directory, got {path}")
+            return path
+        if mode != "auto":
+            raise ConfigError(f"trainer.resume_mode must be auto, disable or resume_path, got {mode!r}")
+        return self.latest()
