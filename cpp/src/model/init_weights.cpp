@@ -36,8 +36,7 @@ void init_weights(CausalLM& model, uint64_t seed, std::optional<double> initiali
     } else if (ends_with(name, ".bias")) {
       param.zero_();
     } else {
-      torch::Tensor values = at::normal(0.0, std_dev, param.sizes(), gen, torch::TensorOptions().dtype(torch::kFloat32));
-      param.copy_(values);
+      param.copy_(at::normal(0.0, std_dev, param.sizes(), gen, torch::TensorOptions().dtype(torch::kFloat32)));
     }
   }
   // nn.Embedding(padding_idx=pad_token_id): transformers zeroes the padding row after drawing it.

@@ -85,7 +85,8 @@ TEST_CASE("dataloader: verl's train loader from the config", "[data]") {
   CHECK(loader.size() == 2);
   CHECK(loader.next_epoch_rows() == Rows{{5, 0, 3, 4}, {1, 7, 9, 6}});
 
-  RLDataLoader gen = RLDataLoader::from_config(numbered(10), Config::load("", {"data.gen_batch_size=3", "data.shuffle=false"}));
+  RLDataLoader gen =
+      RLDataLoader::from_config(numbered(10), Config::load("", {"data.gen_batch_size=3", "data.shuffle=false"}));
   CHECK(gen.next_epoch_rows() == Rows{{0, 1, 2}, {3, 4, 5}, {6, 7, 8}});  // drop_last: row 9 is dropped
   CHECK_THROWS_AS(RLDataLoader::from_config(numbered(10), Config::load("", {"data.train_batch_size=20"})), DataError);
 }

@@ -131,9 +131,10 @@ TEST_CASE("rl_dataset: truncation modes keep verl's tokens", "[data]") {
 TEST_CASE("rl_dataset: over-long prompts follow data.truncation and filter_overlong_prompts", "[data]") {
   std::vector<Json> rows = {arith_row("Compute 1+2.", "3", 0),
                             arith_row("Compute 1+2+3+4+5+6+7+8+9+10+11+12+13+14+15.", "120", 1)};
-  const auto long_length = static_cast<int64_t>(RLHFDataset(rows, arith_tokenizer(), options(512)).prompt_ids(1).size());
-  const auto short_length = static_cast<int64_t>(RLHFDataset(rows, arith_tokenizer(), options(512)).prompt_ids(0).size());
-  const int64_t limit = short_length + 2;
+  const RLHFDataset untruncated(rows, arith_tokenizer(), options(512));
+  const Ids full = untruncated.prompt_ids(1);
+  const auto long_length = static_cast<int64_t>(full.size());
+  const int64_t limit = static_cast<int64_t>(untruncated.prompt_ids(0).size()) + 2;
   REQUIRE(long_length > limit);
 
   CHECK_THROWS_WITH(RLHFDataset(rows, arith_tokenizer(), options(limit)),
@@ -141,7 +142,6 @@ TEST_CASE("rl_dataset: over-long prompts follow data.truncation and filter_overl
   CHECK_THROWS_AS(RLHFDataset(rows, arith_tokenizer(), options(limit)), DataError);
 
   RLHFDataset left(rows, arith_tokenizer(), options(limit, Truncation::kLeft));
-  const Ids full = RLHFDataset(rows, arith_tokenizer(), options(512)).prompt_ids(1);
   CHECK(left.prompt_ids(1) == Ids(full.end() - limit, full.end()));
   CHECK(left.batch({1}).tensor("attention_mask").sum().item<int64_t>() == limit);  // no padding left
 
