@@ -277,13 +277,9 @@ class PPOTrainer:
 
     # -- the loop -----------------------------------------------------------------------------------------
     def _tracker(self) -> Any:
-        from ..utils.tracking import Tracking
+        from ..utils.tracking import tracking_from_config
 
-        backends = self.config.get("trainer.logger") or ["console"]
-        backends = [backends] if isinstance(backends, str) else list(backends)
-        return Tracking(project_name=str(self.config.get("trainer.project_name")),
-                        experiment_name=str(self.config.get("trainer.experiment_name")),
-                        default_backend=backends, config=self.config.to_dict(), always_file=True)
+        return tracking_from_config(self.config, total_steps=self.total_training_steps)
 
     def fit(self) -> dict[str, float] | None:
         """verl's training loop: validation before training (``trainer.val_before_train``), ``total_epochs`` x

@@ -3,7 +3,9 @@
 Backends (``trainer.logger``):
 
 - ``console`` -- one compact line per step with the metrics a person watches (reward, accuracy,
-  response length, losses, step time), not verl's dump of every key.
+  response length, losses, step time), not verl's dump of every key. With ``total_steps`` known and a
+  terminal on the other end it is a progress bar instead, redrawn in place (``[#####.....] 120/400 ...
+  eta 1m05s``), which leaves a line behind at each validation and at the end.
 - ``file`` -- a JSONL file, one ``{"step": N, "data": {...}}`` object per line exactly as verl's
   ``FileLogger`` writes it, at ``$VERL_FILE_LOGGER_PATH`` or ``<root>/<project>/<experiment>.jsonl``
   (root ``$VERL_FILE_LOGGER_ROOT`` or the ``log_dir`` argument). Each line is flushed when logged,
@@ -94,15 +96,59 @@ def console_line(data: Mapping[str, Any], step: int) -> str:
     return " | ".join(parts)
 
 
+def progress_line(data: Mapping[str, Any], step: int, total: int, eta_s: float | None = None, width: int = 24) -> str:
+    """``[#########...............] 120/400 | reward 0.412 | ... | eta 1m05s``: the console line with a bar."""
+    done = min(max(step, 0), total)
+    filled = int(width * done / total) if total > 0 else width
+    eta = ""
+    if eta_s is not None and done < total:
+        remaining = int(round(eta_s))
+        eta = f" | eta {remaining // 60}m{remaining % 60:02d}s"
+    line = console_line(data, step).split(" | ", 1)
+    rest = f" | {line[1]}" if len(line) > 1 else ""
+    return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total}{rest}{eta}"
+
+
 class ConsoleLogger:
-    def __init__(self, stream: TextIO | None = None) -> None:
+    """Console lines, or a progress bar redrawn in place when ``total_steps`` is given and the stream is a TTY."""
+
+    def __init__(self, stream: TextIO | None = None, total_steps: int | None = None) -> None:
         self.stream = stream
+        self.total_steps = total_steps
+        self._start: float | None = None
+        self._first_step: int | None = None
+        self._open_bar = False
+
+    def _out(self) -> TextIO:
+        return self.stream or sys.stdout
+
+    def _is_bar(self) -> bool:
+        isatty = getattr(self._out(), "isatty", None)
+        return bool(self.total_steps) and callable(isatty) and isatty()
 
     def log(self, data: Mapping[str, Any], step: int) -> None:
-        print(console_line(data, step), file=self.stream or sys.stdout, flush=True)
+        import time
+
+        out = self._out()
+        if not self._is_bar():
+            print(console_line(data, step), file=out, flush=True)
+            return
+        total = int(self.total_steps or 0)
+        now = time.monotonic()
+        if self._start is None:  # the first logged step (a resumed run starts past 0)
+            self._start, self._first_step = now, step
+        steps_done = step - (self._first_step or 0)
+        eta = (now - self._start) / steps_done * (total - step) if steps_done > 0 else None
+        keep = step >= total or any(k.startswith("val-") for k in data)  # leave validations on screen
+        out.write("\r" + progress_line(data, step, total, eta) + "\033[K" + ("\n" if keep else ""))
+        out.flush()
+        self._open_bar = not keep
 
     def finish(self) -> None:
-        pass
+        if self._open_bar:
+            self._out().write("\n")
+            self._out().flush()
+            self._open_bar = False
 
 
 class FileLogger:
@@ -170,7 +216,7 @@ class Tracking:
 
     def __init__(self, project_name: str, experiment_name: str, default_backend: str | Iterable[str] = "console",
                  config: Any = None, log_dir: str | None = None, always_file: bool = False,
-                 console_stream: TextIO | None = None) -> None:
+                 console_stream: TextIO | None = None, total_steps: int | None = None) -> None:
         backends = [default_backend] if isinstance(default_backend, str) else list(default_backend)
         for backend in backends:
             if backend not in SUPPORTED_BACKENDS:
@@ -181,7 +227,7 @@ class Tracking:
         self._finished = False
         for backend in dict.fromkeys(backends):
             if backend == "console":
-                self.logger[backend] = ConsoleLogger(console_stream)
+                self.logger[backend] = ConsoleLogger(console_stream, total_steps)
             elif backend == "file":
                 self.logger[backend] = FileLogger(project_name, experiment_name, log_dir)
             else:
@@ -219,6 +265,16 @@ class Tracking:
     def __del__(self) -> None:
         if hasattr(self, "_finished"):
             self.finish()
+
+
+def tracking_from_config(config: Any, total_steps: int | None = None) -> Tracking:
+    """The trainers' tracker: ``trainer.logger`` backends (console when unset) plus the JSONL file always,
+    named by ``trainer.project_name`` / ``trainer.experiment_name``; a progress bar when ``total_steps`` is set."""
+    backends = config.get("trainer.logger") or ["console"]
+    backends = [backends] if isinstance(backends, str) else list(backends)
+    return Tracking(project_name=str(config.get("trainer.project_name")),
+                    experiment_name=str(config.get("trainer.experiment_name")), default_backend=backends,
+                    config=config.to_dict(), always_file=True, total_steps=total_steps)
 
 
 def read_metrics(path: str) -> list[tuple[int, dict[str, Any]]]:

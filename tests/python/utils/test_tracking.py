@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import verl
-from verl.utils.tracking import Tracking, console_line, read_metrics
+from verl.utils.tracking import ConsoleLogger, Tracking, console_line, progress_line, read_metrics
 
 
 def test_file_backend_writes_verls_jsonl_format(tmp_path, monkeypatch):
@@ -49,6 +49,32 @@ def test_console_line_picks_the_watched_metrics():
     with Tracking("p", "e", default_backend="console", console_stream=out) as t:
         t.log({"actor/pg_loss": -0.01}, step=3)
     assert out.getvalue() == "step 3 | pg_loss -0.0100\n"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_line_bar_counts_and_eta():
+    line = progress_line({"critic/score/mean": 0.5, "timing_s/step": 0.25}, step=30, total=120, eta_s=65.4, width=12)
+    assert line == "[###.........] 30/120 | reward 0.500 | step_s 0.25 | eta 1m05s"
+    assert progress_line({}, step=120, total=120, eta_s=0.0, width=4) == "[####] 120/120"
+
+
+def test_console_logger_draws_a_bar_on_a_terminal_and_lines_elsewhere():
+    term = _Terminal()
+    logger = ConsoleLogger(term, total_steps=3)
+    logger.log({"critic/score/mean": 0.1}, step=1)
+    logger.log({"critic/score/mean": 0.2, "val-core/arith/acc/mean@1": 0.4}, step=2)  # validation: kept on screen
+    logger.log({"critic/score/mean": 0.3}, step=3)
+    logger.finish()
+    out = term.getvalue()
+    assert out.count("\r") == 3 and out.count("\n") == 2 and out.endswith("3/3 | reward 0.300\x1b[K\n")
+    assert "2/3 | reward 0.200 | acc 0.400" in out
+    plain = io.StringIO()  # not a terminal (CI logs, pipes): one line per step, as without total_steps
+    ConsoleLogger(plain, total_steps=3).log({"critic/score/mean": 0.1}, step=1)
+    assert plain.getvalue() == "step 1 | reward 0.100\n"
 
 
 def test_unknown_backend_is_a_config_error_and_missing_package_warns(tmp_path, monkeypatch):
