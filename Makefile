@@ -41,10 +41,10 @@ test-cpp-app:
 test-python:
 	$(PY) -m pytest tests/python -q
 
+# SFT warm start + GRPO on the arithmetic task (examples/arith/demo.py); writes build/demo/.
+DEMO_ARGS ?=
 demo: build
-	@echo "make demo: the GRPO demo needs the trainer, which is not available yet in this version." >&2
-	@echo "           Nothing was trained. Run 'make test' to build and test what exists." >&2
-	@exit 1
+	$(PY) examples/arith/demo.py --workdir build/demo $(DEMO_ARGS)
 
 # verl-cpp's core_algos vs. verl 0.9.1's Python core_algos (benchmarks/core_algos/): time, peak
 # memory, parity. verl 0.9.1 runs from its own venv $(REF_VENV), which shares this venv's torch.

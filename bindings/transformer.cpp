@@ -7,6 +7,7 @@
 #include "bindings.h"
 #include "json_cast.h"
 #include "verl/core/error.h"
+#include "verl/model/init_weights.h"
 #include "verl/model/model_config.h"
 #include "verl/model/transformer.h"
 
@@ -104,6 +105,9 @@ void register_transformer(py::module_& m) {
              if (dtype) c.to(parse_dtype(*dtype));
            },
            py::arg("device") = py::none(), py::arg("dtype") = py::none(), Release());
+  mm.def("init_weights", &model::init_weights, py::arg("model"), py::arg("seed"),
+         py::arg("initializer_range") = py::none(), Release(),
+         "transformers' random initialisation in place (N(0, initializer_range), biases 0, norms 1), seeded.");
 }
 
 }  // namespace verl::bindings

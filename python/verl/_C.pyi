@@ -105,6 +105,8 @@ class row_plan:  # a submodule
 class model:  # a submodule (bindings/transformer.cpp)
     @staticmethod
     def parse_model_config(config_json: str) -> dict[str, Any]: ...
+    @staticmethod
+    def init_weights(model: model.CausalLM, seed: int, initializer_range: float | None = None) -> None: ...
 
     @staticmethod
     def load_pretrained(dir: str, dtype: str | None = None, device: str = "cpu",

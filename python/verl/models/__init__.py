@@ -4,6 +4,6 @@ and safetensors files (``verl.models.safetensors``)."""
 
 from . import safetensors
 from .checkpoint import load_model, save_pretrained
-from .transformer import CausalLM, ValueModel
+from .transformer import CausalLM, ValueModel, init_weights
 
-__all__ = ["safetensors", "load_model", "save_pretrained", "CausalLM", "ValueModel"]
+__all__ = ["safetensors", "load_model", "save_pretrained", "CausalLM", "ValueModel", "init_weights"]

@@ -135,3 +135,11 @@ class ValueModel(CausalLM):
     """Critic: the decoder with a ``score`` Linear(hidden, 1) head returning (bs, seq) values."""
 
     _value_head = True
+
+
+def init_weights(model: CausalLM, seed: int = 0, initializer_range: float | None = None) -> CausalLM:
+    """transformers' random initialisation for a model built from a config, in place (``verl::model::init_weights``):
+    Linear and Embedding weights ~ N(0, initializer_range) (config.json's, default 0.02), biases 0, RMSNorm weights 1,
+    the pad token's embedding row 0; the same seed gives the same weights on any device. Returns ``model``."""
+    _C.model.init_weights(model._module, int(seed), initializer_range)
+    return model
