@@ -118,6 +118,19 @@ def accuracy(answers_per_problem: list[list[str]], truth: list[str]) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs the demo; metrics files go to <workdir>/logs unless VERL_FILE_LOGGER_ROOT says otherwise."""
+    saved, threads = os.environ.get("VERL_FILE_LOGGER_ROOT"), torch.get_num_threads()
+    try:
+        return _run(argv)
+    finally:  # callers (tests) keep their environment and thread count
+        torch.set_num_threads(threads)
+        if saved is None:
+            os.environ.pop("VERL_FILE_LOGGER_ROOT", None)
+        else:
+            os.environ["VERL_FILE_LOGGER_ROOT"] = saved
+
+
+def _run(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(description="SFT warm start + GRPO on the arithmetic task (CPU).")
     parser.add_argument("--workdir", default=os.path.join("build", "demo"), help="where data, checkpoints, logs go")
     parser.add_argument("--seed", type=int, default=0)

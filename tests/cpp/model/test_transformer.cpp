@@ -8,10 +8,13 @@
 #include "verl/core/error.h"
 #include "verl/model/model_config.h"
 #include "verl/model/transformer.h"
+#include "tensor_compare.h"
 
 using namespace verl::model;
 
 namespace {
+
+using verl::testing::max_diff;
 
 verl::Json tiny_json(const std::string& type) {
   verl::Json j = {{"model_type", type},        {"vocab_size", 64},          {"hidden_size", 32},
@@ -33,8 +36,6 @@ std::shared_ptr<CausalLM> tiny_model(const std::string& type, bool tied = false)
   m->to(torch::kDouble);
   return m;
 }
-
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
 }  // namespace
 

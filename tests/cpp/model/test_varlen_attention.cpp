@@ -11,12 +11,13 @@
 #include "verl/model/model_config.h"
 #include "verl/model/transformer.h"
 #include "verl/model/varlen_attention.h"
+#include "tensor_compare.h"
 
 using namespace verl::model;
 
 namespace {
 
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+using verl::testing::max_diff;
 
 torch::Tensor cumulative(const std::vector<int64_t>& lens) {
   std::vector<int64_t> cu = {0};

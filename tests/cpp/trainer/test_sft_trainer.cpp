@@ -16,12 +16,16 @@
 #include "verl/model/model_config.h"
 #include "verl/model/transformer.h"
 #include "verl/trainer/sft_trainer.h"
+#include "tensor_compare.h"
 
 using namespace verl;
 using verl::trainer::SFTConfig;
 using verl::trainer::SFTTrainer;
 
 namespace {
+
+using verl::testing::max_diff;
+using verl::testing::max_param_diff;
 
 constexpr int64_t kBatch = 6, kSeq = 12, kVocab = 64;
 
@@ -64,16 +68,6 @@ SFTConfig sft_config(const std::vector<std::string>& overrides = {}, int64_t tot
                                   "model.enable_gradient_checkpointing=false"};
   all.insert(all.end(), overrides.begin(), overrides.end());
   return SFTConfig::from_config(Config::load_sft("", all), total_steps);
-}
-
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
-
-double max_param_diff(const model::CausalLM& a, const model::CausalLM& b) {
-  auto sa = a.named_state();
-  auto sb = b.named_state();
-  double d = 0;
-  for (const auto& [k, t] : sa) d = std::max(d, max_diff(t, sb.at(k)));
-  return d;
 }
 
 // The independent reference: the padded forward's log_softmax at t - 1 gathered at token t, for every t >= 1

@@ -12,11 +12,15 @@
 #include "verl/model/transformer.h"
 #include "verl/workers/actor.h"
 #include "verl/workers/critic.h"
+#include "tensor_compare.h"
 
 using namespace verl;
 using namespace verl::workers;
 
 namespace {
+
+using verl::testing::max_diff;
+using verl::testing::max_param_diff;
 
 constexpr int64_t kBatch = 16, kPrompt = 5, kResponse = 6, kVocab = 64;
 
@@ -70,16 +74,6 @@ Config actor_config(int64_t micro, bool dynamic, const std::string& agg_mode = "
   c.set("actor_rollout_ref.actor.optim.lr", 1e-2);
   c.set("actor_rollout_ref.model.enable_gradient_checkpointing", false);
   return c;
-}
-
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
-
-double max_param_diff(const model::CausalLM& a, const model::CausalLM& b) {
-  auto sa = a.named_state();
-  auto sb = b.named_state();
-  double d = 0;
-  for (const auto& [k, t] : sa) d = std::max(d, max_diff(t, sb.at(k)));
-  return d;
 }
 
 // The padded forward's log softmax(logits / T) of each response token, 0 at padding.
