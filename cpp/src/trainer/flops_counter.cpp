@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -28,33 +29,46 @@ void synchronize(const torch::Device& device, const torch::Tensor& last_result) 
   }
 }
 
-double measure_peak_flops(const torch::Device& device, torch::ScalarType dtype) {
-  torch::NoGradGuard no_grad;
-  // Large enough that the mm runs at the library's full speed (blocking, all threads busy), small
-  // enough that the CPU measurement takes a fraction of a second once per process.
-  const int64_t n = device.is_cpu() ? 1024 : 4096;
-  const int mms_per_sample = device.is_cpu() ? 1 : 10;  // amortises launch and synchronisation
+// Seconds one mm of two (n, n) matrices takes on `device` (after a warm-up: allocations, kernel
+// selection, thread pool start): the best of at least `min_samples` samples, more while under budget.
+double timed_mm_seconds(const torch::Device& device, torch::ScalarType dtype, int64_t n, int mms_per_sample,
+                        int min_samples, double budget_seconds) {
   auto options = torch::TensorOptions().device(device).dtype(dtype);
   torch::Tensor a = torch::randn({n, n}, options);
   torch::Tensor b = torch::randn({n, n}, options);
-  torch::Tensor c = torch::mm(a, b);  // warm-up: allocations, kernel selection, thread pool start
+  torch::Tensor c = torch::mm(a, b);
   synchronize(device, c);
-
-  const double flops_per_mm = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
   double best_seconds = std::numeric_limits<double>::infinity();
   const auto start = Clock::now();
-  // At least 3 samples, then until ~0.2 s have passed (at most 20): the best sample is the peak, the
-  // others absorb interference from other processes.
+  // The best sample is the peak; the others absorb interference from other processes.
   for (int sample = 0; sample < 20; ++sample) {
     const auto t0 = Clock::now();
     for (int i = 0; i < mms_per_sample; ++i) c = torch::mm(a, b);
     synchronize(device, c);
-    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count() / mms_per_sample;
-    best_seconds = std::min(best_seconds, seconds);
-    if (sample >= 2 && std::chrono::duration<double>(Clock::now() - start).count() > 0.2) break;
+    best_seconds = std::min(best_seconds, std::chrono::duration<double>(Clock::now() - t0).count() / mms_per_sample);
+    if (sample + 1 >= min_samples && std::chrono::duration<double>(Clock::now() - start).count() > budget_seconds) break;
   }
+  return best_seconds;
+}
+
+double measure_peak_flops(const torch::Device& device, torch::ScalarType dtype) {
+  torch::NoGradGuard no_grad;
+  int64_t n = 4096;  // accelerators: large enough for full tensor-core occupancy
+  int mms_per_sample = 10;  // amortises launch and synchronisation
+  if (device.is_cpu()) {
+    // Up to 1024 (the BLAS runs blocked at full speed), smaller where the dtype's kernel is slow (fp16
+    // matmul on CPUs without native support runs at well under 1 GFLOP/s): a 256 probe sizes the
+    // measured mm to ~20 ms, so measuring takes a fraction of a second for every dtype.
+    const double probe = timed_mm_seconds(device, dtype, 256, 1, 1, 0.0);
+    const double probe_rate = 2.0 * 256 * 256 * 256 / probe;
+    const double target_n = std::cbrt(probe_rate * 0.02 / 2.0);
+    n = std::clamp<int64_t>(static_cast<int64_t>(target_n) / 64 * 64, 128, 1024);
+    mms_per_sample = 1;
+  }
+  // At least 3 samples, then until ~0.2 s have passed (at most 20).
+  const double best_seconds = timed_mm_seconds(device, dtype, n, mms_per_sample, 3, 0.2);
   VERL_CHECK(best_seconds > 0, "device_peak_flops: the matmul on ", device.str(), " took no measurable time");
-  return flops_per_mm / best_seconds;
+  return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / best_seconds;
 }
 
 }  // namespace

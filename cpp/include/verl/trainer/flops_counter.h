@@ -33,8 +33,9 @@ class FlopsCounter {
 };
 
 // The peak FLOP/s of `device` for matrix multiplies in `dtype`, measured once per process and
-// (device, dtype, thread count) and cached: the best of several timed square torch::mm (1024 on the
-// CPU, 4096 on accelerators), with the current intra-op thread count. verl instead looks the device
+// (device, dtype, thread count) and cached: the best of several timed square torch::mm (4096 on
+// accelerators; on the CPU up to 1024, sized from a small probe so one mm takes ~20 ms even where the
+// dtype's kernel is slow), with the current intra-op thread count; ~0.2-0.5 s once. verl instead looks the device
 // name up in a spec-sheet table (get_device_flops: H100 989e12, ..., "CPU" 448e9), which says nothing
 // about a given CPU; the measured peak is what this process can actually reach, so MFU in (0, 1] reads as
 // "fraction of this machine's matmul throughput". On GPUs it is below the spec sheet (dense bf16 mm
