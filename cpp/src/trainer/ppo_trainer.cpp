@@ -82,6 +82,13 @@ void merge(Metrics& into, const Metrics& from) {
   for (const auto& [k, v] : from) into[k] = v;
 }
 
+void rename_metric(Metrics& metrics, const std::string& from, const std::string& to) {
+  auto it = metrics.find(from);
+  if (it == metrics.end()) return;
+  metrics[to] = it->second;
+  metrics.erase(it);
+}
+
 std::optional<double> optional_number(const Config& config, const std::string& key) {
   if (!config.has(key)) return std::nullopt;
   Json v = config.get(key);
@@ -422,6 +429,7 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     torch::Tensor entropy = algo::agg_loss(out.tensor("entropys"), response_mask, settings_.loss_agg_mode, 1,
                                            std::nullopt, std::nullopt, settings_.loss_scale_factor);
     metrics["actor/entropy"] = entropy.item<double>();
+    metrics["perf/mfu/actor_infer"] = out.meta_info()["metrics"]["mfu"].get<double>();
     batch.set_tensor("old_log_probs", out.tensor("old_log_probs"));
     if (batch.has_tensor("rollout_log_probs")) merge(metrics, compute_rollout_debug_metrics(batch));
   }
@@ -471,7 +479,9 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
   }
   if (critic_) {
     StageTimer timer(timing, "update_critic");
-    merge(metrics, critic_->update_critic(batch));
+    Metrics critic_metrics = critic_->update_critic(batch);
+    rename_metric(critic_metrics, "critic/mfu", "perf/mfu/critic");  // verl's _update_critic
+    merge(metrics, critic_metrics);
   }
   if (settings_.critic_warmup > step_no) {
     StageTimer timer(timing, "update_weights");
@@ -479,7 +489,9 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
   } else {
     {
       StageTimer timer(timing, "update_actor");
-      merge(metrics, actor_->update_policy(batch));
+      Metrics actor_metrics = actor_->update_policy(batch);
+      rename_metric(actor_metrics, "actor/mfu", "perf/mfu/actor");  // verl's _update_actor
+      merge(metrics, actor_metrics);
     }
     StageTimer timer(timing, "update_weights");
     hand_over_weights();

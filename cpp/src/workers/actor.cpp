@@ -1,6 +1,7 @@
 #include "verl/workers/actor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include <torch/torch.h>
@@ -8,6 +9,7 @@
 #include "verl/algo/agg_loss.h"
 #include "verl/algo/kl.h"
 #include "verl/core/error.h"
+#include "verl/trainer/flops_counter.h"
 #include "verl/workers/micro_batch.h"
 #include "verl/workers/response_forward.h"
 #include "worker_common.h"
@@ -177,6 +179,8 @@ ActorWorker::ActorWorker(ActorConfig config, std::shared_ptr<model::CausalLM> mo
     model_->set_gradient_checkpointing(config_.enable_gradient_checkpointing);
     optimizer_ = std::make_unique<Optimizer>(model_->parameters(), config_.optim, "actor_rollout_ref.actor.optim");
   }
+  // The MFU's peak is measured once per process; do it here, outside the trainer's timed stages.
+  trainer::device_peak_flops(model_->device(), model_->dtype());
 }
 
 Optimizer& ActorWorker::optimizer() {
@@ -211,6 +215,7 @@ DataProto ActorWorker::log_prob_pass(const DataProto& data, bool calculate_entro
                          ? dynamic_micro_batches(detail::row_token_counts(tensors["attention_mask"]),
                                                  config_.log_prob_max_token_len_per_gpu)
                          : fixed_micro_batches(bs, *config_.log_prob_micro_batch_size_per_gpu);
+  const auto start = std::chrono::steady_clock::now();
   std::vector<torch::Tensor> log_probs, entropys;
   for (const auto& rows : groups) {
     detail::TensorMap mb = config_.log_prob_use_dynamic_bsz ? detail::take_rows(tensors, rows, device) : tensors;
@@ -235,6 +240,9 @@ DataProto ActorWorker::log_prob_pass(const DataProto& data, bool calculate_entro
   result.set_tensor(output_key, lp.to(out_device));
   if (ent.defined()) result.set_tensor("entropys", ent.to(out_device));
   result.meta_info()["temperature"] = temperature;
+  // verl's infer_batch reports the pass's MFU (forward only: a third of the training FLOPs).
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.meta_info()["metrics"] = Json{{"mfu", detail::worker_mfu(*model_, tensors["attention_mask"], seconds, /*forward_only=*/true)}};
   return result;
 }
 
@@ -273,6 +281,7 @@ Metrics ActorWorker::update_policy(const DataProto& data) {
   RowGroups mini_batches =
       mini_batch_rows(bs, mini_rows, config_.ppo_epochs, config_.data_loader_seed, config_.shuffle);
   for (size_t step = 0; step < mini_batches.size(); ++step) {
+    const auto mini_batch_start = std::chrono::steady_clock::now();
     detail::TensorMap mb = detail::take_rows(tensors, mini_batches[step], device);
     // verl normalises every micro-batch's loss by the whole mini-batch (forward_backward_batch's
     // batch_num_tokens, the trainer's global_batch_size), so the accumulated gradient is that of
@@ -318,6 +327,10 @@ Metrics ActorWorker::update_policy(const DataProto& data) {
       mini_batch_loss += policy_loss.item<double>();
     }
     const double grad_norm = optimizer_->step();
+    // verl's train_batch MFU: this mini-batch's FLOPs over its forward/backward/optimizer time.
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - mini_batch_start).count();
+    metrics.add_plain("actor/mfu", detail::worker_mfu(*model_, mb["attention_mask"], seconds, /*forward_only=*/false));
     metrics.add_plain("actor/loss", mini_batch_loss);
     metrics.add_plain("actor/grad_norm", grad_norm);
     if (step + 1 == mini_batches.size()) metrics.add_plain("actor/lr", optimizer_->scheduler_step());

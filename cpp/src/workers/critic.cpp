@@ -1,6 +1,7 @@
 #include "verl/workers/critic.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include <torch/torch.h>
@@ -9,6 +10,7 @@
 #include "verl/algo/functional.h"
 #include "verl/algo/value_loss.h"
 #include "verl/core/error.h"
+#include "verl/trainer/flops_counter.h"
 #include "verl/workers/micro_batch.h"
 #include "verl/workers/response_forward.h"
 #include "worker_common.h"
@@ -90,6 +92,8 @@ CriticWorker::CriticWorker(CriticConfig config, std::shared_ptr<model::CausalLM>
   config_.validate();
   model_->set_gradient_checkpointing(config_.enable_gradient_checkpointing);
   optimizer_ = std::make_unique<Optimizer>(model_->parameters(), config_.optim, "critic.optim");
+  // The MFU's peak is measured once per process; do it here, outside the trainer's timed stages.
+  trainer::device_peak_flops(model_->device(), model_->dtype());
 }
 
 DataProto CriticWorker::compute_values(const DataProto& data) {
@@ -150,6 +154,7 @@ std::map<std::string, double> CriticWorker::update_critic(const DataProto& data)
   RowGroups mini_batches =
       mini_batch_rows(bs, mini_rows, config_.ppo_epochs, config_.data_loader_seed, config_.shuffle);
   for (size_t step = 0; step < mini_batches.size(); ++step) {
+    const auto mini_batch_start = std::chrono::steady_clock::now();
     detail::TensorMap mb = detail::take_rows(tensors, mini_batches[step], device);
     const double batch_num_tokens = mb["response_mask"].to(torch::kBool).sum().item<double>();
     RowGroups micro = config_.use_dynamic_bsz
@@ -174,6 +179,10 @@ std::map<std::string, double> CriticWorker::update_critic(const DataProto& data)
       mini_batch_loss += out.vf_loss.item<double>();
     }
     const double grad_norm = optimizer_->step();
+    // verl's train_batch MFU: this mini-batch's FLOPs over its forward/backward/optimizer time.
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - mini_batch_start).count();
+    metrics.add_plain("critic/mfu", detail::worker_mfu(*model_, mb["attention_mask"], seconds, /*forward_only=*/false));
     metrics.add_plain("critic/loss", mini_batch_loss);
     metrics.add_plain("critic/grad_norm", grad_norm);
     if (step + 1 == mini_batches.size()) metrics.add_plain("critic/lr", optimizer_->scheduler_step());

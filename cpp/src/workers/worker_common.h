@@ -9,6 +9,8 @@
 #include <torch/torch.h>
 
 #include "verl/data/data_proto.h"
+#include "verl/model/transformer.h"
+#include "verl/trainer/flops_counter.h"
 #include "verl/workers/micro_batch.h"
 
 namespace verl::workers::detail {
@@ -87,6 +89,16 @@ inline torch::Tensor get(const TensorMap& m, const std::string& key) {
 inline std::vector<int64_t> row_token_counts(const torch::Tensor& attention_mask) {
   torch::Tensor counts = attention_mask.to(torch::kLong).sum(1).cpu().contiguous();
   return std::vector<int64_t>(counts.data_ptr<int64_t>(), counts.data_ptr<int64_t>() + counts.numel());
+}
+
+// verl's per-call MFU of a worker's model (TrainingWorker._postprocess_output, one rank): the FLOPs of
+// the rows of `attention_mask` (bs, seq_len) over `seconds`, against the device's measured peak in the
+// model's dtype; forward_only for log-prob / value passes.
+inline double worker_mfu(const model::CausalLM& model, const torch::Tensor& attention_mask, double seconds,
+                         bool forward_only) {
+  const double flops = trainer::FlopsCounter(model.config()).estimate_flops(row_token_counts(attention_mask));
+  return trainer::model_flops_utilization(flops, seconds, trainer::device_peak_flops(model.device(), model.dtype()),
+                                          /*world_size=*/1, forward_only);
 }
 
 }  // namespace verl::workers::detail

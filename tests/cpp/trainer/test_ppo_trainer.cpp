@@ -112,7 +112,15 @@ const std::vector<std::string> kCommonKeys = {
     "response_length/clip_ratio", "prompt_length/mean", "prompt_length/max", "prompt_length/min",
     "prompt_length/clip_ratio", "perf/total_num_tokens", "perf/time_per_step", "perf/throughput",
     "training/global_step", "training/epoch", "training/rollout_probs_diff_max", "global_seqlen/mean",
-    "timing_per_token_ms/gen", "timing_per_token_ms/update_actor"};
+    "timing_per_token_ms/gen", "timing_per_token_ms/update_actor", "perf/mfu/actor", "perf/mfu/actor_infer"};
+
+// verl's MFU of a real pass on this machine: a positive fraction of the measured matmul peak.
+void check_mfu(const Metrics& m, const std::string& key) {
+  INFO(key);
+  REQUIRE(m.count(key) == 1);
+  CHECK(m.at(key) > 0.0);
+  CHECK(m.at(key) <= 1.0);
+}
 
 }  // namespace
 
@@ -200,6 +208,10 @@ TEST_CASE("PPOTrainer grpo: two steps, verl's metrics, shared model", "[trainer]
   CHECK(m1.count("critic/values/mean") == 0);
   CHECK(m1["training/rollout_probs_diff_max"] < 1e-5);
   CHECK(m1["perf/total_num_tokens"] > kPrompts * kN * 3);
+  check_mfu(m1, "perf/mfu/actor");
+  check_mfu(m1, "perf/mfu/actor_infer");
+  CHECK(m1.count("perf/mfu/critic") == 0);
+  CHECK(m1.count("actor/mfu") == 0);  // renamed as verl's _update_actor does
   CHECK(!torch::equal(before, m->named_state().at("lm_head.weight")));  // the shared model was trained
   Metrics m2 = t.step(prompt_batch(4));
   CHECK(m2["training/global_step"] == 2);
@@ -226,9 +238,13 @@ TEST_CASE("PPOTrainer gae with critic, kl in reward and kl loss", "[trainer]") {
                                 "timing_s/ref", "timing_s/update_critic", "actor/reward_kl_penalty",
                                 "actor/reward_kl_penalty_coeff"});
   CHECK(m1["actor/reward_kl_penalty"] == Approx(0.0).margin(1e-9));  // actor == ref before any update
+  check_mfu(m1, "perf/mfu/critic");
+  CHECK(m1.count("perf/mfu/actor") == 0);  // the actor did not train during the critic warmup
   Metrics m2 = t.step(prompt_batch(4));
   check_finite_and_present(m2, kCommonKeys);
   check_finite_and_present(m2, {"actor/kl_loss", "critic/vf_loss"});
+  check_mfu(m2, "perf/mfu/critic");
+  check_mfu(m2, "perf/mfu/actor");
 }
 
 TEST_CASE("PPOTrainer remax: greedy baseline", "[trainer]") {
@@ -251,7 +267,8 @@ TEST_CASE("PPOTrainer is deterministic for a seed", "[trainer]") {
   auto a = run(), b = run();
   for (size_t s = 0; s < a.size(); ++s) {
     for (const auto& [k, v] : a[s]) {
-      if (k.rfind("timing", 0) == 0 || k.rfind("perf/t", 0) == 0) continue;
+      // wall-clock dependent: timings, throughput and MFU
+      if (k.rfind("timing", 0) == 0 || k.rfind("perf/t", 0) == 0 || k.rfind("perf/mfu/", 0) == 0) continue;
       INFO(k);
       CHECK(b[s].at(k) == v);
     }

@@ -13,8 +13,11 @@ import arith_task  # noqa: E402
 import demo  # noqa: E402
 
 
-def test_demo_runs_sft_then_grpo_and_reports(tmp_path, capsys):
+def test_demo_runs_sft_then_grpo_and_reports(tmp_path, capsys, monkeypatch):
     work = tmp_path / "demo"
+    # demo.main() points the metrics logger at its workdir with os.environ.setdefault; set the same value
+    # through monkeypatch so it is undone afterwards instead of redirecting every later test's JSONL.
+    monkeypatch.setenv("VERL_FILE_LOGGER_ROOT", str(work / "logs"))
     assert demo.main(["--workdir", str(work), "--sft-steps", "30", "--rl-steps", "3", "--test-freq", "3",
                       "--prompts-per-step", "8", "--threads", "1"]) == 0
     out = capsys.readouterr().out

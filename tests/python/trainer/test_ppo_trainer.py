@@ -24,8 +24,15 @@ COMMON_KEYS = [
     "critic/advantages/min", "critic/returns/mean", "critic/returns/max", "critic/returns/min",
     "response_length/mean", "response_length/max", "response_length/min", "response_length/clip_ratio",
     "prompt_length/mean", "prompt_length/max", "prompt_length/min", "prompt_length/clip_ratio",
-    "perf/total_num_tokens", "perf/time_per_step", "perf/throughput", "training/global_step", "training/epoch",
+    "perf/total_num_tokens", "perf/time_per_step", "perf/throughput", "perf/mfu/actor", "perf/mfu/actor_infer",
+    "training/global_step", "training/epoch",
 ]
+
+
+def wall_clock_dependent(key: str) -> bool:
+    """Metrics that measure time (and so differ between identical runs): timings, throughput, MFU."""
+    return key.startswith(("timing_s/", "timing_per_token_ms/", "perf/mfu/")) or key in (
+        "perf/time_per_step", "perf/throughput")
 
 
 def read_jsonl(path) -> list[dict]:
@@ -60,6 +67,9 @@ def check_metrics(metrics, extra_keys=()):
     for key in [*COMMON_KEYS, *extra_keys]:
         assert key in metrics, key
         assert math.isfinite(metrics[key]), (key, metrics[key])
+    # verl's model FLOPs utilisation against this machine's measured matmul peak: a fraction in (0, 1]
+    for key in (k for k in metrics if k.startswith("perf/mfu/")):
+        assert 0.0 < metrics[key] <= 1.0, (key, metrics[key])
 
 
 @pytest.mark.parametrize("estimator", ["grpo", "rloo", "reinforce_plus_plus", "remax"])
@@ -68,7 +78,7 @@ def test_outcome_estimators_run(estimator, tiny_model_dir, toy_data, tmp_path):
     assert [m["training/global_step"] for m in metrics] == [1, 2]
     for m in metrics:
         check_metrics(m)
-        assert "critic/values/mean" not in m
+        assert "critic/values/mean" not in m and "perf/mfu/critic" not in m
         # the rollout engine generates with the trained module itself: its log-probs are the actor's
         assert m["training/rollout_probs_diff_max"] < 1e-4
     assert trainer.global_steps == 2
@@ -82,7 +92,7 @@ def test_gae_with_critic_and_kl(tiny_model_dir, toy_data, tmp_path):
     for m in metrics:
         check_metrics(m, ["critic/values/mean", "critic/values/max", "critic/values/min", "critic/vf_loss",
                           "critic/vf_explained_var", "timing_s/values", "timing_s/update_critic", "timing_s/ref",
-                          "actor/kl_loss", "actor/reward_kl_penalty"])
+                          "actor/kl_loss", "actor/reward_kl_penalty", "perf/mfu/critic"])
 
 
 def test_dapo_configuration(tiny_model_dir, toy_data, tmp_path):
@@ -115,7 +125,7 @@ def test_deterministic_for_a_seed(tiny_model_dir, toy_data, tmp_path):
     for ma, mb in zip(a, b):
         assert ma.keys() == mb.keys()
         for key in ma:
-            if key.startswith(("timing_s/", "timing_per_token_ms/")) or key in ("perf/time_per_step", "perf/throughput"):
+            if wall_clock_dependent(key):
                 continue
             assert same(ma[key], mb[key]), (key, ma[key], mb[key])
 
@@ -220,7 +230,7 @@ def test_resume_continues_exactly(tiny_model_dir, toy_data, tmp_path, monkeypatc
     assert sorted(b) == [1, 2, 3, 4]
     for step in (1, 2, 3, 4):
         for key, value in a[step].items():
-            if key.startswith(("timing_s/", "timing_per_token_ms/")) or key in ("perf/time_per_step", "perf/throughput"):
+            if wall_clock_dependent(key):
                 continue
             assert same(b[step][key], value), (step, key, b[step][key], value)
     for got, want in ((resumed._trainer.actor_model, straight._trainer.actor_model),

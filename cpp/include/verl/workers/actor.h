@@ -78,7 +78,7 @@ class ActorWorker {
   // `old_log_probs` (bs, response_length) and, when calculate_entropy (or meta_info
   // "calculate_entropy"), `entropys`; meta_info {"temperature": T}. Micro-batched by
   // log_prob_micro_batch_size_per_gpu or the log_prob_max_token_len_per_gpu budget, results in input
-  // order. Padding slots hold 0.
+  // order. Padding slots hold 0. meta_info["metrics"]["mfu"] is verl's forward-only MFU of the pass.
   DataProto compute_log_prob(const DataProto& data, std::optional<bool> calculate_entropy = std::nullopt);
   // Same pass, output key `ref_log_prob` (verl's compute_ref_log_prob).
   DataProto compute_ref_log_prob(const DataProto& data);
@@ -88,7 +88,8 @@ class ActorWorker {
   // sequences), so gradient accumulation equals one big batch. One clipped AdamW step per
   // mini-batch, one scheduler step per call. Returns verl's metrics: actor/pg_loss, actor/pg_clipfrac,
   // actor/ppo_kl, actor/pg_clipfrac_lower (per loss mode), actor/entropy_loss, actor/kl_loss,
-  // actor/kl_coef, actor/loss, actor/grad_norm, actor/lr. ConfigError when the batch does not split
+  // actor/kl_coef, actor/loss, actor/grad_norm, actor/lr, and actor/mfu (the mean over mini-batches of
+  // each one's model FLOPs utilisation, verl's train_batch "mfu"; see verl/trainer/flops_counter.h). ConfigError when the batch does not split
   // into mini-batches (or a mini-batch into micro-batches); DataError for missing keys.
   Metrics update_policy(const DataProto& data);
 

@@ -58,7 +58,7 @@ class CriticWorker {
   // ppo_epochs x mini-batches x micro-batches of verl's clipped value loss (cliprange_value,
   // loss_agg_mode, normalised by the mini-batch), one clipped AdamW step per mini-batch, one
   // scheduler step per call. Metrics: critic/vf_loss, critic/vf_clipfrac, critic/vpred_mean,
-  // critic/loss, critic/grad_norm, critic/lr.
+  // critic/loss, critic/grad_norm, critic/lr, critic/mfu (mean over mini-batches, as actor/mfu).
   std::map<std::string, double> update_critic(const DataProto& data);
 
   const CriticConfig& config() const { return config_; }
