@@ -142,3 +142,18 @@ def test_bad_configs_name_the_key(rm_dir, tmp_path):
         RewardModelWorker(config(rm_dir, **{"reward_model.micro_batch_size_per_gpu": 0}))
     with pytest.raises(verl.ConfigError, match=r"reward_model\.model\.input_tokenizer"):
         RewardModelWorker(config(rm_dir, **{"reward_model.model.input_tokenizer": str(tmp_path)}))
+
+
+def test_sequence_classifier_round_trips_through_save_pretrained(rm_dir, reference, tmp_path):
+    transformers = pytest.importorskip("transformers")
+    from verl.models import load_model
+
+    model = load_model(rm_dir, value_head=True)
+    assert "score.bias" not in model.state_dict()  # *ForSequenceClassification: a bias-free score head
+    model.save_pretrained(tmp_path / "saved")
+    with open(tmp_path / "saved" / "config.json", encoding="utf-8") as f:
+        assert json.load(f)["architectures"] == ["Qwen2ForSequenceClassification"]
+    reloaded = transformers.Qwen2ForSequenceClassification.from_pretrained(tmp_path / "saved", dtype=torch.float32)
+    ids = PROMPTS[1] + RESPONSES[1]
+    with torch.no_grad():
+        assert abs(float(reloaded.eval()(torch.tensor([ids])).logits[0, 0]) - reference(ids)) < 1e-5
