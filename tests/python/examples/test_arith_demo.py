@@ -13,8 +13,11 @@ import arith_task  # noqa: E402
 import demo  # noqa: E402
 
 
-def test_demo_runs_sft_then_grpo_and_reports(tmp_path, capsys):
+def test_demo_runs_sft_then_grpo_and_reports(tmp_path, capsys, monkeypatch):
     work = tmp_path / "demo"
+    # the demo sets VERL_FILE_LOGGER_ROOT (to work/logs) when unset; setting it here, to the same directory,
+    # makes monkeypatch restore the environment for the tests after this one
+    monkeypatch.setenv("VERL_FILE_LOGGER_ROOT", str(work / "logs"))
     assert demo.main(["--workdir", str(work), "--sft-steps", "30", "--rl-steps", "3", "--test-freq", "3",
                       "--prompts-per-step", "8", "--threads", "1"]) == 0
     out = capsys.readouterr().out
