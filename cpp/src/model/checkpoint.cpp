@@ -15,6 +15,7 @@
 #include "verl/core/error.h"
 #include "verl/core/json.h"
 #include "verl/model/safetensors.h"
+#include "sequence_classifier.h"
 
 namespace verl::model {
 namespace fs = std::filesystem;
@@ -181,7 +182,9 @@ Json pretrained_config_json(const CausalLM& model) {
   Json j = c.to_json();
   const std::string prefix = architecture_prefix(c.model_type);
   if (model.head_kind() == HeadKind::kValue) {
-    j["architectures"] = Json::array({prefix + "ForTokenClassification"});
+    // a reward model keeps its sequence-classifier architecture (last-token pooling, no score bias)
+    const bool sequence = is_sequence_classifier(c.source_json);
+    j["architectures"] = Json::array({prefix + (sequence ? "ForSequenceClassification" : "ForTokenClassification")});
     // transformers derives num_labels from id2label; score must come out Linear(hidden, 1).
     const bool one_label = j.contains("id2label") && j["id2label"].is_object() && j["id2label"].size() == 1;
     if (!one_label) {

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "verl/core/error.h"
+#include "sequence_classifier.h"
 
 namespace verl::model {
 namespace {
@@ -109,7 +110,9 @@ ModelConfig ModelConfig::from_json(const Json& j, const std::string& source) {
     VERL_CHECK_AS(ConfigError, !rd.get<bool>("use_sliding_window", false), "model config ", source,
                   ": use_sliding_window=true is not supported");
   }
-  c.score_bias = rd.get<bool>("token_classification_bias", true);
+  // transformers' XForSequenceClassification (reward models) has score = Linear(hidden, num_labels, bias=False);
+  // XForTokenClassification (critics) has a bias unless token_classification_bias=false.
+  c.score_bias = rd.get<bool>("token_classification_bias", !is_sequence_classifier(j));
   if (rd.has("bos_token_id")) c.bos_token_id = rd.get<int64_t>("bos_token_id");
   if (rd.has("pad_token_id")) c.pad_token_id = rd.get<int64_t>("pad_token_id");
   if (rd.has("eos_token_id")) {

@@ -31,7 +31,7 @@ from ..errors import ConfigError, DataError
 from ..protocol import DataProto
 from .checkpointing import CheckpointDirectory, read_json, write_json
 from .ppo.metric_utils import validation_metric_dict
-from .ppo.reward import compute_reward, load_reward_manager
+from .ppo.reward import compute_reward, get_custom_reward_fn_path, load_reward_manager
 from .reward_fn import build_reward_manager
 from .rl_config import RLConfig
 
@@ -148,6 +148,7 @@ class PPOTrainer:
         self.tokenizer = tokenizer
 
         reward_key = cfg.get("data.reward_fn_key") or "data_source"
+        self.rm_worker = self._reward_model_worker(reward_fn)
         self.reward_fn = self._reward_manager(reward_fn, num_examine=0, reward_key=reward_key)
         self.val_reward_fn = self._reward_manager(val_reward_fn if val_reward_fn is not None else reward_fn,
                                                   num_examine=1, reward_key=reward_key)
@@ -184,6 +185,17 @@ class PPOTrainer:
             return load_reward_manager(self.config, self.tokenizer, num_examine=num_examine)
         return build_reward_manager(reward_fn, self.tokenizer, num_examine=num_examine, reward_fn_key=reward_key)
 
+    def _reward_model_worker(self, reward_fn: Any) -> Any:
+        """The RM worker when ``reward_model.enable`` (or ``reward.reward_model.enable``) and no custom reward
+        function is given: as in verl 0.9.1's reward loop, a custom function (``custom_reward_function.path`` or a
+        ``reward_fn`` argument) is the reward, else the RM's score is."""
+        from ..workers.reward_model import RewardModelWorker, reward_model_settings
+
+        settings = reward_model_settings(self.config)  # ConfigError for enable without a model path
+        if not settings.enable or reward_fn is not None or get_custom_reward_fn_path(self.config):
+            return None
+        return RewardModelWorker(self.config, device=self.device, dtype=_model_dtype(self.config))
+
     def _dataset(self, dataset: Any, files_key: str, max_key: str) -> Any:
         from ..utils.dataset import RLHFDataset
 
@@ -212,6 +224,9 @@ class PPOTrainer:
     # -- the reward callback (called from C++ with the GIL re-acquired) ------------------------------------
     def _reward_callback(self, cpp_batch: Any) -> tuple[torch.Tensor, dict[str, list]]:
         batch = DataProto.from_cpp(cpp_batch)
+        if self.rm_worker is not None and "rm_scores" not in batch.batch:
+            # the managers return rm_scores as the reward when present (verl's _extract_reward_from_rm_scores)
+            batch = batch.union(self.rm_worker.compute_rm_score(batch))
         manager = self.val_reward_fn if batch.meta_info.get("validate") else self.reward_fn
         reward_tensor, extra = compute_reward(batch, manager)
         return reward_tensor, {k: list(v) for k, v in extra.items()}

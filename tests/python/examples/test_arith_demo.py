@@ -15,11 +15,12 @@ import demo  # noqa: E402
 
 def test_demo_runs_sft_then_grpo_and_reports(tmp_path, capsys, monkeypatch):
     work = tmp_path / "demo"
-    # demo.main() points the metrics logger at its workdir with os.environ.setdefault; set the same value
-    # through monkeypatch so it is undone afterwards instead of redirecting every later test's JSONL.
-    monkeypatch.setenv("VERL_FILE_LOGGER_ROOT", str(work / "logs"))
+    monkeypatch.delenv("VERL_FILE_LOGGER_ROOT", raising=False)
     assert demo.main(["--workdir", str(work), "--sft-steps", "30", "--rl-steps", "3", "--test-freq", "3",
                       "--prompts-per-step", "8", "--threads", "1"]) == 0
+    # metrics under the workdir, and the caller's environment as it was (later tests log where they expect)
+    assert os.path.exists(work / "logs" / "arith-demo" / "grpo.jsonl")
+    assert "VERL_FILE_LOGGER_ROOT" not in os.environ
     out = capsys.readouterr().out
     for stage in ("== 1/4 task", "== 2/4 SFT warm start", "== 3/4 GRPO", "== 4/4 report", "held-out accuracy"):
         assert stage in out

@@ -25,7 +25,7 @@ from ...utils.reward_score import get_default_compute_score
 from ...workers.reward_manager import get_reward_manager_cls
 from ..reward_fn import RewardFunction
 
-__all__ = ["get_custom_reward_fn", "load_reward_manager", "compute_reward", "load_extern_object"]
+__all__ = ["get_custom_reward_fn", "get_custom_reward_fn_path", "load_reward_manager", "compute_reward", "load_extern_object"]
 
 _MISSING = object()
 
@@ -83,6 +83,12 @@ def _custom_reward_section(config: Any) -> Any:
     if _select(config, "custom_reward_function.path"):
         return _select(config, "custom_reward_function")
     return None
+
+
+def get_custom_reward_fn_path(config: Any) -> str | None:
+    """``custom_reward_function.path`` from either layout, or None when no custom function is configured."""
+    section = _custom_reward_section(config)
+    return None if section is None else _select(section, "path")
 
 
 def get_custom_reward_fn(config: Any) -> RewardFunction | None:

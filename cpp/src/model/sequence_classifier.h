@@ -1,0 +1,24 @@
+// Recognises a transformers *ForSequenceClassification config (a reward model: last-token pooling, score head
+// without bias). Used by model_config.cpp (score bias) and checkpoint.cpp (architecture written on save).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace verl::model {
+
+inline bool is_sequence_classifier(const nlohmann::json& config_json) {
+  if (!config_json.is_object() || !config_json.contains("architectures") || !config_json["architectures"].is_array())
+    return false;
+  static const std::string kSuffix = "ForSequenceClassification";
+  for (const nlohmann::json& a : config_json["architectures"]) {
+    if (!a.is_string()) continue;
+    const std::string name = a.get<std::string>();
+    if (name.size() >= kSuffix.size() && name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0)
+      return true;
+  }
+  return false;
+}
+
+}  // namespace verl::model
