@@ -44,13 +44,14 @@ def model_config(tokenizer) -> dict:
             "eos_token_id": tokenizer.eos_token_id, "pad_token_id": tokenizer.pad_token_id, "torch_dtype": "float32"}
 
 
-def write_initial_model(path: str, tokenizer, seed: int) -> str:
-    """A random model with transformers' initialisation (normal(0, 0.02), norms at 1, biases at 0)."""
+def write_initial_model(path: str, tokenizer, seed: int) -> int:
+    """Writes a random model with transformers' initialisation (normal(0, 0.02), norms at 1, biases at 0) to
+    ``path``; returns its parameter count."""
     import verl.models as models
 
     model = models.init_weights(models.CausalLM(model_config(tokenizer)), seed)
     models.save_pretrained(model, path, tokenizer_dir=TOKENIZER_DIR)
-    return path
+    return sum(p.numel() for p in model.parameters())
 
 
 def sft(args, data: dict, init_dir: str, out_dir: str) -> str:
@@ -95,19 +96,14 @@ def grpo(args, data: dict, model_dir: str, out_dir: str):
             "trainer.logger=[console]", "trainer.project_name=arith-demo", "trainer.experiment_name=grpo",
             "trainer.device=cpu"])
     trainer = PPOTrainer(config=config, reward_fn=exact_answer)
-    return trainer, trainer.fit()
+    trainer.fit()
+    return trainer
 
 
-def answers(model_dir: str, problems: list, n: int = 1, temperature: float = 0.0, seed: int = 0) -> list[list[str]]:
-    """``n`` answers of the model in ``model_dir`` to each problem (greedy when temperature is 0), through the
-    rollout engine."""
-    import verl
-    from verl.rollout import LLM, SamplingParams
+def answers(llm, prompts: list[str], n: int = 1, temperature: float = 0.0, seed: int = 0) -> list[list[str]]:
+    """``n`` answers of the rollout engine ``llm`` to each prompt (greedy when temperature is 0)."""
+    from verl.rollout import SamplingParams
 
-    tokenizer = verl.load_tokenizer(TOKENIZER_DIR)
-    llm = LLM(model_dir, tokenizer, eos_token_id=tokenizer.eos_token_id)
-    prompts = [tokenizer.apply_chat_template([{"role": "user", "content": arith_task.problem_text(*p)}],
-                                             add_generation_prompt=True) for p in problems]
     outs = llm.generate(prompts, SamplingParams(n=n, temperature=temperature, max_tokens=6, seed=seed))
     return [[c.text.strip() for c in o.outputs] for o in outs]
 
@@ -162,15 +158,15 @@ def _run(argv: list[str] | None) -> int:
     _, test = arith_task.generate_splits(4000, 400, args.seed, 49)
 
     tokenizer = verl.load_tokenizer(TOKENIZER_DIR)
-    init_dir = write_initial_model(os.path.join(work, "init"), tokenizer, args.seed)
-    n_params = sum(p.numel() for p in verl.models.load_model(init_dir).parameters())
+    init_dir = os.path.join(work, "init")
+    n_params = write_initial_model(init_dir, tokenizer, args.seed)
     print(f"== 2/4 SFT warm start: Qwen2 2x64 ({n_params / 1e3:.0f} k parameters), {args.sft_steps} steps of 64 "
           f"demonstrations; {args.teacher_period_rate:.0%} of the teacher's answers end with a period")
     sft_model = sft(args, data, init_dir, os.path.join(work, "sft"))
     sft_done = time.perf_counter()
 
     print(f"== 3/4 GRPO: {args.rl_steps} steps of {args.prompts_per_step} prompts x 8 samples, reward = exact answer")
-    trainer, last_val = grpo(args, data, sft_model, os.path.join(work, "grpo"))
+    trainer = grpo(args, data, sft_model, os.path.join(work, "grpo"))
     grpo_done = time.perf_counter()
 
     from verl.utils.tracking import read_metrics
@@ -182,10 +178,16 @@ def _run(argv: list[str] | None) -> int:
     verl.models.save_pretrained(trainer.model, final_dir, tokenizer_dir=TOKENIZER_DIR)
 
     print("== 4/4 report")
+    from verl.rollout import LLM
+
     truth = [str(arith_task.answer(*p)) for p in test]
-    greedy_sft, greedy_rl = answers(sft_model, test), answers(final_dir, test)
-    sampled_sft = accuracy(answers(sft_model, test, SAMPLED, 1.0, args.seed), truth)
-    sampled_rl = accuracy(answers(final_dir, test, SAMPLED, 1.0, args.seed), truth)
+    prompts = [tokenizer.apply_chat_template([{"role": "user", "content": arith_task.problem_text(*p)}],
+                                             add_generation_prompt=True) for p in test]
+    llm_sft = LLM(sft_model, tokenizer, eos_token_id=tokenizer.eos_token_id)
+    llm_rl = LLM(trainer.model, tokenizer, eos_token_id=tokenizer.eos_token_id)  # the trained weights, in memory
+    greedy_sft, greedy_rl = answers(llm_sft, prompts), answers(llm_rl, prompts)
+    sampled_sft = accuracy(answers(llm_sft, prompts, SAMPLED, 1.0, args.seed), truth)
+    sampled_rl = accuracy(answers(llm_rl, prompts, SAMPLED, 1.0, args.seed), truth)
     for i in [i for i, (a, b) in enumerate(zip(greedy_sft, greedy_rl)) if a != b][:5]:
         print(f"   {arith_task.problem_text(*test[i]):<16} truth {truth[i]:>4}   after SFT {greedy_sft[i][0]:>5}   "
               f"after GRPO {greedy_rl[i][0]:>5}")
