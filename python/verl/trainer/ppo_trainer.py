@@ -72,12 +72,13 @@ def _model_dtype(config: Config) -> torch.dtype:
     return _DTYPES[name]
 
 
-def _load_model(path: str, dtype: torch.dtype, device: str) -> Any:
+def _load_model(path: str, dtype: torch.dtype, device: str, key: str = "actor_rollout_ref.model.path") -> Any:
+    """The Hugging Face checkpoint directory ``path`` (config key ``key``, named in the error) as a verl model."""
     import verl.models as models
 
     path = os.path.expanduser(path)
     if not os.path.isdir(path):
-        raise ConfigError(f"actor_rollout_ref.model.path: model directory not found: {path}")
+        raise ConfigError(f"{key}: model directory not found: {path}")
     return models.load_model(path, dtype=dtype, device=device)
 
 

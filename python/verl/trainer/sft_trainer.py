@@ -37,21 +37,12 @@ from ..protocol import DataProto
 from ..utils.dataset.dataloader import ResumableDataLoader
 from ..utils.dataset.sft_dataset import SFTDataset, collate_sft
 from .checkpointing import CheckpointDirectory, read_json, write_json
-from .ppo_trainer import _DTYPES, _device
+from .ppo_trainer import _DTYPES, _device, _load_model
+from .rl_config import _set_tree
 
 __all__ = ["SFTTrainer", "SFTDataset", "as_sft_config", "main"]
 
 _BATCH_KEYS = ("input_ids", "attention_mask", "loss_mask")
-
-
-def _set_from_mapping(config: Config, values: Mapping, prefix: str = "") -> None:
-    for key, value in values.items():
-        full = f"{prefix}.{key}" if prefix else str(key)
-        node = config.cpp.raw(full) if full in config else None
-        if isinstance(value, Mapping) and isinstance(node, dict) and node:
-            _set_from_mapping(config, value, full)  # a section: merge key by key
-        else:
-            config.cpp.set(full, value)  # unknown keys: ConfigError naming the closest key
 
 
 def as_sft_config(config: Any = None) -> Config:
@@ -71,7 +62,8 @@ def as_sft_config(config: Any = None) -> Config:
         return load_sft_config(config)
     if isinstance(config, Mapping):
         cfg = load_sft_config()
-        _set_from_mapping(cfg, config)
+        for key, value in config.items():  # sections merge key by key; unknown keys: ConfigError
+            _set_tree(cfg, str(key), value)
         return cfg.validate()
     raise ConfigError(f"config must be a verl.Config (load_sft_config), a dict or a YAML path, got "
                       f"{type(config).__name__}")
@@ -145,16 +137,11 @@ class SFTTrainer:
         return CausalLM._from_module(module)
 
     def _load_model(self) -> Any:
-        import verl.models as models
-
         path = self.config.get("model.path")
         if not path:
             raise ConfigError("model.path is not set and no model was given")
-        path = os.path.expanduser(str(path))
-        if not os.path.isdir(path):
-            raise ConfigError(f"model.path: model directory not found: {path}")
         name = str(self.config.get("model.dtype") or "fp32")
-        return models.load_model(path, dtype=_DTYPES[name], device=self.device)
+        return _load_model(str(path), _DTYPES[name], self.device, key="model.path")
 
     def _tokenizer_dir(self) -> str | None:
         """The directory whose tokenizer files go into checkpoints."""

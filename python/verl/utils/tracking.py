@@ -26,6 +26,7 @@ import math
 import numbers
 import os
 import sys
+import time
 import warnings
 from typing import Any, Iterable, Mapping, TextIO
 
@@ -82,18 +83,23 @@ def console_line(data: Mapping[str, Any], step: int) -> str:
 
     ``acc`` is the mean of the ``val-core/<data_source>/.../mean@N`` accuracies when validation ran.
     """
+    return " | ".join([f"step {step}", *_console_columns(data)])
+
+
+def _console_columns(data: Mapping[str, Any]) -> list[str]:
+    """``["reward 0.412", "acc 0.530", ...]``: the watched metrics present in ``data``."""
     values = dict(data)
     val_acc = [v for k, v in data.items() if k.startswith("val-core/") and "/acc/mean@" in k]
     if val_acc:
         values["val-core/acc"] = sum(float(v) for v in val_acc) / len(val_acc)
-    parts = [f"step {step}"]
+    parts = []
     for label, keys, fmt in _CONSOLE_COLUMNS:
         for key in keys:
             scalar = _scalar(values.get(key))
             if scalar is not None:
                 parts.append(f"{label} {fmt.format(scalar)}")
                 break
-    return " | ".join(parts)
+    return parts
 
 
 def progress_line(data: Mapping[str, Any], step: int, total: int, eta_s: float | None = None, width: int = 24) -> str:
@@ -104,8 +110,7 @@ def progress_line(data: Mapping[str, Any], step: int, total: int, eta_s: float |
     if eta_s is not None and done < total:
         remaining = int(round(eta_s))
         eta = f" | eta {remaining // 60}m{remaining % 60:02d}s"
-    line = console_line(data, step).split(" | ", 1)
-    rest = f" | {line[1]}" if len(line) > 1 else ""
+    rest = "".join(f" | {part}" for part in _console_columns(data))
     return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total}{rest}{eta}"
 
 
@@ -127,8 +132,6 @@ class ConsoleLogger:
         return bool(self.total_steps) and callable(isatty) and isatty()
 
     def log(self, data: Mapping[str, Any], step: int) -> None:
-        import time
-
         out = self._out()
         if not self._is_bar():
             print(console_line(data, step), file=out, flush=True)
