@@ -11,10 +11,6 @@
 namespace verl::model {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 double configured_range(const ModelConfig& config) {
   const Json& source = config.source_json;
   if (!source.is_object() || !source.contains("initializer_range")) return 0.02;  // transformers' default
@@ -31,9 +27,9 @@ void init_weights(CausalLM& model, uint64_t seed, std::optional<double> initiali
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   torch::NoGradGuard no_grad;
   for (auto& [name, param] : model.named_state()) {
-    if (ends_with(name, "norm.weight")) {  // input/post_attention/final RMSNorm, qwen3's q_norm/k_norm
+    if (name.ends_with("norm.weight")) {  // input/post_attention/final RMSNorm, qwen3's q_norm/k_norm
       param.fill_(1.0);
-    } else if (ends_with(name, ".bias")) {
+    } else if (name.ends_with(".bias")) {
       param.zero_();
     } else {
       param.copy_(at::normal(0.0, std_dev, param.sizes(), gen, torch::TensorOptions().dtype(torch::kFloat32)));

@@ -11,12 +11,8 @@ namespace verl::model {
 inline bool is_sequence_classifier(const nlohmann::json& config_json) {
   if (!config_json.is_object() || !config_json.contains("architectures") || !config_json["architectures"].is_array())
     return false;
-  static const std::string kSuffix = "ForSequenceClassification";
   for (const nlohmann::json& a : config_json["architectures"]) {
-    if (!a.is_string()) continue;
-    const std::string name = a.get<std::string>();
-    if (name.size() >= kSuffix.size() && name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0)
-      return true;
+    if (a.is_string() && a.get<std::string>().ends_with("ForSequenceClassification")) return true;
   }
   return false;
 }

@@ -25,7 +25,6 @@ SFTConfig SFTConfig::from_config(const Config& config_in, std::optional<int64_t>
     config.set("optim.total_training_steps", *total_training_steps);
   }
   SFTConfig c;
-  c.train_batch_size = get_or<int64_t>(config, "data.train_batch_size", c.train_batch_size);
   c.micro_batch_size_per_gpu = get_or<int64_t>(config, "data.micro_batch_size_per_gpu", c.micro_batch_size_per_gpu);
   c.use_dynamic_bsz = get_or(config, "data.use_dynamic_bsz", c.use_dynamic_bsz);
   c.max_token_len_per_gpu = get_or<int64_t>(config, "data.max_token_len_per_gpu", c.max_token_len_per_gpu);
@@ -38,8 +37,6 @@ SFTConfig SFTConfig::from_config(const Config& config_in, std::optional<int64_t>
 }
 
 void SFTConfig::validate() const {
-  VERL_CHECK_AS(ConfigError, train_batch_size > 0, "config key 'data.train_batch_size' must be > 0, got ",
-                train_batch_size);
   VERL_CHECK_AS(ConfigError, micro_batch_size_per_gpu > 0,
                 "config key 'data.micro_batch_size_per_gpu' must be > 0, got ", micro_batch_size_per_gpu);
   VERL_CHECK_AS(ConfigError, max_token_len_per_gpu > 0, "config key 'data.max_token_len_per_gpu' must be > 0, got ",

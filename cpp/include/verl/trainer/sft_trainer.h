@@ -26,7 +26,6 @@
 namespace verl::trainer {
 
 struct SFTConfig {
-  int64_t train_batch_size = 256;         // data.train_batch_size (rows per optimizer step)
   int64_t micro_batch_size_per_gpu = 4;   // data.micro_batch_size_per_gpu
   bool use_dynamic_bsz = true;            // data.use_dynamic_bsz
   int64_t max_token_len_per_gpu = 8192;   // data.max_token_len_per_gpu
