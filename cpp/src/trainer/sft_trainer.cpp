@@ -104,10 +104,17 @@ Packed pack(const SFTBatch& b) {
   return p;
 }
 
-// -sum log p(target) over the rows of `b` (differentiable unless under NoGradGuard), in at least float32;
+// One micro-batch's rows and their packing, built once per step.
+struct MicroBatch {
+  SFTBatch rows;
+  Packed packed;
+};
+
+// -sum log p(target) over the rows of `m` (differentiable unless under NoGradGuard), in at least float32;
 // nullopt (no forward at all) when the rows hold no target.
-std::optional<torch::Tensor> loss_sum_of(model::CausalLM& model, const SFTBatch& b, bool remove_padding) {
-  Packed p = pack(b);
+std::optional<torch::Tensor> loss_sum_of(model::CausalLM& model, const MicroBatch& m, bool remove_padding) {
+  const SFTBatch& b = m.rows;
+  const Packed& p = m.packed;
   if (p.labels.numel() == 0) return std::nullopt;
   torch::Tensor hidden =
       remove_padding ? model.hidden_states_packed(p.ids, p.cu_seqlens)
@@ -136,6 +143,21 @@ workers::RowGroups micro_batches(const SFTConfig& config, const SFTBatch& b) {
   return workers::dynamic_micro_batches(lens, config.max_token_len_per_gpu);
 }
 
+// The batch cut into micro-batches, each packed once; `num_targets` / `num_tokens` add up over them.
+std::vector<MicroBatch> pack_micro_batches(const SFTConfig& config, const SFTBatch& b, int64_t& num_targets,
+                                           int64_t& num_tokens) {
+  std::vector<MicroBatch> out;
+  num_targets = num_tokens = 0;
+  for (const auto& rows : micro_batches(config, b)) {
+    SFTBatch part = take(b, rows);
+    Packed packed = pack(part);
+    num_targets += packed.labels.numel();
+    num_tokens += packed.ids.numel();
+    out.push_back({std::move(part), std::move(packed)});
+  }
+  return out;
+}
+
 }  // namespace
 
 SFTTrainer::SFTTrainer(SFTConfig config, std::shared_ptr<model::CausalLM> model)
@@ -150,18 +172,18 @@ SFTTrainer::SFTTrainer(SFTConfig config, std::shared_ptr<model::CausalLM> model)
 
 std::map<std::string, double> SFTTrainer::train_step(const DataProto& data) {
   SFTBatch b = check_batch(data, *model_);
-  const int64_t total_targets = pack(b).labels.numel();
+  int64_t total_targets = 0, total_tokens = 0;
+  const std::vector<MicroBatch> micro = pack_micro_batches(config_, b, total_targets, total_tokens);
   VERL_CHECK_AS(DataError, total_targets > 0,
                 "SFT batch: no loss_mask token follows another real token of its row; nothing to train on");
-  const workers::RowGroups micro = micro_batches(config_, b);
 
   model_->train();
   optimizer_->zero_grad();
   // Each micro-batch's sum is divided by the targets of the whole batch, so the accumulated gradient is the
   // gradient of the batch's token-mean loss however the batch is cut (verl's sft_loss with batch_num_tokens).
   torch::Tensor loss = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(model_->device()));
-  for (const auto& rows : micro) {
-    std::optional<torch::Tensor> sum = loss_sum_of(*model_, take(b, rows), config_.use_remove_padding);
+  for (const MicroBatch& m : micro) {
+    std::optional<torch::Tensor> sum = loss_sum_of(*model_, m, config_.use_remove_padding);
     if (!sum) continue;
     torch::Tensor micro_loss = *sum / static_cast<double>(total_targets);
     micro_loss.backward();
@@ -173,19 +195,20 @@ std::map<std::string, double> SFTTrainer::train_step(const DataProto& data) {
   return {{"train/loss", loss.item<double>()},
           {"train/grad_norm", grad_norm},
           {"train/lr", lr},
-          {"train/global_tokens", static_cast<double>(b.attention_mask.sum().item<int64_t>())}};
+          {"train/global_tokens", static_cast<double>(total_tokens)}};
 }
 
 SFTLossSum SFTTrainer::loss_sum(const DataProto& data) {
   SFTBatch b = check_batch(data, *model_);
   torch::NoGradGuard no_grad;
+  int64_t num_targets = 0, num_tokens = 0;
   torch::Tensor sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(model_->device()));
-  for (const auto& rows : micro_batches(config_, b)) {
-    if (std::optional<torch::Tensor> s = loss_sum_of(*model_, take(b, rows), config_.use_remove_padding)) {
+  for (const MicroBatch& m : pack_micro_batches(config_, b, num_targets, num_tokens)) {
+    if (std::optional<torch::Tensor> s = loss_sum_of(*model_, m, config_.use_remove_padding)) {
       sum += s->to(torch::kDouble);
     }
   }
-  return {sum.item<double>(), pack(b).labels.numel()};
+  return {sum.item<double>(), num_targets};
 }
 
 }  // namespace verl::trainer
