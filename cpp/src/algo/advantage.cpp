@@ -4,6 +4,7 @@
 
 #include <limits>
 #include <optional>
+#include <type_traits>
 #include <unordered_map>
 
 #include <ATen/Dispatch.h>
@@ -71,10 +72,28 @@ TokenMask token_mask(const Batch& b, bool check_rewards = true) {
   return m;
 }
 
+// The sum of n values in double. Eight independent accumulators: one running sum is a single chain
+// of dependent adds (latency-bound, ~4 cycles an element, 30 % of a GRPO call on 1024 x 1024);
+// eight chains overlap and vectorise. In double the order hardly matters: the float result is
+// the correctly rounded sum in all but contrived cases.
+template <typename T>
+double sum_in_double(const T* in, int64_t n) {
+  constexpr int kLanes = 8;
+  double lane[kLanes] = {};
+  int64_t t = 0;
+  for (; t + kLanes <= n; t += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lane[j] += static_cast<double>(in[t + j]);
+  }
+  double total = 0;
+  for (; t < n; ++t) total += static_cast<double>(in[t]);
+  for (int j = 0; j < kLanes; ++j) total += lane[j];
+  return total;
+}
+
 // The outcome score of every row, (bs,): the sum over the whole row, as verl (masked positions
 // included). A NaN or Inf anywhere in a row makes its sum non-finite, so checking the (bs,) sums
 // refuses exactly the inputs that would put NaN/Inf into the result, without a pass over the matrix.
-// On CPU the sums are taken in one serial loop (accumulated in double, rounded once): ATen's
+// On CPU the sums are taken on the calling thread (accumulated in double, rounded once): ATen's
 // sum(-1) is an OpenMP region, and on a machine whose cores are shared the idle-spinning second
 // thread it leaves behind slowed the rest of these ~2 ms of work down several times over.
 torch::Tensor row_sums(const torch::Tensor& rewards) {
@@ -85,11 +104,7 @@ torch::Tensor row_sums(const torch::Tensor& rewards) {
   AT_DISPATCH_FLOATING_TYPES(r.scalar_type(), "row_sums", [&] {
     const scalar_t* in = r.data_ptr<scalar_t>();
     scalar_t* out = sums.data_ptr<scalar_t>();
-    for (int64_t i = 0; i < r.size(0); ++i) {
-      double total = 0;
-      for (int64_t t = i * length, stop = t + length; t < stop; ++t) total += static_cast<double>(in[t]);
-      out[i] = static_cast<scalar_t>(total);
-    }
+    for (int64_t i = 0; i < r.size(0); ++i) out[i] = static_cast<scalar_t>(sum_in_double(in + i * length, length));
   });
   return sums;
 }
@@ -161,8 +176,30 @@ torch::Tensor scale_rows_by_mask_cpu(const torch::Tensor& scalar_in, const torch
                        [&](int64_t begin, int64_t end) {
                          for (int64_t i = begin; i < end; ++i) {
                            const value_t row = s[i];
-                           for (int64_t t = i * length, stop = t + length; t < stop; ++t) {
-                             o[t] = row * static_cast<value_t>(m[t]);
+                           if constexpr (std::is_same_v<scalar_t, int64_t>) {
+                             // Masks hold 0/1. Converting through int32 lets the loop vectorise
+                             // (there is no packed int64 -> float before AVX-512, and the scalar
+                             // cvtsi2ss chains every iteration to the previous one); a row holding
+                             // any other value is redone with the exact conversion.
+                             uint64_t not_01 = 0;
+                             for (int64_t t = i * length, stop = t + length; t < stop; ++t) {
+                               not_01 |= static_cast<uint64_t>(m[t]) & ~uint64_t{1};
+                               o[t] = row * static_cast<value_t>(static_cast<int32_t>(m[t]));
+                             }
+                             if (not_01 != 0) {
+                               for (int64_t t = i * length, stop = t + length; t < stop; ++t) {
+                                 o[t] = row * static_cast<value_t>(m[t]);
+                               }
+                             }
+                           } else if constexpr (std::is_integral_v<scalar_t> && sizeof(scalar_t) <= 2) {
+                             // bool and small integers widen to int32 exactly, and then vectorise.
+                             for (int64_t t = i * length, stop = t + length; t < stop; ++t) {
+                               o[t] = row * static_cast<value_t>(static_cast<int32_t>(m[t]));
+                             }
+                           } else {
+                             for (int64_t t = i * length, stop = t + length; t < stop; ++t) {
+                               o[t] = row * static_cast<value_t>(m[t]);
+                             }
                            }
                          }
                        });

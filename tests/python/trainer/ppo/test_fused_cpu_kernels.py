@@ -117,3 +117,26 @@ def test_logprobs_from_logits_int32_labels_non_contiguous_and_bf16():
         tol = 1e-5 if dtype == torch.float32 else 1e-2
         assert (out.double() - ref).abs().max().item() <= tol
         assert torch.allclose(logits.grad.double(), ref_in.grad, rtol=tol, atol=tol * 1e-2)
+
+
+def test_outcome_broadcast_equals_verl_product_for_every_mask_dtype():
+    """GRPO's `scores.unsqueeze(-1) * response_mask` written by the CPU kernel, bitwise, for 0/1 masks of
+    each dtype and for int64 masks holding other values (those rows take the exact int64 conversion)."""
+    gen = torch.Generator().manual_seed(3)
+    bs, length = 24, 37
+    # Integer rewards in groups of 4: row sums and group means are exact, so equality can be bitwise.
+    rewards = torch.randint(-5, 6, (bs, length), generator=gen).float()
+    index = torch.arange(bs) // 4
+    scores = rewards.sum(-1)
+    centered = scores - scores.view(-1, 4).mean(-1).repeat_interleave(4)
+    base = multi_turn_mask(bs, length, gen)
+    odd = base.clone()
+    odd[1, 4] = 2
+    odd[7, 0] = -1
+    odd[9, 5] = 3 + 2**40  # not representable in int32
+    for mask in (base, base.bool(), base.to(torch.uint8), base.int(), base.short(), base.float(), base.double(), odd):
+        adv, ret = core_algos.compute_grpo_outcome_advantage(rewards, mask, index, norm_adv_by_std_in_grpo=False)
+        expected = (centered.unsqueeze(-1) * mask).float()
+        assert adv.dtype == torch.float32, mask.dtype
+        assert torch.equal(adv, expected), (mask.dtype, (adv - expected).abs().max())
+        assert torch.equal(ret, adv)
