@@ -10,7 +10,7 @@
 #include <string>
 #include <tuple>
 
-#include <torch/cuda.h>
+#include <ATen/DeviceAccelerator.h>
 
 #include "verl/core/error.h"
 
@@ -18,16 +18,6 @@ namespace verl::trainer {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Waits for the device's queued work, so a wall-clock interval covers the kernels themselves.
-void synchronize(const torch::Device& device, const torch::Tensor& last_result) {
-  if (device.is_cpu()) return;
-  if (device.is_cuda()) {
-    torch::cuda::synchronize(device.has_index() ? device.index() : -1);
-  } else {
-    last_result.flatten()[0].item<double>();  // any other backend: a host read waits for the result
-  }
-}
 
 // Seconds one mm of two (n, n) matrices takes on `device` (after a warm-up: allocations, kernel
 // selection, thread pool start): the best of at least `min_samples` samples, more while under budget.
@@ -37,14 +27,14 @@ double timed_mm_seconds(const torch::Device& device, torch::ScalarType dtype, in
   torch::Tensor a = torch::randn({n, n}, options);
   torch::Tensor b = torch::randn({n, n}, options);
   torch::Tensor c = torch::mm(a, b);
-  synchronize(device, c);
+  synchronize_device(device);
   double best_seconds = std::numeric_limits<double>::infinity();
   const auto start = Clock::now();
   // The best sample is the peak; the others absorb interference from other processes.
   for (int sample = 0; sample < 20; ++sample) {
     const auto t0 = Clock::now();
     for (int i = 0; i < mms_per_sample; ++i) c = torch::mm(a, b);
-    synchronize(device, c);
+    synchronize_device(device);
     best_seconds = std::min(best_seconds, std::chrono::duration<double>(Clock::now() - t0).count() / mms_per_sample);
     if (sample + 1 >= min_samples && std::chrono::duration<double>(Clock::now() - start).count() > budget_seconds) break;
   }
@@ -107,6 +97,11 @@ double FlopsCounter::estimate_flops(const std::vector<int64_t>& batch_seqlens) c
   // Forward (2 FLOPs per multiply-add) + backward (twice the forward) = 6 per parameter and token; the
   // attention scores and the weighted sum of values are verl's 6 * sum(s^2) * head_dim * heads per layer.
   return 6 * dense_params_ * tokens + 6 * seqlen_square_sum * attention_factor_;
+}
+
+void synchronize_device(const torch::Device& device) {
+  if (device.is_cpu()) return;
+  at::accelerator::synchronizeDevice(device.has_index() ? device.index() : at::accelerator::getDeviceIndex());
 }
 
 double device_peak_flops(const torch::Device& device, torch::ScalarType dtype) {

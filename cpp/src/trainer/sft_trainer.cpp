@@ -2,6 +2,7 @@
 #include "verl/trainer/sft_trainer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <vector>
 
@@ -171,6 +172,7 @@ SFTTrainer::SFTTrainer(SFTConfig config, std::shared_ptr<model::CausalLM> model)
 }
 
 std::map<std::string, double> SFTTrainer::train_step(const DataProto& data) {
+  const auto start = std::chrono::steady_clock::now();
   SFTBatch b = check_batch(data, *model_);
   int64_t total_targets = 0, total_tokens = 0;
   const std::vector<MicroBatch> micro = pack_micro_batches(config_, b, total_targets, total_tokens);
@@ -192,9 +194,12 @@ std::map<std::string, double> SFTTrainer::train_step(const DataProto& data) {
   const double grad_norm = optimizer_->step();
   const double lr = optimizer_->scheduler_step();
   ++global_step_;
+  // verl's train_batch MFU of the step: forward, backward and optimizer over the rows' tokens.
+  const double mfu = workers::detail::worker_mfu(*model_, b.attention_mask, start, /*forward_only=*/false);
   return {{"train/loss", loss.item<double>()},
           {"train/grad_norm", grad_norm},
           {"train/lr", lr},
+          {"train/mfu", mfu},
           {"train/global_tokens", static_cast<double>(total_tokens)}};
 }
 

@@ -241,8 +241,7 @@ DataProto ActorWorker::log_prob_pass(const DataProto& data, bool calculate_entro
   if (ent.defined()) result.set_tensor("entropys", ent.to(out_device));
   result.meta_info()["temperature"] = temperature;
   // verl's infer_batch reports the pass's MFU (forward only: a third of the training FLOPs).
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result.meta_info()["metrics"] = Json{{"mfu", detail::worker_mfu(*model_, tensors["attention_mask"], seconds, /*forward_only=*/true)}};
+  result.meta_info()["metrics"] = Json{{"mfu", detail::worker_mfu(*model_, tensors["attention_mask"], start, /*forward_only=*/true)}};
   return result;
 }
 
@@ -328,9 +327,7 @@ Metrics ActorWorker::update_policy(const DataProto& data) {
     }
     const double grad_norm = optimizer_->step();
     // verl's train_batch MFU: this mini-batch's FLOPs over its forward/backward/optimizer time.
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - mini_batch_start).count();
-    metrics.add_plain("actor/mfu", detail::worker_mfu(*model_, mb["attention_mask"], seconds, /*forward_only=*/false));
+    metrics.add_plain("actor/mfu", detail::worker_mfu(*model_, mb["attention_mask"], mini_batch_start, /*forward_only=*/false));
     metrics.add_plain("actor/loss", mini_batch_loss);
     metrics.add_plain("actor/grad_norm", grad_norm);
     if (step + 1 == mini_batches.size()) metrics.add_plain("actor/lr", optimizer_->scheduler_step());

@@ -180,9 +180,7 @@ std::map<std::string, double> CriticWorker::update_critic(const DataProto& data)
     }
     const double grad_norm = optimizer_->step();
     // verl's train_batch MFU: this mini-batch's FLOPs over its forward/backward/optimizer time.
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - mini_batch_start).count();
-    metrics.add_plain("critic/mfu", detail::worker_mfu(*model_, mb["attention_mask"], seconds, /*forward_only=*/false));
+    metrics.add_plain("critic/mfu", detail::worker_mfu(*model_, mb["attention_mask"], mini_batch_start, /*forward_only=*/false));
     metrics.add_plain("critic/loss", mini_batch_loss);
     metrics.add_plain("critic/grad_norm", grad_norm);
     if (step + 1 == mini_batches.size()) metrics.add_plain("critic/lr", optimizer_->scheduler_step());

@@ -2,6 +2,7 @@
 // TrainingWorker / reduce_metrics, row selection of a tensor map, micro-batch planning.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
@@ -92,10 +93,13 @@ inline std::vector<int64_t> row_token_counts(const torch::Tensor& attention_mask
 }
 
 // verl's per-call MFU of a worker's model (TrainingWorker._postprocess_output, one rank): the FLOPs of
-// the rows of `attention_mask` (bs, seq_len) over `seconds`, against the device's measured peak in the
-// model's dtype; forward_only for log-prob / value passes.
-inline double worker_mfu(const model::CausalLM& model, const torch::Tensor& attention_mask, double seconds,
-                         bool forward_only) {
+// the rows of `attention_mask` (bs, seq_len) over the time since `start`, against the device's measured
+// peak in the model's dtype; forward_only for log-prob / value passes. Waits for the model's device
+// first, so queued kernels count.
+inline double worker_mfu(const model::CausalLM& model, const torch::Tensor& attention_mask,
+                         std::chrono::steady_clock::time_point start, bool forward_only) {
+  trainer::synchronize_device(model.device());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double flops = trainer::FlopsCounter(model.config()).estimate_flops(row_token_counts(attention_mask));
   return trainer::model_flops_utilization(flops, seconds, trainer::device_peak_flops(model.device(), model.dtype()),
                                           /*world_size=*/1, forward_only);

@@ -18,7 +18,7 @@ This module adds verl's driver around it: the shuffled resumable dataloader (``d
 trainer's layout (``trainer.default_local_dir/global_step_N/actor/`` = the model in Hugging Face format with the
 tokenizer files + ``optim.pt``; ``trainer_state.json``; ``latest_checkpointed_iteration.txt``; ``resume_mode``;
 ``max_ckpt_to_keep``), and tracking with verl's SFT metric names (``train/loss``, ``train/lr``,
-``train/grad_norm``, ``train/global_tokens``, ``train/total_tokens(B)``, ``val/loss``).
+``train/grad_norm``, ``train/mfu``, ``train/global_tokens``, ``train/total_tokens(B)``, ``val/loss``).
 """
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ class SFTTrainer:
     # -- one step -------------------------------------------------------------------------------------
     def train_step(self, batch: Any) -> dict[str, float]:
         """One optimizer step on a batch (collated dict, DataProto or list of dataset rows); verl's SFT metrics
-        (``train/loss``, ``train/grad_norm``, ``train/lr``, ``train/global_tokens``, ``train/total_tokens(B)``)."""
+        (``train/loss``, ``train/grad_norm``, ``train/lr``, ``train/mfu``, ``train/global_tokens``, ``train/total_tokens(B)``)."""
         metrics = dict(self._trainer.train_step(_as_cpp_batch(batch)))
         self.global_steps = self._trainer.global_step
         self.total_tokens += int(metrics["train/global_tokens"])

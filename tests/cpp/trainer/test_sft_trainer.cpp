@@ -148,6 +148,9 @@ TEST_CASE("sft: loss equals log_softmax + gather over the padded batch", "[train
       auto metrics = t.train_step(d);
       CHECK(std::abs(metrics.at("train/loss") - ref_sum.item<double>() / ref_n) < 1e-13);
       CHECK(metrics.at("train/global_tokens") == d.tensor("attention_mask").sum().item<double>());
+      // verl's train MFU of the step: a positive fraction of this machine's measured matmul peak
+      CHECK(metrics.at("train/mfu") > 0.0);
+      CHECK(metrics.at("train/mfu") <= 1.0);
     }
   }
 }

@@ -42,6 +42,10 @@ class FlopsCounter {
 // reaches ~70-80% of it), so the MFU reads correspondingly higher than verl's.
 double device_peak_flops(const torch::Device& device, torch::ScalarType dtype);
 
+// Blocks until the work queued on `device` has finished (nothing to wait for on the CPU), so that a
+// wall-clock interval ending here covers the kernels themselves and not just their launches.
+void synchronize_device(const torch::Device& device);
+
 // verl's mfu = estimated FLOPs / delta_time / peak / world_size, divided by 3 for a forward-only pass
 // (engine_workers.py TrainingWorker._postprocess_output). InvalidArgument unless delta_time > 0 and
 // peak_flops > 0.
