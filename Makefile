@@ -8,7 +8,7 @@ BUILD_DIR := build/dev
 JOBS      ?= $(shell nproc)
 STAMP     := $(VENV)/.verl-cpp-setup
 
-.PHONY: all setup build test test-cpp test-cpp-app test-python demo bench-core-algos bench-rollout bench-model clean
+.PHONY: all setup build test test-cpp test-cpp-app test-python demo bench bench-core-algos bench-rollout bench-model clean
 
 all: build
 
@@ -45,6 +45,12 @@ test-python:
 DEMO_ARGS ?=
 demo: build
 	$(PY) examples/arith/demo.py --workdir build/demo $(DEMO_ARGS)
+
+# Every benchmark below, rolled up into benchmarks/RESULTS.md (benchmarks/bench_all.py; < 1 h on 2 cores).
+BENCH_ALL_ARGS ?=
+bench: build
+	VENV=$(VENV) REF_VENV=$(REF_VENV) bash benchmarks/core_algos/setup_reference_venv.sh
+	$(PY) benchmarks/bench_all.py --ref-python $(REF_VENV)/bin/python $(BENCH_ALL_ARGS)
 
 # verl-cpp's core_algos vs. verl 0.9.1's Python core_algos (benchmarks/core_algos/): time, peak
 # memory, parity. verl 0.9.1 runs from its own venv $(REF_VENV), which shares this venv's torch.

@@ -44,6 +44,9 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "core_algos_worker.py")
+sys.path.insert(0, os.path.dirname(HERE))
+import results_json  # noqa: E402  (benchmarks/results_json.py)
+
 DEFAULT_REF_PYTHON = os.path.expanduser("~/.cache/verl-cpp/verl-ref-venv/bin/python")
 
 PARITY_TOLERANCE = 1e-5
@@ -227,22 +230,26 @@ def build_report(results: dict, parity: dict, sizes: dict, args: argparse.Namesp
         for output, diff in parity.get(case, {}).items():
             lines.append(f"  {name:<38} {output:<32} {diff:.3e}  {'ok' if diff <= PARITY_TOLERANCE else 'EXCEEDS'}")
 
-    lines += ["", "targets:"]
+    targets = []
     for name, case, target in CASES:
         if case not in results or target is None:
             continue
         speedup = results[case]["verl"]["median_s"] / results[case]["ours"]["median_s"]
         wording = f">= {target:g}x" if target > 1 else "never slower (>= 1x)"
-        lines.append(f"  {name} speedup {wording}: {speedup:.2f}x  {met(speedup >= target)}")
+        targets.append(results_json.target(f"{name} speedup vs verl 0.9.1", speedup, wording, speedup >= target))
     for name, case in plain_rows:
         r = results[case]["ours"]
         ratio = memory_ratio(r["peak_extra_bytes"], r["plain_peak_extra_bytes"])
-        lines.append(f"  {name} peak extra <= 1/2 of plain log_softmax+gather: {fmt_ratio(ratio)}  "
-                     f"{'n/a' if ratio is None else met(ratio <= LOGPROBS_MEMORY_TARGET)}")
+        targets.append(results_json.target(f"{name} peak extra / plain log_softmax+gather", ratio or 0.0, "<= 0.5",
+                                           None if ratio is None else ratio <= LOGPROBS_MEMORY_TARGET, unit=""))
     worst = max((d for diffs in parity.values() for d in diffs.values()), default=0.0)
-    lines.append(f"  parity <= {PARITY_TOLERANCE:g} on every output and gradient: worst {worst:.3e}  "
-                 f"{met(worst <= PARITY_TOLERANCE)}")
-    return "\n".join(lines)
+    targets.append(results_json.target("core_algos parity, worst max |verl-cpp - verl|", worst,
+                                       f"<= {PARITY_TOLERANCE:g}", worst <= PARITY_TOLERANCE, unit=""))
+    lines += ["", "targets:"]
+    for t in targets:
+        value = f"{t['value']:.2f}x" if t["unit"] == "x" else f"{t['value']:.3g}"
+        lines.append(f"  {t['name']} {t['wanted']}: {value}  {'n/a' if t['met'] is None else met(t['met'])}")
+    return "\n".join(lines), targets
 
 
 def write_results_md(path: str, report: str, args: argparse.Namespace) -> None:
@@ -285,6 +292,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", choices=[case for _, case, _ in CASES], help="run only these cases")
     parser.add_argument("--results-md", help="also write the report to this Markdown file")
     parser.add_argument("--note", help="a line to put into the Markdown file")
+    parser.add_argument("--results-json", help="also write the report and targets as JSON (benchmarks/results_json.py)")
     args = parser.parse_args()
     if args.repeats < 5:
         parser.error("--repeats must be at least 5")
@@ -314,7 +322,7 @@ def main() -> None:
             results[case] = r
             print(flush=True)
         load_after = " ".join(open("/proc/loadavg").read().split()[:3])
-        report = build_report(results, parity, sizes, args, load_before, load_after)
+        report, targets = build_report(results, parity, sizes, args, load_before, load_after)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
 
@@ -323,6 +331,9 @@ def main() -> None:
     if args.results_md:
         write_results_md(args.results_md, report, args)
         print(f"\nwritten to {args.results_md}")
+    if args.results_json:
+        results_json.write(args.results_json, title="core_algos: verl-cpp vs. verl 0.9.1", report=report,
+                           targets=targets, data={"results": results, "parity": parity, "sizes": sizes})
 
 
 if __name__ == "__main__":

@@ -24,6 +24,9 @@ os.environ.setdefault("RAYON_NUM_THREADS", "1")  # HF tokenizers: single thread,
 
 import torch  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import results_json  # noqa: E402  (benchmarks/results_json.py)
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QWEN3_DIR = os.path.join(REPO, "..", "shared", "fixtures", "qwen3-tokenizer")
 ARITH_TOKENIZER = os.path.join(REPO, "examples", "arith", "tokenizer")
@@ -124,6 +127,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--seq", type=int, default=512)
     parser.add_argument("--results-md", default=None)
+    parser.add_argument("--results-json", default=None, help="report and targets as JSON (benchmarks/results_json.py)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     texts = corpus(args.texts)
@@ -140,6 +144,11 @@ def main() -> None:
             f.write("# model: verl-cpp tokenizer and forward vs. Hugging Face\n\n"
                     "Written by `make bench-model` (benchmarks/model/bench_model.py).\n\n"
                     f"Command: `python {' '.join(sys.argv)}`\n\n```\n{text}\n```\n")
+    if args.results_json:
+        targets = [results_json.target(f"{r['name']} speedup vs HF", r["speedup"], f">= {r['target']:g}x",
+                                       r["speedup"] >= r["target"], detail=r["parity"]) for r in rows]
+        results_json.write(args.results_json, title="model: verl-cpp tokenizer and forward vs. Hugging Face",
+                           report=text, targets=targets, data={"rows": rows})
 
 
 if __name__ == "__main__":

@@ -19,9 +19,15 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import results_json  # noqa: E402  (benchmarks/results_json.py)
+
+SPEEDUP_TARGETS = {"tiny": 5.0, "small": 2.0}  # issue 5: generated tokens/s vs transformers
 
 MODELS = {
     # ~3.7M parameters: embeddings 2 x 8192 x 128, 8 layers of 0.2M.
@@ -161,11 +167,14 @@ def main() -> None:
     ap.add_argument("--max-num-seqs", type=int, default=512)
     ap.add_argument("--max-num-batched-tokens", type=int, default=4096)
     ap.add_argument("--quick", action="store_true", help="16 prompts x 8, 64 new tokens")
-    ap.add_argument("--results-json", default=None)
+    ap.add_argument("--runs", type=int, default=3, help="worker processes per side and model (median, min-max)")
+    ap.add_argument("--results-json", default=None, help="report and targets as JSON (benchmarks/results_json.py)")
     ap.add_argument("--checkpoint", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.quick:
         args.prompts, args.max_tokens = 16, 64
+    if args.runs < 1:
+        ap.error("--runs must be at least 1")
     if args.worker:
         print(json.dumps(run_worker(args)))
         return
@@ -173,9 +182,6 @@ def main() -> None:
     import torch  # noqa: F401
 
     peaks = {d: gemm_peak(d, args.threads) for d in ("float32", "bfloat16")}
-    print(f"threads={args.threads} dtype={args.dtype} prompts={args.prompts} n={args.n} "
-          f"prompt_len~{args.prompt_len} max_tokens={args.max_tokens}")
-    print(f"torch.mm 1024^3 peak: fp32 {peaks['float32'] / 1e9:.1f} GFLOP/s, bf16 {peaks['bfloat16'] / 1e9:.1f} GFLOP/s")
     results = []
     import tempfile
 
@@ -183,37 +189,58 @@ def main() -> None:
     import transformers
 
     tmp = tempfile.TemporaryDirectory()
+    lines = [f"threads={args.threads} dtype={args.dtype} prompts={args.prompts} n={args.n} "
+             f"prompt_len~{args.prompt_len} max_tokens={args.max_tokens}; {args.runs} runs per side (fresh process "
+             "each, sides alternating): medians, [min-max]",
+             f"torch.mm 1024^3 peak: fp32 {peaks['float32'] / 1e9:.1f} GFLOP/s, bf16 {peaks['bfloat16'] / 1e9:.1f} GFLOP/s"]
+    print("\n".join(lines), flush=True)
+    targets = []
     for model in args.models:
-        row = {}
+        runs = {"verl": [], "hf": []}
         checkpoint = os.path.join(tmp.name, model)
         torch.manual_seed(0)
         transformers.AutoModelForCausalLM.from_config(hf_config(model)).save_pretrained(checkpoint)
-        for side in ("verl", "hf"):
-            cmd = [sys.executable, __file__, "--worker", "--side", side, "--model", model, "--checkpoint", checkpoint]
-            for k in ("prompts", "n", "prompt_len", "max_tokens", "threads", "dtype", "hf_batch", "block_size",
-                      "max_num_seqs", "max_num_batched_tokens"):
-                cmd += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
-            out = subprocess.run(cmd, check=True, capture_output=True, text=True)
-            row[side] = json.loads(out.stdout.strip().splitlines()[-1])
+        for _ in range(args.runs):
+            for side in ("verl", "hf"):
+                cmd = [sys.executable, __file__, "--worker", "--side", side, "--model", model, "--checkpoint", checkpoint]
+                for k in ("prompts", "n", "prompt_len", "max_tokens", "threads", "dtype", "hf_batch", "block_size",
+                          "max_num_seqs", "max_num_batched_tokens"):
+                    cmd += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
+                out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+                runs[side].append(json.loads(out.stdout.strip().splitlines()[-1]))
         cfg = hf_config(model)
-        flops = generation_flops(row["verl"], args, cfg)
-        v, h = row["verl"], row["hf"]
+        v = {k: statistics.median(r[k] for r in runs["verl"]) for k in ("seconds", "tokens_per_s", "peak_rss_mb")}
+        h = {k: statistics.median(r[k] for r in runs["hf"]) for k in ("seconds", "tokens_per_s", "peak_rss_mb")}
+        flops = generation_flops(runs["verl"][0], args, cfg)
         peak = peaks[args.dtype]
-        line = dict(model=model, params_m=v["params"] / 1e6, verl_tok_s=v["tokens_per_s"], hf_tok_s=h["tokens_per_s"],
-                    speedup=v["tokens_per_s"] / h["tokens_per_s"], verl_rss_mb=v["peak_rss_mb"],
-                    hf_rss_mb=h["peak_rss_mb"], rss_ratio=v["peak_rss_mb"] / h["peak_rss_mb"],
-                    verl_mfu=flops / v["seconds"] / peak, hf_mfu=flops / h["seconds"] / peak,
-                    verl_s=v["seconds"], hf_s=h["seconds"])
+        line = dict(model=model, params_m=runs["verl"][0]["params"] / 1e6, verl_tok_s=v["tokens_per_s"],
+                    hf_tok_s=h["tokens_per_s"], speedup=v["tokens_per_s"] / h["tokens_per_s"],
+                    verl_rss_mb=v["peak_rss_mb"], hf_rss_mb=h["peak_rss_mb"],
+                    rss_ratio=v["peak_rss_mb"] / h["peak_rss_mb"], verl_mfu=flops / v["seconds"] / peak,
+                    hf_mfu=flops / h["seconds"] / peak, verl_s=v["seconds"], hf_s=h["seconds"], runs=runs)
         results.append(line)
-        print(f"{model} ({line['params_m']:.1f}M params): verl-cpp {line['verl_tok_s']:.0f} tok/s "
-              f"({line['verl_s']:.1f}s), transformers {line['hf_tok_s']:.0f} tok/s ({line['hf_s']:.1f}s) "
-              f"-> {line['speedup']:.2f}x | peak RSS {line['verl_rss_mb']:.0f} MB vs {line['hf_rss_mb']:.0f} MB "
-              f"-> {line['rss_ratio']:.2f}x | MFU vs {args.dtype} mm peak: verl-cpp {100 * line['verl_mfu']:.1f}% "
-              f"transformers {100 * line['hf_mfu']:.1f}%")
-    if args.results_json:
-        with open(args.results_json, "w") as f:
-            json.dump(dict(peaks=peaks, args=vars(args), results=results), f, indent=2)
 
+        def spread(side):
+            tok_s = [r["tokens_per_s"] for r in runs[side]]
+            return f"[{min(tok_s):.0f}-{max(tok_s):.0f}]"
+
+        lines.append(f"{model} ({line['params_m']:.1f}M params): verl-cpp {line['verl_tok_s']:.0f} {spread('verl')} tok/s "
+                     f"({line['verl_s']:.1f}s), transformers {line['hf_tok_s']:.0f} {spread('hf')} tok/s "
+                     f"({line['hf_s']:.1f}s) -> {line['speedup']:.2f}x | peak RSS {line['verl_rss_mb']:.0f} MB vs "
+                     f"{line['hf_rss_mb']:.0f} MB -> {line['rss_ratio']:.2f}x | MFU vs {args.dtype} mm peak: verl-cpp "
+                     f"{100 * line['verl_mfu']:.1f}% transformers {100 * line['hf_mfu']:.1f}%")
+        print(lines[-1], flush=True)
+        want = SPEEDUP_TARGETS.get(model)
+        workload_name = f"{model} {args.prompts}x{args.n}x{args.max_tokens} {args.dtype}"
+        targets.append(results_json.target(f"rollout tokens/s vs transformers generate, {workload_name}",
+                                           line["speedup"], f">= {want:g}x" if want else "(no target)",
+                                           line["speedup"] >= want if want else None))
+        targets.append(results_json.target(f"rollout peak RSS / transformers', {workload_name}", line["rss_ratio"],
+                                           "<= 1", line["rss_ratio"] <= 1.0, unit=""))
+    if args.results_json:
+        results_json.write(args.results_json, title=f"rollout: verl-cpp engine vs. transformers generate ({args.dtype})",
+                           report="\n".join(lines), targets=targets,
+                           data=dict(peaks=peaks, args=vars(args), results=results))
 
 if __name__ == "__main__":
     main()

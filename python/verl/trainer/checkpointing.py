@@ -24,10 +24,19 @@ from typing import Any
 
 from ..errors import CheckpointError, ConfigError
 
-__all__ = ["CheckpointDirectory", "write_atomic", "read_json", "write_json", "ITERATION_FILE"]
+__all__ = ["CheckpointDirectory", "write_atomic", "read_json", "write_json", "tokenizer_dir", "ITERATION_FILE"]
 
 ITERATION_FILE = "latest_checkpointed_iteration.txt"
 _STEP_PREFIX = "global_step_"
+
+
+def tokenizer_dir(*candidates: Any) -> str | None:
+    """The first of ``candidates`` (paths or None; ``~`` expanded) that holds a ``tokenizer.json``: where a
+    trainer loads its tokenizer from and whose tokenizer files it copies into every checkpoint."""
+    for path in candidates:
+        if path and os.path.exists(os.path.join(os.path.expanduser(str(path)), "tokenizer.json")):
+            return os.path.expanduser(str(path))
+    return None
 
 
 def write_atomic(path: str, text: str) -> None:

@@ -29,7 +29,7 @@ from .. import _C
 from ..config import Config, load_config
 from ..errors import ConfigError, DataError
 from ..protocol import DataProto
-from .checkpointing import CheckpointDirectory, read_json, write_json
+from .checkpointing import CheckpointDirectory, read_json, tokenizer_dir, write_json
 from .ppo.metric_utils import validation_metric_dict
 from .ppo.reward import compute_reward, get_custom_reward_fn_path, load_reward_manager
 from .reward_fn import build_reward_manager
@@ -137,9 +137,8 @@ class PPOTrainer:
             model = _load_model(str(model_path), _model_dtype(cfg), self.device)
         self.model = model
         if tokenizer is None:
-            tok_path = cfg.get("actor_rollout_ref.model.tokenizer_path") or model_path
-            tok_path = os.path.expanduser(str(tok_path)) if tok_path else None
-            if tok_path and os.path.exists(os.path.join(tok_path, "tokenizer.json")):
+            tok_path = self._tokenizer_dir()
+            if tok_path is not None:
                 from ..tokenizer import load_tokenizer
 
                 tokenizer = load_tokenizer(tok_path)
@@ -456,11 +455,8 @@ class PPOTrainer:
                                                              self.config.get("trainer.max_actor_ckpt_to_keep"))
 
     def _tokenizer_dir(self) -> str | None:
-        for key in ("actor_rollout_ref.model.tokenizer_path", "actor_rollout_ref.model.path"):
-            path = self.config.get(key)
-            if path and os.path.exists(os.path.join(os.path.expanduser(str(path)), "tokenizer.json")):
-                return os.path.expanduser(str(path))
-        return None
+        return tokenizer_dir(self.config.get("actor_rollout_ref.model.tokenizer_path"),
+                             self.config.get("actor_rollout_ref.model.path"))
 
     def _resume_dir(self) -> str | None:
         return CheckpointDirectory(self.checkpoint_dir).resume_dir(self.config.get("trainer.resume_mode"),

@@ -36,7 +36,7 @@ from ..errors import CheckpointError, ConfigError, DataError
 from ..protocol import DataProto
 from ..utils.dataset.dataloader import ResumableDataLoader
 from ..utils.dataset.sft_dataset import SFTDataset, collate_sft
-from .checkpointing import CheckpointDirectory, read_json, write_json
+from .checkpointing import CheckpointDirectory, read_json, tokenizer_dir, write_json
 from .ppo_trainer import _DTYPES, _device, _load_model
 from .rl_config import _set_tree
 
@@ -145,12 +145,8 @@ class SFTTrainer:
 
     def _tokenizer_dir(self) -> str | None:
         """The directory whose tokenizer files go into checkpoints."""
-        candidates = [self.config.get("model.tokenizer_path"), self.config.get("model.path"),
-                      getattr(self.tokenizer, "name_or_path", None)]
-        for path in candidates:
-            if path and os.path.exists(os.path.join(os.path.expanduser(str(path)), "tokenizer.json")):
-                return os.path.expanduser(str(path))
-        return None
+        return tokenizer_dir(self.config.get("model.tokenizer_path"), self.config.get("model.path"),
+                             getattr(self.tokenizer, "name_or_path", None))
 
     def _load_tokenizer(self) -> Any:
         self.tokenizer = None
