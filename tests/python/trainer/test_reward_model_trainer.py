@@ -3,10 +3,7 @@ Qwen2ForSequenceClassification checkpoint on the actor's tokenizer) is the rewar
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import shutil
 
 import pytest
 import torch
@@ -15,26 +12,13 @@ import verl
 from verl import PPOTrainer, RLConfig
 from verl.workers import RewardModelWorker
 
-from trainer_helpers import TOKENIZER_DIR, toy_overrides
+from reward_model_checkpoint import write_rm_checkpoint
+from trainer_helpers import toy_overrides
 
 
 @pytest.fixture(scope="module")
 def rm_dir(tmp_path_factory) -> str:
-    transformers = pytest.importorskip("transformers")
-    path = str(tmp_path_factory.mktemp("tiny_rm"))
-    with open(os.path.join(TOKENIZER_DIR, "tokenizer.json"), encoding="utf-8") as f:
-        added = {t["content"]: t["id"] for t in json.load(f)["added_tokens"]}
-    config = transformers.Qwen2Config(vocab_size=304, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-                                      num_labels=1, pad_token_id=added["<|endoftext|>"])
-    torch.manual_seed(1)
-    model = transformers.Qwen2ForSequenceClassification(config).to(torch.float32)
-    with torch.no_grad():
-        model.score.weight.normal_(0.0, 1.0)
-    model.save_pretrained(path)
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(TOKENIZER_DIR, name), os.path.join(path, name))
-    return path
+    return write_rm_checkpoint(str(tmp_path_factory.mktemp("tiny_rm")), seed=1)
 
 
 def test_grpo_with_only_a_reward_model(tiny_model_dir, toy_data, rm_dir, tmp_path):
