@@ -2,6 +2,7 @@
 // one unique + index_add per quantity, so no per-group loop runs on the host or the device.
 #include "verl/algo/advantage.h"
 
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <type_traits>
@@ -146,9 +147,43 @@ Groups make_groups(const char* who, const torch::Tensor& index, const Batch& b) 
   return g;
 }
 
+// group_mean_std on the CPU: the same sums in the same order as index_add_ (one serial pass per
+// statistic, accumulated in the scores' dtype), so the results are bitwise those of the ATen path. Why
+// not ATen: at::sqrt of even a (G,) tensor goes to MKL's vector math, whose OpenMP threads made this
+// ~1 ms estimator take 4-8 ms whenever another process held the second core.
+std::pair<torch::Tensor, torch::Tensor> group_mean_std_cpu(const torch::Tensor& scores_in, const Groups& g) {
+  const torch::Tensor scores = scores_in.contiguous(), id = g.id.contiguous(), count = g.count.contiguous();
+  torch::Tensor mean = torch::zeros({g.size}, scores.options());
+  torch::Tensor std = torch::zeros({g.size}, scores.options());
+  AT_DISPATCH_FLOATING_TYPES(scores.scalar_type(), "group_mean_std", [&] {
+    const scalar_t* s = scores.data_ptr<scalar_t>();
+    const scalar_t* n = count.data_ptr<scalar_t>();
+    const int64_t* group = id.data_ptr<int64_t>();
+    scalar_t* m = mean.data_ptr<scalar_t>();
+    scalar_t* sd = std.data_ptr<scalar_t>();
+    const int64_t rows = scores.size(0);
+    for (int64_t i = 0; i < rows; ++i) m[group[i]] += s[i];
+    for (int64_t j = 0; j < g.size; ++j) m[j] /= n[j];
+    for (int64_t i = 0; i < rows; ++i) {
+      const scalar_t centered = s[i] - m[group[i]];
+      sd[group[i]] += centered * centered;
+    }
+    for (int64_t j = 0; j < g.size; ++j) {
+      if (n[j] <= 1) {
+        m[j] = 0;
+        sd[j] = 1;
+      } else {
+        sd[j] = std::sqrt(sd[j] / (n[j] - 1));
+      }
+    }
+  });
+  return {mean, std};
+}
+
 // Per-group mean and unbiased std of scores (bs,), as (G,) tensors. Singleton groups get mean 0,
 // std 1 (verl's convention in every grouped estimator).
 std::pair<torch::Tensor, torch::Tensor> group_mean_std(const torch::Tensor& scores, const Groups& g) {
+  if (scores.is_cpu()) return group_mean_std_cpu(scores, g);
   torch::Tensor mean = g.sum(scores) / g.count;
   const torch::Tensor centered = scores - g.per_row(mean);
   torch::Tensor std = (g.sum(centered * centered) / (g.count - 1).clamp_min(1)).sqrt();
