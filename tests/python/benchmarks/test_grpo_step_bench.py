@@ -1,0 +1,140 @@
+"""The GRPO-step benchmark's own logic (benchmarks/grpo_step/): what could silently make its report wrong -- the
+power-law fit, verl's FLOP formula and the MFU arithmetic, the phase split and medians, the tokenizer both sides
+share, the toy reward, and the verl-cpp side's per-step records from a real (toy-size) run. No TRL needed, no
+timed assertions."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+import pytest
+
+BENCH_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "benchmarks", "grpo_step")
+sys.path.insert(0, BENCH_DIR)
+import bench_grpo_step  # noqa: E402
+import grpo_common as common  # noqa: E402
+
+
+def test_power_law_fit_recovers_known_exponent_and_coefficient():
+    xs = [128, 256, 512, 1024]
+    fit = common.fit_power_law(xs, [3.0 * x ** 1.5 for x in xs])
+    assert fit["exponent"] == pytest.approx(1.5, abs=1e-12)
+    assert fit["coefficient"] == pytest.approx(3.0, rel=1e-10)
+    assert fit["r2"] == pytest.approx(1.0, abs=1e-12)
+    # linear cost plus a fixed overhead bends the log-log line: between 0 and 1, imperfect fit
+    fit = common.fit_power_law(xs, [10.0 + 0.1 * x for x in xs])
+    assert 0.0 < fit["exponent"] < 1.0 and fit["r2"] < 1.0
+    # hand-computed least squares in log2 space: points (1, 1), (2, 2), (3, 2) -> slope 0.5
+    fit = common.fit_power_law([2, 4, 8], [2, 4, 4])
+    assert fit["exponent"] == pytest.approx(0.5, abs=1e-12)
+    with pytest.raises(ValueError):
+        common.fit_power_law([1, 2], [1.0, -1.0])
+    with pytest.raises(ValueError):
+        common.fit_power_law([4, 4], [1.0, 2.0])
+
+
+def test_verl_flops_by_hand_for_the_tiny_model():
+    # tiny: hidden 128, intermediate 384, 8 layers, 4 heads (head_dim 32), 2 kv heads (kv size 64), vocab 8192
+    dense = 8 * (3 * 128 * 384 + 128 * (2 * 128 + 2 * 64)) + 2 * 8192 * 128
+    assert dense == 3_670_016
+    seqlens = [10, 20]
+    expected = 6 * dense * 30 + 6 * (10 ** 2 + 20 ** 2) * 32 * 4 * 8
+    assert common.verl_flops("tiny", seqlens) == expected
+    assert common.verl_flops("tiny", seqlens, forward_only=True) == pytest.approx(expected / 3)
+    # linear in the token count apart from the quadratic attention term
+    assert common.verl_flops("tiny", [10] * 4) == 4 * common.verl_flops("tiny", [10])
+
+
+def test_mfu_arithmetic():
+    assert common.mfu(1e12, 2.0, 1e12) == pytest.approx(0.5)
+    assert common.mfu(3e9, 0.5, 2e10) == pytest.approx(0.3)
+    with pytest.raises(ValueError):
+        common.mfu(1e9, 0.0, 1e12)
+    with pytest.raises(ValueError):
+        common.mfu(1e9, 1.0, 0.0)
+
+
+def test_phase_split_and_summary():
+    split = common.phase_split(10.0, generation_s=4.0, log_prob_s=1.5, update_s=4.0)
+    assert split == {"generation": 4.0, "log_prob": 1.5, "update": 4.0, "other": pytest.approx(0.5), "step": 10.0}
+    # rounding noise below 1 ms clamps to 0; timers that overlap are an error, not a negative "other"
+    assert common.phase_split(1.0, 0.5, 0.0, 0.5005)["other"] == 0.0
+    with pytest.raises(ValueError):
+        common.phase_split(1.0, 0.6, 0.0, 0.6)
+    with pytest.raises(ValueError):
+        common.phase_split(1.0, -0.1, 0.0, 0.5)
+    assert common.summarize([3.0, 1.0, 2.0, 10.0]) == {"median": 2.5, "min": 1.0, "max": 10.0, "n": 4}
+
+
+def test_speed_summary_skips_warmup_and_computes_rates():
+    spec = {"model": "tiny", "prompts_per_step": 2, "n": 2, "max_tokens": 5, "warmup": 1}
+    seqlens = [15, 15, 13, 13]
+    step = lambda total, gen, lp, upd: {"step_s": total, "generation_s": gen, "log_prob_s": lp, "update_s": upd,  # noqa: E731
+                                        "seqlens": seqlens}
+    result = {"steps": [step(100.0, 50.0, 0.0, 50.0), step(2.0, 1.0, 0.25, 0.5), step(4.0, 2.0, 0.5, 1.0),
+                        step(3.0, 1.0, 0.5, 1.0)], "peak_rss_mb": 123.0}
+    peaks = {"float32": 1e9, "bfloat16": 2e9}
+    out = bench_grpo_step.speed_summary(result, spec, peaks)
+    assert out["step"] == {"median": 3.0, "min": 2.0, "max": 4.0, "n": 3}  # the 100 s warm-up step is not in it
+    assert out["generation"]["median"] == 1.0 and out["log_prob"]["median"] == 0.5
+    assert out["other"]["median"] == pytest.approx(0.5)  # 2-1.75, 4-3.5, 3-2.5
+    assert out["generated_tokens_per_step"] == 20
+    assert out["tokens_per_s"]["median"] == pytest.approx(20 / 3.0)
+    gen_flops = common.verl_flops("tiny", seqlens, forward_only=True)
+    assert out["mfu_generation_float32"]["median"] == pytest.approx(gen_flops / 1.0 / 1e9)
+    assert out["mfu_generation_bfloat16"]["median"] == pytest.approx(gen_flops / 1.0 / 2e9)
+    assert out["mfu_update_float32"]["max"] == pytest.approx(common.verl_flops("tiny", seqlens) / 0.5 / 1e9)
+    assert out["mean_seqlen"] == pytest.approx(14.0)
+
+
+def test_toy_reward():
+    vocab = 8192
+    assert common.target_token_limit(vocab) == 1024
+    assert common.toy_reward([0, 1023, 1024, 8191], vocab) == 0.5
+    assert common.toy_reward([5] * 7, vocab) == 1.0
+    assert common.toy_reward([], vocab) == 0.0
+
+
+@pytest.mark.parametrize("vocab", [8192, 32000])
+def test_shared_tokenizer_is_identical_in_hf_and_verl_and_eos_is_outside_the_model(tmp_path, vocab):
+    tokenizers = pytest.importorskip("tokenizers")
+    import verl
+
+    common.write_tokenizer(str(tmp_path), vocab)
+    ids = common.special_ids(vocab)
+    assert ids == {"pad": vocab - 1, "eos": vocab}  # pad inside the embedding, EOS never sampled
+    spec = common.tokenizer_json(vocab)
+    assert len(spec["model"]["vocab"]) == vocab - 1 and len(spec["model"]["merges"]) == vocab - 257
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    ours = verl.load_tokenizer(str(tmp_path))
+    assert ours.eos_token_id == vocab and ours.pad_token_id == vocab - 1
+    texts = common.make_prompt_texts(8, 52, seed=0)
+    assert texts == common.make_prompt_texts(8, 52, seed=0)  # deterministic
+    hf_ids = [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
+    assert ours.batch_encode(texts, add_special_tokens=False) == hf_ids
+    assert all(max(row) < vocab - 1 for row in hf_ids)
+    assert 39 * 2 <= min(len(t) for t in texts) and max(len(t) for t in texts) <= 65 * 2
+
+
+def test_verl_side_records_one_consistent_step(tmp_path):
+    """A real verl-cpp GRPO step through the benchmark's verl side: exactly max_tokens per sample (EOS is
+    unreachable), the reward the trainer saw is the toy reward, and the phases fit inside the step."""
+    import grpo_sides
+
+    checkpoint = str(tmp_path / "tiny")
+    common.write_checkpoint(checkpoint, "tiny", seed=0)
+    texts = common.make_prompt_texts(2, 12, seed=0)
+    spec = dict(model="tiny", checkpoint=checkpoint, prompts=texts, prompts_per_step=2, n=4, micro_batch=8,
+                max_tokens=6, warmup=0, steps=1, lr=1e-3, seed=0, threads=1)
+    result = grpo_sides.run_verl(spec)
+    (step,) = result["steps"]
+    assert sorted(step["seqlens"]) == sorted(p + 6 for p in result["prompt_tokens"] for _ in range(4))
+    assert step["response_length_mean"] == 6.0
+    assert 0.0 <= step["reward_mean"] <= 1.0 and step["reward_mean"] * 8 * 6 == pytest.approx(
+        round(step["reward_mean"] * 8 * 6))  # a count of target tokens over 48 response tokens
+    split = common.phase_split(step["step_s"], step["generation_s"], step["log_prob_s"], step["update_s"])
+    assert split["generation"] > 0 and split["log_prob"] > 0 and split["update"] > 0
+    assert step["timing"]["step"] <= step["step_s"] + 1e-6  # the C++ step is inside the Python wall time
+    assert not math.isnan(step["trainer_mfu_actor"])
