@@ -8,7 +8,7 @@ BUILD_DIR := build/dev
 JOBS      ?= $(shell nproc)
 STAMP     := $(VENV)/.verl-cpp-setup
 
-.PHONY: all setup build test test-cpp test-cpp-app test-python demo bench bench-core-algos bench-rollout bench-model clean
+.PHONY: all setup build test test-cpp test-cpp-app test-python demo bench bench-core-algos bench-rollout bench-model bench-grpo-step clean
 
 all: build
 
@@ -69,6 +69,16 @@ bench-model: build
 ROLLOUT_BENCH_ARGS ?=
 bench-rollout: build
 	$(PY) benchmarks/rollout/bench_rollout.py $(ROLLOUT_BENCH_ARGS)
+
+# A whole GRPO step: verl-cpp's PPOTrainer vs. TRL's GRPOTrainer (benchmarks/grpo_step/): step time, phase split,
+# MFU, reward curve, scaling. TRL runs from its own venv $(TRL_VENV), which shares this venv's torch/transformers.
+TRL_VENV ?= $(HOME)/.cache/verl-cpp/trl-venv
+GRPO_STEP_BENCH_ARGS ?=
+bench-grpo-step: build
+	VENV=$(VENV) TRL_VENV=$(TRL_VENV) bash benchmarks/grpo_step/setup_trl_venv.sh
+	mkdir -p build/bench
+	$(PY) benchmarks/grpo_step/bench_grpo_step.py --trl-python $(TRL_VENV)/bin/python \
+	  --results-md benchmarks/grpo_step/RESULTS.md --results-json build/bench/grpo_step.json $(GRPO_STEP_BENCH_ARGS)
 
 clean:
 	rm -rf build

@@ -20,8 +20,9 @@ the TRL venv's python (setup_trl_venv.sh), verl-cpp under this one.
 2. reward  -- the learnable toy task (grpo_common.toy_reward: the fraction of response tokens among the lowest
               eighth of the vocabulary) on the tiny model, N steps on both sides with shorter responses; reward per
               step and the mean of the last steps.
-3. scaling -- verl-cpp only, tiny model: step time vs response length and vs prompts per step (1 warm-up + 2
-              measured steps per point), with the power-law exponent fitted by log-log least squares.
+3. scaling -- verl-cpp only, tiny model: step time vs response length (128..1024, at 4 prompts per step) and vs
+              prompts per step (8..64, at 64 tokens), 1 warm-up + 2 measured steps per point, with the power-law
+              exponent fitted by log-log least squares (--full: at the issue's 16 prompts / 256 tokens).
 
 The small model at the issue's full workload (16 prompts x 8 x 256 tokens) takes many minutes per step on 2 CPU
 cores on the TRL side; by default it runs a reduced workload (--small-prompts / --small-max-tokens, printed with
@@ -36,8 +37,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -138,9 +141,12 @@ def bench_reward(args, checkpoints: dict, workdir: str) -> dict:
     for side in SIDES:
         result = run_side(side, spec, args.python[side], workdir, "reward")
         curve = [s["reward_mean"] for s in result["steps"]]
-        out[side] = {"curve": curve, "first": curve[0], "final_mean": sum(curve[-out["window"]:]) / out["window"],
+        window = curve[-out["window"]:]
+        out[side] = {"curve": curve, "first": curve[0], "final_mean": statistics.fmean(window),
+                     "final_sem": statistics.stdev(window) / math.sqrt(len(window)) if len(window) > 1 else 0.0,
                      "step_s": common.summarize([s["step_s"] for s in result["steps"]])}
-    out["met"] = out["verl"]["final_mean"] >= out["trl"]["final_mean"]
+    out.update(common.no_worse(out["verl"]["final_mean"], out["verl"]["final_sem"], out["trl"]["final_mean"],
+                               out["trl"]["final_sem"]))
     return out
 
 
@@ -150,8 +156,8 @@ def bench_scaling(args, checkpoints: dict, workdir: str) -> dict:
     for axis, values in (("max_tokens", args.scaling_lengths), ("prompts_per_step", args.scaling_prompts)):
         points = []
         for value in values:
-            prompts = value if axis == "prompts_per_step" else args.prompts
-            max_tokens = value if axis == "max_tokens" else args.max_tokens
+            prompts = value if axis == "prompts_per_step" else args.scaling_fixed_prompts
+            max_tokens = value if axis == "max_tokens" else args.scaling_fixed_tokens
             spec = spec_for(args, model, checkpoints[model], prompts, max_tokens, 1, args.scaling_steps, prompt_seed=3)
             result = run_side("verl", spec, args.python["verl"], workdir, f"scaling-{axis}-{value}")
             measured = result["steps"][1:]
@@ -163,8 +169,8 @@ def bench_scaling(args, checkpoints: dict, workdir: str) -> dict:
             print(f"  scaling {axis}={value}: {step['median']:.2f} s/step", flush=True)
         fit = common.fit_power_law([p["value"] for p in points], [p["step_s"]["median"] for p in points])
         out[axis] = {"points": points, "fit": fit,
-                     "fixed": {"prompts_per_step": args.prompts} if axis == "max_tokens" else
-                     {"max_tokens": args.max_tokens}}
+                     "fixed": {"prompts_per_step": args.scaling_fixed_prompts} if axis == "max_tokens" else
+                     {"max_tokens": args.scaling_fixed_tokens}}
     return out
 
 
@@ -231,8 +237,10 @@ def report(results: dict) -> str:
         for side in SIDES:
             lines.append(f"| {LABEL[side]} | {r[side]['first']:.3f} | {r[side]['final_mean']:.3f} | "
                          f"{_mmm(r[side]['step_s'])} |")
-        lines += ["", f"Reward after {w['steps']} steps no worse than TRL's: **{'MET' if r['met'] else 'NOT MET'}** "
-                  f"({r['verl']['final_mean']:.3f} vs {r['trl']['final_mean']:.3f}).", "",
+        lines += ["", f"Reward after {w['steps']} steps no worse than TRL's (within 2 standard errors of the two "
+                  f"final-window means, {r['tolerance']:.3f}): **{'MET' if r['met'] else 'NOT MET'}** "
+                  f"({r['verl']['final_mean']:.3f} vs {r['trl']['final_mean']:.3f}; strictly higher: "
+                  f"{'yes' if r['strictly_higher'] else 'no'}).", "",
                   "| step | " + " | ".join(str(i + 1) for i in range(len(r["verl"]["curve"]))) + " |",
                   "|---|" + "---|" * len(r["verl"]["curve"])]
         for side in SIDES:
@@ -305,6 +313,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scaling-lengths", type=int, nargs="+", default=[128, 256, 512, 1024])
     ap.add_argument("--scaling-prompts", type=int, nargs="+", default=[8, 16, 32, 64])
     ap.add_argument("--scaling-steps", type=int, default=2, help="measured steps per scaling point (after 1 warm-up)")
+    ap.add_argument("--scaling-fixed-prompts", type=int, default=4, help="prompts per step along the response-length "
+                    "axis (reduced from 16 to fit the budget; --full restores it)")
+    ap.add_argument("--scaling-fixed-tokens", type=int, default=64, help="response length along the prompts axis "
+                    "(reduced from 256; --full restores it)")
     ap.add_argument("--full", action="store_true", help="the issue's workload everywhere: small model at 16 prompts "
                     "x 8 x 256 tokens, 3 measured steps per scaling point (long on a small CPU)")
     ap.add_argument("--quick", action="store_true", help="smoke run: every part at a tiny size (not a measurement)")
@@ -314,12 +326,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.full:
         args.small_prompts, args.small_max_tokens, args.small_steps = args.prompts, args.max_tokens, args.steps
-        args.scaling_steps = 3
+        args.scaling_steps, args.scaling_fixed_prompts, args.scaling_fixed_tokens = 3, args.prompts, args.max_tokens
     if args.quick:
         args.prompts, args.max_tokens, args.steps = 4, 32, 2
         args.small_prompts, args.small_max_tokens, args.small_steps = 2, 16, 2
         args.curve_steps, args.curve_max_tokens = 4, 16
         args.scaling_lengths, args.scaling_prompts, args.scaling_steps = [16, 32], [2, 4], 1
+        args.scaling_fixed_prompts, args.scaling_fixed_tokens = 2, 16
     if not os.path.exists(args.trl_python) and any(p in args.parts for p in ("speed", "reward")):
         ap.error(f"--trl-python {args.trl_python} does not exist (run benchmarks/grpo_step/setup_trl_venv.sh)")
     args.python = {"verl": sys.executable, "trl": args.trl_python}

@@ -23,7 +23,7 @@ from bench_rollout import MODELS, hf_config  # noqa: E402  (the rollout benchmar
 
 __all__ = ["MODELS", "hf_config", "PAD_ID_FROM_END", "special_ids", "write_tokenizer", "make_prompt_texts",
            "toy_reward", "target_token_limit", "verl_flops", "mfu", "summarize", "phase_split", "fit_power_law",
-           "write_checkpoint"]
+           "write_checkpoint", "no_worse"]
 
 EOS_TOKEN = "<|endoftext|>"
 PAD_TOKEN = "<|pad|>"
@@ -188,6 +188,15 @@ def phase_split(step_s: float, generation_s: float, log_prob_s: float, update_s:
         raise ValueError(f"phase_split: phases add up to {sum(parts.values()):.4f} s, more than the step "
                          f"({step_s:.4f} s)")
     return dict(parts, other=max(other, 0.0), step=step_s)
+
+
+def no_worse(ours: float, ours_sem: float, theirs: float, theirs_sem: float) -> dict:
+    """Is ``ours`` no worse than ``theirs``? Two sampled training runs of the same algorithm differ by chance, so
+    "no worse" allows 2 standard errors of the difference (sqrt(sem_a^2 + sem_b^2), the window means' standard
+    errors); ``strictly_higher`` is the plain comparison."""
+    tolerance = 2.0 * math.sqrt(ours_sem ** 2 + theirs_sem ** 2)
+    return {"met": ours >= theirs - tolerance, "tolerance": tolerance, "strictly_higher": ours > theirs,
+            "difference": ours - theirs}
 
 
 def fit_power_law(xs: Sequence[float], ys: Sequence[float]) -> dict[str, float]:

@@ -138,3 +138,13 @@ def test_verl_side_records_one_consistent_step(tmp_path):
     assert split["generation"] > 0 and split["log_prob"] > 0 and split["update"] > 0
     assert step["timing"]["step"] <= step["step_s"] + 1e-6  # the C++ step is inside the Python wall time
     assert not math.isnan(step["trainer_mfu_actor"])
+
+
+def test_no_worse_allows_two_standard_errors_of_the_difference():
+    # sem 0.003 and 0.004 -> difference sem 0.005 -> tolerance 0.01
+    out = common.no_worse(0.195, 0.003, 0.204, 0.004)
+    assert out["tolerance"] == pytest.approx(0.01)
+    assert out["met"] and not out["strictly_higher"] and out["difference"] == pytest.approx(-0.009)
+    assert not common.no_worse(0.190, 0.003, 0.204, 0.004)["met"]
+    assert common.no_worse(0.3, 0.0, 0.2, 0.0) == {"met": True, "tolerance": 0.0, "strictly_higher": True,
+                                                   "difference": pytest.approx(0.1)}
