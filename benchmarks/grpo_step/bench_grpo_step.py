@@ -199,7 +199,12 @@ def report(results: dict) -> str:
               "teacher-forced passes before the update (TRL: none, it reuses the loss forward's detached log-probs "
               "when on-policy; verl-cpp: `timing_s/old_log_prob`, verl's recomputation); update = loss forward + "
               "backward + optimizer (TRL: step minus `_generate_and_score_completions`; verl-cpp: "
-              "`timing_s/update_actor`); other = the rest (reward, advantages, batching). Median (min-max).", ""]
+              "`timing_s/update_actor`); other = the rest (reward, advantages, batching). Median (min-max).", "",
+              "MFU = verl's FLOP estimate (forward only for generation, over the P x n full sequences on both sides; "
+              "forward + backward for the update) / phase time / measured `torch.mm` peak. verl's formula counts the "
+              "embedding lookup as a matmul (2 x vocab x hidden, 2.1M of the tiny model's 3.7M and 49M of the small "
+              "model's 125M 'dense' parameters), so it overstates the work and can exceed 100% of the measured peak.",
+              ""]
     if results.get("speed"):
         lines += ["## Step time", "",
                   "| model | workload | side | step s | generated tok/s | generation s | log-prob s | update s | "
@@ -225,6 +230,20 @@ def report(results: dict) -> str:
                 fmt["log_prob"] = "TRL skips it"
             lines.append(f"| {row['model']} | **{row['speedup']:.2f}x** | {fmt['generation']} | {fmt['log_prob']} | "
                          f"{fmt['update']} | >= {row['target']:.0f}x | {'MET' if row['met'] else 'NOT MET'} |")
+        lines.append("")
+        for row in results["speed"]:
+            if row["trl"]["log_prob"]["median"] == 0 and row["verl"]["log_prob"]["median"] > 0:
+                without = row["verl"]["step"]["median"] - row["verl"]["log_prob"]["median"]
+                lines.append(f"- {row['model']}: verl-cpp's old-log-prob recomputation is "
+                             f"{row['verl']['log_prob']['median']:.1f} s of its {row['verl']['step']['median']:.1f} s "
+                             f"step; without it (as TRL when on-policy) the step would be about {without:.1f} s, "
+                             f"{row['trl']['step']['median'] / without:.2f}x faster than TRL (an estimate, not measured).")
+        a = results.get("args", {})
+        if a and (a.get("small_prompts"), a.get("small_max_tokens")) != (a.get("prompts"), a.get("max_tokens")) and \
+                "small" in [r["model"] for r in results["speed"]]:
+            lines.append(f"- The small model ran a reduced workload ({a['small_prompts']} prompts x {a['n']} x "
+                         f"{a['small_max_tokens']} tokens instead of {a['prompts']} x {a['n']} x {a['max_tokens']}) "
+                         "to fit the make-bench budget; `--full` runs the issue's workload.")
         lines.append("")
     if results.get("reward"):
         r = results["reward"]
@@ -323,7 +342,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", default=None, help="checkpoints and per-side outputs (default: a temporary dir)")
     ap.add_argument("--results-json", default=None)
     ap.add_argument("--results-md", default=None)
+    ap.add_argument("--from-json", default=None, metavar="PATH",
+                    help="no run: re-render the report of a --results-json file (to stdout and --results-md)")
     args = ap.parse_args(argv)
+    if args.from_json:
+        with open(args.from_json, encoding="utf-8") as f:
+            text = report(json.load(f))
+        print(text)
+        if args.results_md:
+            with open(args.results_md, "w", encoding="utf-8") as f:
+                f.write(text + "\n")
+        return 0
     if args.full:
         args.small_prompts, args.small_max_tokens, args.small_steps = args.prompts, args.max_tokens, args.steps
         args.scaling_steps, args.scaling_fixed_prompts, args.scaling_fixed_tokens = 3, args.prompts, args.max_tokens
