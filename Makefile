@@ -50,7 +50,8 @@ demo: build
 BENCH_ALL_ARGS ?=
 bench: build
 	VENV=$(VENV) REF_VENV=$(REF_VENV) bash benchmarks/core_algos/setup_reference_venv.sh
-	$(PY) benchmarks/bench_all.py --ref-python $(REF_VENV)/bin/python $(BENCH_ALL_ARGS)
+	VENV=$(VENV) TRL_VENV=$(TRL_VENV) bash benchmarks/grpo_step/setup_trl_venv.sh
+	$(PY) benchmarks/bench_all.py --ref-python $(REF_VENV)/bin/python --trl-python $(TRL_VENV)/bin/python $(BENCH_ALL_ARGS)
 
 # verl-cpp's core_algos vs. verl 0.9.1's Python core_algos (benchmarks/core_algos/): time, peak
 # memory, parity. verl 0.9.1 runs from its own venv $(REF_VENV), which shares this venv's torch.

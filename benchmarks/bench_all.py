@@ -42,6 +42,9 @@ def benchmarks(args: argparse.Namespace, json_dir: str) -> list[tuple[str, list[
                           "--max-tokens", "128", "--runs", "3", *threads]),
         ("rollout_small", [py, f"{HERE}/rollout/bench_rollout.py", "--models", "small", "--prompts", "4",
                            "--max-tokens", "64", "--hf-batch", "4", "--runs", "3", *threads]),
+        # Whole GRPO step vs TRL (~25 min on 2 cores): the small model at a reduced workload by default.
+        ("grpo_step", [py, f"{HERE}/grpo_step/bench_grpo_step.py", "--trl-python", args.trl_python,
+                       "--results-md", f"{HERE}/grpo_step/RESULTS.md", *threads]),
     ]
 
 
@@ -165,6 +168,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads for every benchmark")
     parser.add_argument("--ref-python", default=os.path.expanduser("~/.cache/verl-cpp/verl-ref-venv/bin/python"),
                         help="python of the verl 0.9.1 reference venv (core_algos)")
+    parser.add_argument("--trl-python", default=os.path.expanduser("~/.cache/verl-cpp/trl-venv/bin/python"),
+                        help="python of the TRL venv (grpo_step; benchmarks/grpo_step/setup_trl_venv.sh)")
     parser.add_argument("--only", nargs="+", help="run only these benchmarks (names as in RESULTS.md)")
     parser.add_argument("--workdir", default=os.path.join(REPO, "build", "bench"), help="JSON and logs go here")
     parser.add_argument("--results-md", help="default: benchmarks/RESULTS.md for a full run, <workdir>/RESULTS.partial.md "
@@ -193,6 +198,7 @@ def main() -> int:
     for module in ("torch", "transformers", "tokenizers"):
         versions[module] = package_version(sys.executable, module)
     versions["verl (reference)"] = package_version(args.ref_python, "verl")
+    versions["trl"] = package_version(args.trl_python, "trl")
     header = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"), "machine": machine(),
               "load_start": load_start, "load_end": load_average(), "threads": args.threads, "gemm_n": gemm_n,
               "peaks": peaks, "git": git_revision(), "versions": versions, "seconds": time.perf_counter() - start}

@@ -52,6 +52,9 @@ sys.path.insert(0, HERE)
 import grpo_common as common  # noqa: E402
 from bench_rollout import gemm_peak  # noqa: E402  (grpo_common puts benchmarks/rollout on sys.path)
 
+sys.path.insert(0, os.path.dirname(HERE))
+import results_json  # noqa: E402  (benchmarks/results_json.py: the roll-up's JSON format)
+
 SIDES = ("verl", "trl")
 LABEL = {"verl": "verl-cpp", "trl": "TRL"}
 TARGETS = {"tiny": 5.0, "small": 2.0}  # step-time speedup over TRL, from the issue
@@ -284,6 +287,28 @@ def report(results: dict) -> str:
     return "\n".join(lines)
 
 
+def targets(results: dict) -> list[dict]:
+    """The issue's targets in results_json's form (bench_all.py's roll-up table)."""
+    out = []
+    for row in results.get("speed", []):
+        w = row["workload"]
+        if row["target"] is not None:
+            out.append(results_json.target(
+                f"GRPO step speedup vs TRL, {row['model']} ({w['prompts_per_step']}x{w['n']}x{w['max_tokens']})",
+                row["speedup"], f">= {row['target']:g}x", row["met"]))
+    r = results.get("reward")
+    if r:
+        out.append(results_json.target(
+            f"toy-task reward after {r['workload']['steps']} steps (TRL {r['trl']['final_mean']:.3f})",
+            r["verl"]["final_mean"], f">= TRL's - {r['tolerance']:.3f} (2 s.e.)", r["met"], unit=""))
+    sc = results.get("scaling")
+    if sc:
+        for axis, label in (("max_tokens", "response length"), ("prompts_per_step", "prompts per step")):
+            out.append(results_json.target(f"step-time exponent vs {label} (verl-cpp)", sc[axis]["fit"]["exponent"],
+                                           "reported", None, unit=""))
+    return out
+
+
 def environment(args) -> dict:
     import torch
 
@@ -347,7 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.from_json:
         with open(args.from_json, encoding="utf-8") as f:
-            text = report(json.load(f))
+            payload = json.load(f)
+        text = report(payload.get("data", payload))  # results_json's envelope, or the bare results
         print(text)
         if args.results_md:
             with open(args.results_md, "w", encoding="utf-8") as f:
@@ -402,8 +428,8 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.results_json:
         os.makedirs(os.path.dirname(os.path.abspath(args.results_json)), exist_ok=True)
-        with open(args.results_json, "w", encoding="utf-8") as f:
-            json.dump(results, f, indent=1)
+        results_json.write(args.results_json, title="Whole GRPO step: verl-cpp vs TRL GRPOTrainer", report=text,
+                           targets=targets(results), data=results)
     if args.results_md:
         with open(args.results_md, "w", encoding="utf-8") as f:
             f.write(text + "\n")

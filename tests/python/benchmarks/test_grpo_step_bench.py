@@ -148,3 +148,36 @@ def test_no_worse_allows_two_standard_errors_of_the_difference():
     assert not common.no_worse(0.190, 0.003, 0.204, 0.004)["met"]
     assert common.no_worse(0.3, 0.0, 0.2, 0.0) == {"met": True, "tolerance": 0.0, "strictly_higher": True,
                                                    "difference": pytest.approx(0.1)}
+
+
+def test_targets_for_the_rollup_and_report_from_json(tmp_path, capsys):
+    import json
+
+    summary = lambda v: {"median": v, "min": v, "max": v, "n": 3}  # noqa: E731
+    side = lambda step, lp: {**{k: summary(v) for k, v in {"step": step, "generation": step / 2, "log_prob": lp,  # noqa: E731
+                                                          "update": step / 2 - lp, "other": 0.0}.items()},
+                             "tokens_per_s": summary(1000 / step), "peak_rss_mb": 1.0,
+                             **{f"mfu_{p}_{d}": summary(0.1) for p in ("generation", "update")
+                                for d in ("float32", "bfloat16")}}
+    workload = {"prompts_per_step": 16, "n": 8, "max_tokens": 256, "warmup": 1, "steps": 3}
+    results = {
+        "environment": {"date": "d", "cpu": "c", "threads": 1, "loadavg": "0", "torch_version": "t"},
+        "peaks": {"float32": 1e11, "bfloat16": 2e11}, "seconds": 1.0, "args": {},
+        "speed": [{"model": "tiny", "workload": workload, "verl": side(10.0, 2.0), "trl": side(60.0, 0.0),
+                   "speedup": 6.0, "phase_speedup": {"generation": 6.0, "log_prob": 0.0, "update": 6.0, "other": None},
+                   "target": 5.0, "met": True}],
+        "reward": {"workload": {"steps": 30, "prompts_per_step": 16, "n": 8, "max_tokens": 32, "lr": 1e-3},
+                   "window": 5, "met": False, "tolerance": 0.01, "strictly_higher": False,
+                   "verl": {"curve": [0.1, 0.2], "first": 0.1, "final_mean": 0.18, "step_s": summary(1.0)},
+                   "trl": {"curve": [0.1, 0.3], "first": 0.1, "final_mean": 0.2, "step_s": summary(2.0)}},
+    }
+    targets = bench_grpo_step.targets(results)
+    assert [(t["value"], t["wanted"], t["met"]) for t in targets] == [
+        (6.0, ">= 5x", True), (0.18, ">= TRL's - 0.010 (2 s.e.)", False)]
+    text = bench_grpo_step.report(results)
+    assert "| tiny | **6.00x** |" in text and "NOT MET" in text  # the reward target
+    assert "about 8.0 s, 7.50x faster than TRL" in text  # the step without verl-cpp's 2 s log-prob pass
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"title": "t", "report": "", "targets": [], "data": results}))
+    assert bench_grpo_step.main(["--from-json", str(path), "--results-md", str(tmp_path / "r.md")]) == 0
+    assert (tmp_path / "r.md").read_text() == text + "\n"
