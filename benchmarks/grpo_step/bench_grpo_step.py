@@ -30,7 +30,7 @@ the results, identical on both sides); --full runs the issue's workload everywhe
 
     python benchmarks/grpo_step/bench_grpo_step.py --trl-python ~/.cache/verl-cpp/trl-venv/bin/python \\
         --results-md benchmarks/grpo_step/RESULTS.md --results-json build/bench/grpo_step.json
-    python benchmarks/grpo_step/bench_grpo_step.py --quick ...     # a smoke run of every part (~2 min)
+    python benchmarks/grpo_step/bench_grpo_step.py --quick ...     # a smoke run of every part (a few minutes)
 """
 
 from __future__ import annotations
