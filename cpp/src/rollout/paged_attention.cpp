@@ -1,6 +1,8 @@
-// CPU paged attention: one work item per (row, query head, query token); keys and values are read
+// CPU paged attention: one work item per (row, kv head, query token); keys and values are read
 // in place from their blocks, so a decode step touches each cached token once instead of
-// gathering the whole context into a new tensor first.
+// gathering the whole context into a new tensor first. float32 runs an AVX2/FMA kernel where
+// the CPU has one (chosen at run time: the library itself is built for baseline x86-64); every
+// other dtype and CPU runs the portable loop below, which is also the kernel's test reference.
 #include "verl/rollout/paged_attention.h"
 
 #include <ATen/Dispatch.h>
@@ -8,106 +10,242 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <type_traits>
-#include <cmath>
 #include <vector>
 
 #include "verl/core/error.h"
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define VERL_PAGED_ATTENTION_AVX2 1
+#endif
+
 namespace verl::rollout {
+
+namespace {
+
+// Everything a work item needs, as raw pointers and sizes.
+template <typename scalar_t>
+struct PagedArgs {
+  const scalar_t* q;
+  int64_t qs0, qs1, qs2, qs3;  // q strides (bs, heads, q, d)
+  const scalar_t* k;
+  const scalar_t* v;
+  const int64_t* tables;     // (bs, max_blocks)
+  const int64_t* positions;  // (bs, q)
+  scalar_t* out;             // (bs, q, heads, d)
+  int64_t q_len, heads, kv_heads, group, d, block_size, max_blocks;
+  double scale;
+
+  int64_t token_stride() const { return kv_heads * d; }  // between consecutive slots of a block
+};
+
+// Portable kernel: any dtype, accumulation in opmath (float for reduced types, double for double).
+template <typename scalar_t>
+void paged_items_generic(const PagedArgs<scalar_t>& a, int64_t begin, int64_t end) {
+  using acc_t = at::opmath_type<scalar_t>;
+  const int64_t d = a.d, group = a.group, block_size = a.block_size, token_stride = a.token_stride();
+  std::vector<acc_t> scores, acc(group * d), qv(group * d), kbuf(d), vbuf(d), inv(group);
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t t = item % a.q_len, kvh = (item / a.q_len) % a.kv_heads, i = item / (a.q_len * a.kv_heads);
+    const int64_t len = std::min(a.positions[i * a.q_len + t] + 1, a.max_blocks * block_size);
+    for (int64_t g = 0; g < group; ++g) {
+      const scalar_t* qrow = a.q + i * a.qs0 + (kvh * group + g) * a.qs1 + t * a.qs2;
+      for (int64_t c = 0; c < d; ++c)
+        qv[g * d + c] = static_cast<acc_t>(qrow[c * a.qs3]) * static_cast<acc_t>(a.scale);
+    }
+    scores.resize(group * len);
+    const int64_t* table = a.tables + i * a.max_blocks;
+    auto row_of = [&](const scalar_t* pool, int64_t j, std::vector<acc_t>& buf) -> const acc_t* {
+      const scalar_t* r = pool + (table[j / block_size] * block_size + j % block_size) * token_stride + kvh * d;
+      if constexpr (std::is_same_v<scalar_t, acc_t>) {
+        return reinterpret_cast<const acc_t*>(r);  // same type: no conversion
+      } else {
+        for (int64_t c = 0; c < d; ++c) buf[c] = static_cast<acc_t>(r[c]);
+        return buf.data();
+      }
+    };
+    for (int64_t j = 0; j < len; ++j) {
+      const acc_t* krow = row_of(a.k, j, kbuf);
+      for (int64_t g = 0; g < group; ++g) {
+        const acc_t* qg = qv.data() + g * d;
+        acc_t part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        int64_t c = 0;
+        for (; c + 8 <= d; c += 8)
+          for (int l = 0; l < 8; ++l) part[l] += qg[c + l] * krow[c + l];
+        acc_t sdot = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+        for (; c < d; ++c) sdot += qg[c] * krow[c];
+        scores[g * len + j] = sdot;
+      }
+    }
+    std::fill(acc.begin(), acc.end(), acc_t(0));
+    for (int64_t g = 0; g < group; ++g) {
+      acc_t* sg = scores.data() + g * len;
+      acc_t mx = -std::numeric_limits<acc_t>::infinity();
+      for (int64_t j = 0; j < len; ++j) mx = std::max(mx, sg[j]);
+      acc_t sum = 0;
+      for (int64_t j = 0; j < len; ++j) {
+        sg[j] = std::exp(sg[j] - mx);
+        sum += sg[j];
+      }
+      inv[g] = acc_t(1) / sum;
+    }
+    for (int64_t j = 0; j < len; ++j) {
+      const acc_t* vrow = row_of(a.v, j, vbuf);
+      for (int64_t g = 0; g < group; ++g) {
+        const acc_t w = scores[g * len + j];
+        acc_t* ag = acc.data() + g * d;
+        for (int64_t c = 0; c < d; ++c) ag[c] += w * vrow[c];
+      }
+    }
+    for (int64_t g = 0; g < group; ++g) {
+      scalar_t* orow = a.out + ((i * a.q_len + t) * a.heads + kvh * group + g) * d;
+      for (int64_t c = 0; c < d; ++c) orow[c] = static_cast<scalar_t>(acc[g * d + c] * inv[g]);
+    }
+  }
+}
+
+#ifdef VERL_PAGED_ATTENTION_AVX2
+// The float32 kernel with 256-bit FMA: dot products and the weighted sum of values 8 lanes at a
+// time. Only functions marked with the target attribute use AVX2, so nothing else in the library
+// (no inline or template code) is compiled for it: the baseline build stays valid everywhere.
+__attribute__((target("avx2,fma"))) inline float dot_avx2(const float* a, const float* b, int64_t d) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  int64_t c = 0;
+  for (; c + 16 <= d; c += 16) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c + 8), _mm256_loadu_ps(b + c + 8), s1);
+  }
+  if (c + 8 <= d) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c), s0);
+    c += 8;
+  }
+  s0 = _mm256_add_ps(s0, s1);
+  __m128 x = _mm_add_ps(_mm256_castps256_ps128(s0), _mm256_extractf128_ps(s0, 1));
+  x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+  x = _mm_add_ss(x, _mm_shuffle_ps(x, x, 1));
+  float s = _mm_cvtss_f32(x);
+  for (; c < d; ++c) s += a[c] * b[c];
+  return s;
+}
+
+// acc[0, d) += w * x[0, d)
+__attribute__((target("avx2,fma"))) inline void axpy_avx2(float* acc, float w, const float* x, int64_t d) {
+  const __m256 wv = _mm256_set1_ps(w);
+  int64_t c = 0;
+  for (; c + 8 <= d; c += 8) _mm256_storeu_ps(acc + c, _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + c), _mm256_loadu_ps(acc + c)));
+  for (; c < d; ++c) acc[c] += w * x[c];
+}
+
+// Work items [begin, end) (see paged_items_generic). `qv` holds group * d floats, `acc` too,
+// `scores` group * max_blocks * block_size: the caller's per-thread buffers.
+__attribute__((target("avx2,fma"))) void paged_items_avx2(const PagedArgs<float>& a, int64_t begin, int64_t end,
+                                                          float* qv, float* acc, float* scores) {
+  const int64_t d = a.d, group = a.group, bsz = a.block_size, token_stride = a.token_stride();
+  const float scale = static_cast<float>(a.scale);
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t t = item % a.q_len, kvh = (item / a.q_len) % a.kv_heads, i = item / (a.q_len * a.kv_heads);
+    int64_t len = a.positions[i * a.q_len + t] + 1;
+    if (len > a.max_blocks * bsz) len = a.max_blocks * bsz;
+    for (int64_t g = 0; g < group; ++g) {
+      const float* qrow = a.q + i * a.qs0 + (kvh * group + g) * a.qs1 + t * a.qs2;
+      for (int64_t c = 0; c < d; ++c) qv[g * d + c] = qrow[c * a.qs3] * scale;
+    }
+    const int64_t* table = a.tables + i * a.max_blocks;
+    // Scores block by block: slot j lives at table[j / bsz] * bsz + j % bsz.
+    for (int64_t j0 = 0; j0 < len; j0 += bsz) {
+      const float* kb = a.k + table[j0 / bsz] * bsz * token_stride + kvh * d;
+      const int64_t n = len - j0 < bsz ? len - j0 : bsz;
+      for (int64_t o = 0; o < n; ++o)
+        for (int64_t g = 0; g < group; ++g) scores[g * len + j0 + o] = dot_avx2(qv + g * d, kb + o * token_stride, d);
+    }
+    for (int64_t g = 0; g < group; ++g) {
+      float* sg = scores + g * len;
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < len; ++j) mx = sg[j] > mx ? sg[j] : mx;
+      float sum = 0.0f;
+      for (int64_t j = 0; j < len; ++j) {
+        sg[j] = expf(sg[j] - mx);
+        sum += sg[j];
+      }
+      const float inv = 1.0f / sum;
+      for (int64_t j = 0; j < len; ++j) sg[j] *= inv;  // normalised weights
+    }
+    for (int64_t c = 0; c < group * d; ++c) acc[c] = 0.0f;
+    for (int64_t j0 = 0; j0 < len; j0 += bsz) {
+      const float* vb = a.v + table[j0 / bsz] * bsz * token_stride + kvh * d;
+      const int64_t n = len - j0 < bsz ? len - j0 : bsz;
+      for (int64_t o = 0; o < n; ++o)
+        for (int64_t g = 0; g < group; ++g) axpy_avx2(acc + g * d, scores[g * len + j0 + o], vb + o * token_stride, d);
+    }
+    for (int64_t g = 0; g < group; ++g) {
+      float* orow = a.out + ((i * a.q_len + t) * a.heads + kvh * group + g) * d;
+      for (int64_t c = 0; c < d; ++c) orow[c] = acc[g * d + c];
+    }
+  }
+}
+
+bool cpu_has_avx2_fma() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+#endif
+
+// The SIMD kernel where one exists for the dtype and the CPU; false means "run the portable loop".
+template <typename scalar_t>
+bool run_simd(const PagedArgs<scalar_t>&, int64_t) {
+  return false;
+}
+
+bool run_simd(const PagedArgs<float>& a, int64_t items) {
+#ifdef VERL_PAGED_ATTENTION_AVX2
+  if (!cpu_has_avx2_fma()) return false;
+  at::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> qv(a.group * a.d), acc(a.group * a.d), scores(a.group * a.max_blocks * a.block_size);
+    paged_items_avx2(a, begin, end, qv.data(), acc.data(), scores.data());
+  });
+  return true;
+#else
+  (void)a;
+  (void)items;
+  return false;
+#endif
+}
+
+}  // namespace
 
 torch::Tensor paged_attention_cpu(const torch::Tensor& q_in, const torch::Tensor& k_pool, const torch::Tensor& v_pool,
                                   const torch::Tensor& block_tables_in, const torch::Tensor& positions_in,
-                                  double scale) {
+                                  double scale, bool allow_simd) {
   VERL_CHECK(q_in.device().is_cpu() && k_pool.device().is_cpu(), "paged_attention_cpu: CPU tensors only");
   VERL_CHECK(q_in.dim() == 4 && k_pool.dim() == 4 && k_pool.sizes() == v_pool.sizes(),
              "paged_attention_cpu: q (bs, heads, q, d) and pools (blocks, block_size, kv_heads, d) expected");
   VERL_CHECK(k_pool.is_contiguous() && v_pool.is_contiguous(), "paged_attention_cpu: pools must be contiguous");
+  VERL_CHECK(q_in.scalar_type() == k_pool.scalar_type() && k_pool.scalar_type() == v_pool.scalar_type(),
+             "paged_attention_cpu: q and the pools must share a dtype");
   const int64_t bs = q_in.size(0), heads = q_in.size(1), q_len = q_in.size(2), d = q_in.size(3);
   const int64_t block_size = k_pool.size(1), kv_heads = k_pool.size(2);
   VERL_CHECK(k_pool.size(3) == d && heads % kv_heads == 0, "paged_attention_cpu: head_dim / kv_heads mismatch");
-  const int64_t group = heads / kv_heads;
   // q is read through its strides (after RoPE it is a transposed view; no copy needed).
   const torch::Tensor& q = q_in;
   torch::Tensor tables = block_tables_in.to(torch::kLong).contiguous();
   torch::Tensor positions = positions_in.to(torch::kLong).contiguous();
+  VERL_CHECK(tables.dim() == 2 && tables.size(0) == bs && positions.sizes() == torch::IntArrayRef({bs, q_len}),
+             "paged_attention_cpu: block_tables (bs, max_blocks) and positions (bs, q) expected, got ", tables.sizes(),
+             " and ", positions.sizes());
   const int64_t max_blocks = tables.size(1);
   // Written as (bs, q, heads, d), the layout o_proj wants, and returned as a permuted view.
   torch::Tensor out = torch::empty({bs, q_len, heads, d}, q.options());
-  const int64_t qs0 = q.stride(0), qs1 = q.stride(1), qs2 = q.stride(2), qs3 = q.stride(3);
+  const int64_t items = bs * kv_heads * q_len;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, q.scalar_type(), "paged_attention_cpu", [&] {
-    using acc_t = at::opmath_type<scalar_t>;
-    const scalar_t* qp = q.data_ptr<scalar_t>();
-    const scalar_t* kp = k_pool.data_ptr<scalar_t>();
-    const scalar_t* vp = v_pool.data_ptr<scalar_t>();
-    const int64_t* tp = tables.data_ptr<int64_t>();
-    const int64_t* pp = positions.data_ptr<int64_t>();
-    scalar_t* op = out.data_ptr<scalar_t>();
-    const int64_t token_stride = kv_heads * d;  // between consecutive slots of a block
-    // One work item per (row, kv head, query token): the kv head's `group` query heads share each
-    // key / value read. Dot products use 8 independent partial sums so the compiler vectorises them.
-    const int64_t items = bs * kv_heads * q_len;
-    at::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) {
-      std::vector<acc_t> scores, acc(group * d), qv(group * d), kbuf(d), vbuf(d);
-      for (int64_t item = begin; item < end; ++item) {
-        const int64_t t = item % q_len, kvh = (item / q_len) % kv_heads, i = item / (q_len * kv_heads);
-        const int64_t len = std::min(pp[i * q_len + t] + 1, max_blocks * block_size);
-        for (int64_t g = 0; g < group; ++g) {
-          const scalar_t* qrow = qp + i * qs0 + (kvh * group + g) * qs1 + t * qs2;
-          for (int64_t c = 0; c < d; ++c) qv[g * d + c] = static_cast<acc_t>(qrow[c * qs3]) * static_cast<acc_t>(scale);
-        }
-        scores.resize(group * len);
-        const int64_t* table = tp + i * max_blocks;
-        auto row_of = [&](const scalar_t* pool, int64_t j, std::vector<acc_t>& buf) -> const acc_t* {
-          const scalar_t* r = pool + (table[j / block_size] * block_size + j % block_size) * token_stride + kvh * d;
-          if constexpr (std::is_same_v<scalar_t, acc_t>) {
-            return reinterpret_cast<const acc_t*>(r);  // same type: no conversion
-          } else {
-            for (int64_t c = 0; c < d; ++c) buf[c] = static_cast<acc_t>(r[c]);
-            return buf.data();
-          }
-        };
-        for (int64_t j = 0; j < len; ++j) {
-          const acc_t* krow = row_of(kp, j, kbuf);
-          for (int64_t g = 0; g < group; ++g) {
-            const acc_t* qg = qv.data() + g * d;
-            acc_t part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            int64_t c = 0;
-            for (; c + 8 <= d; c += 8)
-              for (int l = 0; l < 8; ++l) part[l] += qg[c + l] * krow[c + l];
-            acc_t sdot = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-            for (; c < d; ++c) sdot += qg[c] * krow[c];
-            scores[g * len + j] = sdot;
-          }
-        }
-        std::fill(acc.begin(), acc.end(), acc_t(0));
-        std::vector<acc_t> inv(group);
-        for (int64_t g = 0; g < group; ++g) {
-          acc_t* sg = scores.data() + g * len;
-          acc_t mx = -std::numeric_limits<acc_t>::infinity();
-          for (int64_t j = 0; j < len; ++j) mx = std::max(mx, sg[j]);
-          acc_t sum = 0;
-          for (int64_t j = 0; j < len; ++j) {
-            sg[j] = std::exp(sg[j] - mx);
-            sum += sg[j];
-          }
-          inv[g] = acc_t(1) / sum;
-        }
-        for (int64_t j = 0; j < len; ++j) {
-          const acc_t* vrow = row_of(vp, j, vbuf);
-          for (int64_t g = 0; g < group; ++g) {
-            const acc_t w = scores[g * len + j];
-            acc_t* ag = acc.data() + g * d;
-            for (int64_t c = 0; c < d; ++c) ag[c] += w * vrow[c];
-          }
-        }
-        for (int64_t g = 0; g < group; ++g) {
-          scalar_t* orow = op + ((i * q_len + t) * heads + kvh * group + g) * d;
-          for (int64_t c = 0; c < d; ++c) orow[c] = static_cast<scalar_t>(acc[g * d + c] * inv[g]);
-        }
-      }
-    });
+    PagedArgs<scalar_t> a{q.data_ptr<scalar_t>(), q.stride(0), q.stride(1), q.stride(2), q.stride(3),
+                          k_pool.data_ptr<scalar_t>(), v_pool.data_ptr<scalar_t>(), tables.data_ptr<int64_t>(),
+                          positions.data_ptr<int64_t>(), out.data_ptr<scalar_t>(), q_len, heads, kv_heads,
+                          heads / kv_heads, d, block_size, max_blocks, scale};
+    if (allow_simd && run_simd(a, items)) return;
+    at::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) { paged_items_generic(a, begin, end); });
   });
   return out.permute({0, 2, 1, 3});
 }

@@ -113,32 +113,35 @@ SampleResult sample_tensor(const torch::Tensor& logits_in, const SamplerRows& ro
   return {tokens, logp.gather(1, tokens.unsqueeze(1)).squeeze(1)};
 }
 
-// Untruncated rows on CPU: one fused pass per row (max, exp with a float64 running sum, inverse
-// CDF scan), far fewer passes over (rows, vocab) than log_softmax + exp + cumsum + searchsorted.
+// Untruncated rows on CPU: one fused pass per row straight from the logits (scale by the
+// temperature, max, exp with a float64 running sum, inverse-CDF scan), in a row buffer that stays
+// in cache -- instead of log_softmax + exp + cumsum + searchsorted over (rows, vocab) temporaries.
+// `logits` is float32 and contiguous.
 void sample_plain_cpu(const torch::Tensor& logits, const std::vector<int64_t>& which, const SamplerRows& rows,
                       int64_t* tokens, float* logprobs) {
   const int64_t vocab = logits.size(1);
   if (which.empty()) return;
-  // Vectorised by ATen: the argmax and w = exp(x / T - max / T) of every plain row.
-  std::vector<double> temps(which.size());
-  for (size_t k = 0; k < which.size(); ++k)
-    temps[k] = rows.temperature[which[k]] == 0.0 ? 1.0 : rows.temperature[which[k]];
-  torch::Tensor idx = torch::tensor(which, torch::kLong);
-  torch::Tensor x_all = logits.index_select(0, idx) / row_tensor(temps, logits.device());
-  auto [mx_all, arg_all] = x_all.max(1, true);
-  torch::Tensor w_all = (x_all - mx_all).exp_().contiguous();
-  arg_all = arg_all.contiguous();
-  const float* xs = x_all.data_ptr<float>();
-  const float* ws = w_all.data_ptr<float>();
-  const int64_t* args = arg_all.data_ptr<int64_t>();
+  const float* base = logits.data_ptr<float>();
   at::parallel_for(0, static_cast<int64_t>(which.size()), 8, [&](int64_t begin, int64_t end) {
+    std::vector<float> xbuf(vocab), wbuf(vocab);
+    float* x = xbuf.data();
+    float* w = wbuf.data();
     for (int64_t k = begin; k < end; ++k) {
       const int64_t r = which[k];
-      const float* x = xs + k * vocab;  // already divided by the temperature
-      const float* w = ws + k * vocab;
+      const float* l = base + r * vocab;
       const bool greedy = rows.temperature[r] == 0.0;
-      const int64_t arg = args[k];
+      // x = logits / T in float32 (division by 1 is exact, so T = 1 rows are the logits themselves).
+      const float temp = greedy ? 1.0f : static_cast<float>(rows.temperature[r]);
+      if (temp == 1.0f) {
+        std::copy(l, l + vocab, x);
+      } else {
+        for (int64_t j = 0; j < vocab; ++j) x[j] = l[j] / temp;
+      }
+      int64_t arg = 0;  // first maximum, as argmax
+      for (int64_t j = 1; j < vocab; ++j)
+        if (x[j] > x[arg]) arg = j;
       const float mx = x[arg];
+      for (int64_t j = 0; j < vocab; ++j) w[j] = std::exp(x[j] - mx);
       double sum = 0.0;
       for (int64_t j = 0; j < vocab; ++j) sum += w[j];
       int64_t tok = arg;
