@@ -16,11 +16,8 @@
 #include <vector>
 
 #include "verl/core/error.h"
+#include "rollout/simd_avx2.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define VERL_PAGED_ATTENTION_AVX2 1
-#endif
 
 namespace verl::rollout {
 
@@ -107,26 +104,20 @@ void paged_items_generic(const PagedArgs<scalar_t>& a, int64_t begin, int64_t en
   }
 }
 
-#ifdef VERL_PAGED_ATTENTION_AVX2
-// The float32 kernel with 256-bit FMA: dot products and the weighted sum of values 8 lanes at a
-// time. Only functions marked with the target attribute use AVX2, so nothing else in the library
-// (no inline or template code) is compiled for it: the baseline build stays valid everywhere.
+#ifdef VERL_HAVE_AVX2_KERNELS
+// The float32 kernel with 256-bit FMA (simd_avx2.h). Scores of up to 8 keys of a block are
+// computed together (8 accumulators, one horizontal reduction for all 8), the softmax runs 8 lanes
+// at a time, and the weighted sum of values adds each value row with FMAs.
+using simd::exp_ps;
+using simd::hmax_ps;
+using simd::hsum8_ps;
+using simd::hsum_ps;
+
 __attribute__((target("avx2,fma"))) inline float dot_avx2(const float* a, const float* b, int64_t d) {
-  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  __m256 s0 = _mm256_setzero_ps();
   int64_t c = 0;
-  for (; c + 16 <= d; c += 16) {
-    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c), s0);
-    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c + 8), _mm256_loadu_ps(b + c + 8), s1);
-  }
-  if (c + 8 <= d) {
-    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c), s0);
-    c += 8;
-  }
-  s0 = _mm256_add_ps(s0, s1);
-  __m128 x = _mm_add_ps(_mm256_castps256_ps128(s0), _mm256_extractf128_ps(s0, 1));
-  x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-  x = _mm_add_ss(x, _mm_shuffle_ps(x, x, 1));
-  float s = _mm_cvtss_f32(x);
+  for (; c + 8 <= d; c += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c), s0);
+  float s = hsum_ps(s0);
   for (; c < d; ++c) s += a[c] * b[c];
   return s;
 }
@@ -139,12 +130,56 @@ __attribute__((target("avx2,fma"))) inline void axpy_avx2(float* acc, float w, c
   for (; c < d; ++c) acc[c] += w * x[c];
 }
 
+// out[0, n) = q . rows[o * stride] for n keys (n <= 8), d a multiple of 8.
+__attribute__((target("avx2,fma"))) inline void dot8_avx2(const float* q, const float* rows, int64_t stride, int64_t n,
+                                                          int64_t d, float* out) {
+  __m256 acc[8];
+  for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_ps();
+  for (int64_t c = 0; c < d; c += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + c);
+    for (int64_t k = 0; k < n; ++k) acc[k] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(rows + k * stride + c), acc[k]);
+  }
+  alignas(32) float sums[8];
+  _mm256_store_ps(sums, hsum8_ps(acc));
+  for (int64_t k = 0; k < n; ++k) out[k] = sums[k];
+}
+
+// In place: s[0, n) = softmax(s[0, n)).
+__attribute__((target("avx2,fma"))) inline void softmax_avx2(float* s, int64_t n) {
+  __m256 mv = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) mv = _mm256_max_ps(mv, _mm256_loadu_ps(s + j));
+  float mx = hmax_ps(mv);
+  for (; j < n; ++j) mx = s[j] > mx ? s[j] : mx;
+  const __m256 mxv = _mm256_set1_ps(mx);
+  __m256 sv = _mm256_setzero_ps();
+  for (j = 0; j + 8 <= n; j += 8) {
+    const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(s + j), mxv));
+    _mm256_storeu_ps(s + j, e);
+    sv = _mm256_add_ps(sv, e);
+  }
+  float sum = hsum_ps(sv);
+  if (j < n) {  // the tail through a padded vector, so every weight comes from the same exp
+    alignas(32) float tail[8];
+    for (int k = 0; k < 8; ++k) tail[k] = j + k < n ? s[j + k] - mx : -std::numeric_limits<float>::infinity();
+    _mm256_store_ps(tail, exp_ps(_mm256_load_ps(tail)));
+    for (int64_t k = 0; j + k < n; ++k) {
+      s[j + k] = tail[k];
+      sum += tail[k];
+    }
+  }
+  const __m256 inv = _mm256_set1_ps(1.0f / sum);
+  for (j = 0; j + 8 <= n; j += 8) _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), inv));
+  for (; j < n; ++j) s[j] *= 1.0f / sum;
+}
+
 // Work items [begin, end) (see paged_items_generic). `qv` holds group * d floats, `acc` too,
 // `scores` group * max_blocks * block_size: the caller's per-thread buffers.
 __attribute__((target("avx2,fma"))) void paged_items_avx2(const PagedArgs<float>& a, int64_t begin, int64_t end,
                                                           float* qv, float* acc, float* scores) {
   const int64_t d = a.d, group = a.group, bsz = a.block_size, token_stride = a.token_stride();
   const float scale = static_cast<float>(a.scale);
+  const bool batched = d % 8 == 0;
   for (int64_t item = begin; item < end; ++item) {
     const int64_t t = item % a.q_len, kvh = (item / a.q_len) % a.kv_heads, i = item / (a.q_len * a.kv_heads);
     int64_t len = a.positions[i * a.q_len + t] + 1;
@@ -158,21 +193,17 @@ __attribute__((target("avx2,fma"))) void paged_items_avx2(const PagedArgs<float>
     for (int64_t j0 = 0; j0 < len; j0 += bsz) {
       const float* kb = a.k + table[j0 / bsz] * bsz * token_stride + kvh * d;
       const int64_t n = len - j0 < bsz ? len - j0 : bsz;
-      for (int64_t o = 0; o < n; ++o)
-        for (int64_t g = 0; g < group; ++g) scores[g * len + j0 + o] = dot_avx2(qv + g * d, kb + o * token_stride, d);
-    }
-    for (int64_t g = 0; g < group; ++g) {
-      float* sg = scores + g * len;
-      float mx = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < len; ++j) mx = sg[j] > mx ? sg[j] : mx;
-      float sum = 0.0f;
-      for (int64_t j = 0; j < len; ++j) {
-        sg[j] = expf(sg[j] - mx);
-        sum += sg[j];
+      for (int64_t g = 0; g < group; ++g) {
+        float* sg = scores + g * len + j0;
+        if (batched) {
+          for (int64_t o = 0; o < n; o += 8)
+            dot8_avx2(qv + g * d, kb + o * token_stride, token_stride, n - o < 8 ? n - o : 8, d, sg + o);
+        } else {
+          for (int64_t o = 0; o < n; ++o) sg[o] = dot_avx2(qv + g * d, kb + o * token_stride, d);
+        }
       }
-      const float inv = 1.0f / sum;
-      for (int64_t j = 0; j < len; ++j) sg[j] *= inv;  // normalised weights
     }
+    for (int64_t g = 0; g < group; ++g) softmax_avx2(scores + g * len, len);
     for (int64_t c = 0; c < group * d; ++c) acc[c] = 0.0f;
     for (int64_t j0 = 0; j0 < len; j0 += bsz) {
       const float* vb = a.v + table[j0 / bsz] * bsz * token_stride + kvh * d;
@@ -186,11 +217,6 @@ __attribute__((target("avx2,fma"))) void paged_items_avx2(const PagedArgs<float>
     }
   }
 }
-
-bool cpu_has_avx2_fma() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
-}
 #endif
 
 // The SIMD kernel where one exists for the dtype and the CPU; false means "run the portable loop".
@@ -200,8 +226,8 @@ bool run_simd(const PagedArgs<scalar_t>&, int64_t) {
 }
 
 bool run_simd(const PagedArgs<float>& a, int64_t items) {
-#ifdef VERL_PAGED_ATTENTION_AVX2
-  if (!cpu_has_avx2_fma()) return false;
+#ifdef VERL_HAVE_AVX2_KERNELS
+  if (!simd::cpu_has_avx2_fma()) return false;
   at::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> qv(a.group * a.d), acc(a.group * a.d), scores(a.group * a.max_blocks * a.block_size);
     paged_items_avx2(a, begin, end, qv.data(), acc.data(), scores.data());

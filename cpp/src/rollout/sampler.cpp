@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "verl/core/error.h"
+#include "rollout/simd_avx2.h"
 
 namespace verl::rollout {
 
@@ -113,55 +114,158 @@ SampleResult sample_tensor(const torch::Tensor& logits_in, const SamplerRows& ro
   return {tokens, logp.gather(1, tokens.unsqueeze(1)).squeeze(1)};
 }
 
-// Untruncated rows on CPU: one fused pass per row straight from the logits (scale by the
-// temperature, max, exp with a float64 running sum, inverse-CDF scan), in a row buffer that stays
-// in cache -- instead of log_softmax + exp + cumsum + searchsorted over (rows, vocab) temporaries.
-// `logits` is float32 and contiguous.
+// One untruncated row: x = logits / T (float32; T = 1 rows are the logits themselves, division by
+// 1 being exact), w = exp(x - max x), sum of w in float64, and the first token whose cumulative
+// mass exceeds u * sum (greedy rows: the first maximum). Writes the token and log-prob
+// (x[token] - max) - log(sum). `xbuf` and `w` hold vocab floats.
+// Tokens per float64 partial sum of the SIMD row pass (the inverse-CDF scan skips whole chunks).
+constexpr int64_t kScanChunk = 256;
+
+struct PlainRow {
+  const float* logits;
+  float temperature;
+  bool greedy;
+  double uniform;
+};
+
+void finish_row(const PlainRow& row, const float* x, const float* w, int64_t vocab, int64_t arg, double sum,
+                int64_t start, double mass_before_start, int64_t* token, float* logprob) {
+  int64_t tok = arg;
+  if (!row.greedy) {
+    const double target = row.uniform * sum;
+    double acc = mass_before_start;
+    tok = -1;
+    for (int64_t j = start; j < vocab; ++j) {
+      acc += w[j];
+      if (acc > target) {
+        tok = j;
+        break;
+      }
+    }
+    if (tok < 0)  // rounding: u * sum at the very top; take the last token with mass
+      for (tok = vocab - 1; tok > 0 && w[tok] == 0.0f; --tok) {
+      }
+  }
+  *token = tok;
+  *logprob = static_cast<float>(static_cast<double>(x[tok] - x[arg]) - std::log(sum));
+}
+
+void plain_row_portable(const PlainRow& row, int64_t vocab, float* xbuf, float* w, int64_t* token, float* logprob) {
+  const float* x = row.logits;
+  if (row.temperature != 1.0f) {
+    for (int64_t j = 0; j < vocab; ++j) xbuf[j] = row.logits[j] / row.temperature;
+    x = xbuf;
+  }
+  int64_t arg = 0;  // first maximum, as argmax
+  for (int64_t j = 1; j < vocab; ++j)
+    if (x[j] > x[arg]) arg = j;
+  const float mx = x[arg];
+  double sum = 0.0;
+  for (int64_t j = 0; j < vocab; ++j) {
+    w[j] = std::exp(x[j] - mx);
+    sum += w[j];
+  }
+  finish_row(row, x, w, vocab, arg, sum, 0, 0.0, token, logprob);
+}
+
+#ifdef VERL_HAVE_AVX2_KERNELS
+// The same row 8 lanes at a time (simd_avx2.h). The float64 sum is kept per chunk of 256 tokens,
+// so the inverse-CDF scan skips whole chunks before it walks token by token.
+// `chunk_sums` holds ceil(vocab / kScanChunk) doubles.
+__attribute__((target("avx2,fma"))) void plain_row_avx2(const PlainRow& row, int64_t vocab, float* xbuf, float* w,
+                                                        double* chunk_sums, int64_t* token, float* logprob) {
+  constexpr int64_t kChunk = kScanChunk;
+  const float* x = row.logits;
+  if (row.temperature != 1.0f) {
+    const __m256 tv = _mm256_set1_ps(row.temperature);
+    int64_t j = 0;
+    for (; j + 8 <= vocab; j += 8) _mm256_storeu_ps(xbuf + j, _mm256_div_ps(_mm256_loadu_ps(row.logits + j), tv));
+    for (; j < vocab; ++j) xbuf[j] = row.logits[j] / row.temperature;
+    x = xbuf;
+  }
+  __m256 mv = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t j = 0;
+  for (; j + 8 <= vocab; j += 8) mv = _mm256_max_ps(mv, _mm256_loadu_ps(x + j));
+  float mx = simd::hmax_ps(mv);
+  for (; j < vocab; ++j) mx = x[j] > mx ? x[j] : mx;
+  int64_t arg = 0;  // first maximum, as argmax
+  while (arg < vocab - 1 && !(x[arg] == mx)) ++arg;
+  const __m256 mxv = _mm256_set1_ps(mx);
+  double sum = 0.0, before = 0.0;
+  const double target = row.greedy ? 0.0 : row.uniform;  // scaled by the sum once it is known
+  int64_t start = -1;
+  double start_mass = 0.0;
+  int64_t num_chunks = 0;
+  for (int64_t c0 = 0; c0 < vocab; c0 += kChunk) {
+    const int64_t c1 = c0 + kChunk < vocab ? c0 + kChunk : vocab;
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    int64_t k = c0;
+    for (; k + 8 <= c1; k += 8) {
+      const __m256 e = simd::exp_ps(_mm256_sub_ps(_mm256_loadu_ps(x + k), mxv));
+      _mm256_storeu_ps(w + k, e);
+      s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+      s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    alignas(32) double lanes[4];
+    _mm256_store_pd(lanes, _mm256_add_pd(s0, s1));
+    double chunk = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+    if (k < c1) {  // the tail through a padded vector, so every weight comes from the same exp
+      alignas(32) float tail[8];
+      for (int64_t l = 0; l < 8; ++l) tail[l] = k + l < c1 ? x[k + l] - mx : -std::numeric_limits<float>::infinity();
+      _mm256_store_ps(tail, simd::exp_ps(_mm256_load_ps(tail)));
+      for (int64_t l = 0; k + l < c1; ++l) {
+        w[k + l] = tail[l];
+        chunk += tail[l];
+      }
+    }
+    chunk_sums[num_chunks++] = chunk;
+    sum += chunk;
+  }
+  if (!row.greedy) {
+    // The chunk holding the draw: the last one whose preceding mass is still <= u * sum.
+    const double goal = target * sum;
+    start = 0;
+    for (int64_t c = 0; c < num_chunks; ++c) {
+      if (before + chunk_sums[c] > goal) break;
+      before += chunk_sums[c];
+      start = (c + 1) * kChunk;
+    }
+    if (start >= vocab) {  // rounding at the very top: scan the last chunk again
+      start = (num_chunks - 1) * kChunk;
+      before -= chunk_sums[num_chunks - 1];
+    }
+    start_mass = before;
+  }
+  finish_row(row, x, w, vocab, arg, sum, start < 0 ? 0 : start, start_mass, token, logprob);
+}
+#endif
+
+// Untruncated rows on CPU: one fused pass per row straight from the logits, in row buffers that
+// stay in cache -- instead of log_softmax + exp + cumsum + searchsorted over (rows, vocab)
+// temporaries. `logits` is float32 and contiguous.
 void sample_plain_cpu(const torch::Tensor& logits, const std::vector<int64_t>& which, const SamplerRows& rows,
                       int64_t* tokens, float* logprobs) {
   const int64_t vocab = logits.size(1);
   if (which.empty()) return;
   const float* base = logits.data_ptr<float>();
+#ifdef VERL_HAVE_AVX2_KERNELS
+  const bool avx2 = simd::cpu_has_avx2_fma();
+#endif
   at::parallel_for(0, static_cast<int64_t>(which.size()), 8, [&](int64_t begin, int64_t end) {
     std::vector<float> xbuf(vocab), wbuf(vocab);
-    float* x = xbuf.data();
-    float* w = wbuf.data();
+    std::vector<double> chunk_sums((vocab + kScanChunk - 1) / kScanChunk);
     for (int64_t k = begin; k < end; ++k) {
       const int64_t r = which[k];
-      const float* l = base + r * vocab;
       const bool greedy = rows.temperature[r] == 0.0;
-      // x = logits / T in float32 (division by 1 is exact, so T = 1 rows are the logits themselves).
-      const float temp = greedy ? 1.0f : static_cast<float>(rows.temperature[r]);
-      if (temp == 1.0f) {
-        std::copy(l, l + vocab, x);
-      } else {
-        for (int64_t j = 0; j < vocab; ++j) x[j] = l[j] / temp;
+      const PlainRow row{base + r * vocab, greedy ? 1.0f : static_cast<float>(rows.temperature[r]), greedy,
+                         rows.uniform[r]};
+#ifdef VERL_HAVE_AVX2_KERNELS
+      if (avx2) {
+        plain_row_avx2(row, vocab, xbuf.data(), wbuf.data(), chunk_sums.data(), tokens + r, logprobs + r);
+        continue;
       }
-      int64_t arg = 0;  // first maximum, as argmax
-      for (int64_t j = 1; j < vocab; ++j)
-        if (x[j] > x[arg]) arg = j;
-      const float mx = x[arg];
-      for (int64_t j = 0; j < vocab; ++j) w[j] = std::exp(x[j] - mx);
-      double sum = 0.0;
-      for (int64_t j = 0; j < vocab; ++j) sum += w[j];
-      int64_t tok = arg;
-      if (!greedy) {
-        const double target = rows.uniform[r] * sum;
-        double acc = 0.0;
-        tok = -1;
-        for (int64_t j = 0; j < vocab; ++j) {
-          acc += w[j];
-          if (acc > target) {
-            tok = j;
-            break;
-          }
-        }
-        if (tok < 0)  // rounding: u * sum at the very top; take the last token with mass
-          for (tok = vocab - 1; tok > 0 && w[tok] == 0.0f; --tok) {
-          }
-      }
-      tokens[r] = tok;
-      logprobs[r] = static_cast<float>(static_cast<double>(x[tok] - mx) - std::log(sum));
+#endif
+      plain_row_portable(row, vocab, xbuf.data(), wbuf.data(), tokens + r, logprobs + r);
     }
   });
 }
