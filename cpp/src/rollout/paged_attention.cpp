@@ -173,6 +173,14 @@ __attribute__((target("avx2,fma"))) inline void softmax_avx2(float* s, int64_t n
   for (; j < n; ++j) s[j] *= 1.0f / sum;
 }
 
+// Asks for the n rows (d floats, `stride` apart) of a block before they are used: blocks are
+// scattered through the pool, so each is a cold miss (and a new page) the hardware prefetcher
+// cannot foresee.
+__attribute__((target("avx2,fma"))) inline void prefetch_rows(const float* rows, int64_t n, int64_t stride, int64_t d) {
+  for (int64_t o = 0; o < n; ++o)
+    for (int64_t c = 0; c < d; c += 16) _mm_prefetch(reinterpret_cast<const char*>(rows + o * stride + c), _MM_HINT_T0);
+}
+
 // Work items [begin, end) (see paged_items_generic). `qv` holds group * d floats, `acc` too,
 // `scores` group * max_blocks * block_size: the caller's per-thread buffers.
 __attribute__((target("avx2,fma"))) void paged_items_avx2(const PagedArgs<float>& a, int64_t begin, int64_t end,
@@ -193,6 +201,12 @@ __attribute__((target("avx2,fma"))) void paged_items_avx2(const PagedArgs<float>
     for (int64_t j0 = 0; j0 < len; j0 += bsz) {
       const float* kb = a.k + table[j0 / bsz] * bsz * token_stride + kvh * d;
       const int64_t n = len - j0 < bsz ? len - j0 : bsz;
+      if (j0 + bsz < len) {
+        const int64_t next = len - j0 - bsz < bsz ? len - j0 - bsz : bsz;
+        prefetch_rows(a.k + table[j0 / bsz + 1] * bsz * token_stride + kvh * d, next, token_stride, d);
+      } else {
+        prefetch_rows(a.v + table[0] * bsz * token_stride + kvh * d, len < bsz ? len : bsz, token_stride, d);
+      }
       for (int64_t g = 0; g < group; ++g) {
         float* sg = scores + g * len + j0;
         if (batched) {
@@ -208,6 +222,10 @@ __attribute__((target("avx2,fma"))) void paged_items_avx2(const PagedArgs<float>
     for (int64_t j0 = 0; j0 < len; j0 += bsz) {
       const float* vb = a.v + table[j0 / bsz] * bsz * token_stride + kvh * d;
       const int64_t n = len - j0 < bsz ? len - j0 : bsz;
+      if (j0 + bsz < len) {
+        const int64_t next = len - j0 - bsz < bsz ? len - j0 - bsz : bsz;
+        prefetch_rows(a.v + table[j0 / bsz + 1] * bsz * token_stride + kvh * d, next, token_stride, d);
+      }
       for (int64_t o = 0; o < n; ++o)
         for (int64_t g = 0; g < group; ++g) axpy_avx2(acc + g * d, scores[g * len + j0 + o], vb + o * token_stride, d);
     }
