@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "verl/core/error.h"
+#include "verl/model/rope.h"
 
 namespace verl::model {
 namespace F = torch::nn::functional;
@@ -64,15 +65,6 @@ torch::Tensor rope_inv_freq(const ModelConfig& c) {
 
 namespace {
 
-torch::Tensor rotate_half(const torch::Tensor& x) {
-  const int64_t half = x.size(-1) / 2;
-  return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
-}
-
-// x (bs, heads, q, head_dim); cos/sin (bs, q, head_dim).
-torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
-  return x * cos.unsqueeze(1) + rotate_half(x) * sin.unsqueeze(1);
-}
 
 torch::nn::Linear linear(int64_t in, int64_t out, bool bias) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
@@ -187,8 +179,8 @@ torch::Tensor Attention::forward(const torch::Tensor& x, const torch::Tensor& co
     q = q_norm->forward(q);
     k = k_norm->forward(k);
   }
-  q = apply_rope(q.transpose(1, 2), cos, sin);
-  k = apply_rope(k.transpose(1, 2), cos, sin);
+  q = apply_rotary(q.transpose(1, 2), cos, sin);
+  k = apply_rotary(k.transpose(1, 2), cos, sin);
   torch::Tensor out = cache != nullptr ? cache->attend(layer, q, k, v, mask) : grouped_attention(q, k, v, mask);
   return run_linear(o_proj, out.transpose(1, 2).reshape({bs, q_len, heads_ * head_dim_}));
 }
@@ -203,8 +195,8 @@ torch::Tensor Attention::forward_varlen(const torch::Tensor& x, const torch::Ten
     q = q_norm->forward(q);
     k = k_norm->forward(k);
   }
-  q = apply_rope(q.transpose(1, 2), cos, sin);  // (1, heads, total, d)
-  k = apply_rope(k.transpose(1, 2), cos, sin);
+  q = apply_rotary(q.transpose(1, 2), cos, sin);  // (1, heads, total, d)
+  k = apply_rotary(k.transpose(1, 2), cos, sin);
   torch::Tensor out = varlen_causal_attention(q.squeeze(0), k.squeeze(0), v.squeeze(0), layout,
                                               1.0 / std::sqrt(static_cast<double>(head_dim_)));
   return run_linear(o_proj, out.transpose(0, 1).reshape({1, total, heads_ * head_dim_}));
