@@ -85,10 +85,16 @@ def bench_forward(batch: int, seq: int, dtype: torch.dtype, repeats: int) -> dic
                   num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=2048,
                   rms_norm_eps=1e-6, rope_theta=10000.0, tie_word_embeddings=False)
     torch.manual_seed(0)
-    hf = Qwen2ForCausalLM(Qwen2Config(**config, attn_implementation="sdpa")).eval().to(dtype)
+    hf = Qwen2ForCausalLM(Qwen2Config(**config, attn_implementation="sdpa")).eval()
     ours = CausalLM(config)
     ours.load_state_dict(hf.state_dict())
     ours.to(dtype=dtype)
+    # As from_pretrained(dtype=...) builds it: weights in `dtype`, the RoPE inv_freq buffer kept in
+    # float32 (hf.to(bfloat16) would round it too, and the angles of late positions drift by up to
+    # position * 2^-9 rad -- the 2.5e-2 bf16 logits "difference" earlier runs of this script showed).
+    inv_freq = hf.model.rotary_emb.inv_freq.clone()
+    hf.to(dtype)
+    hf.model.rotary_emb.inv_freq = inv_freq
     ids = torch.randint(0, config["vocab_size"], (batch, seq))
     with torch.inference_mode():
         diff = (ours.forward(ids).float() - hf(input_ids=ids).logits.float()).abs().max().item()
