@@ -218,6 +218,34 @@ __attribute__((target("avx2,fma"))) void paged_items_avx2(const PagedArgs<float>
       }
     }
     for (int64_t g = 0; g < group; ++g) softmax_avx2(scores + g * len, len);
+    if (batched) {
+      // Weighted sum of values in registers: per query head, 32 lanes of head_dim at a time over
+      // every key (the first tile streams the blocks in, later tiles re-read them from cache).
+      for (int64_t g = 0; g < group; ++g) {
+        float* orow = a.out + ((i * a.q_len + t) * a.heads + kvh * group + g) * d;
+        const float* sg = scores + g * len;
+        for (int64_t c0 = 0; c0 < d; c0 += 32) {
+          const int64_t lanes = d - c0 < 32 ? (d - c0) / 8 : 4;
+          __m256 r[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+          const bool first = g == 0 && c0 == 0;
+          for (int64_t j0 = 0; j0 < len; j0 += bsz) {
+            const float* vb = a.v + table[j0 / bsz] * bsz * token_stride + kvh * d + c0;
+            const int64_t n = len - j0 < bsz ? len - j0 : bsz;
+            if (first && j0 + bsz < len) {
+              const int64_t next = len - j0 - bsz < bsz ? len - j0 - bsz : bsz;
+              prefetch_rows(a.v + table[j0 / bsz + 1] * bsz * token_stride + kvh * d, next, token_stride, d);
+            }
+            for (int64_t o = 0; o < n; ++o) {
+              const __m256 w = _mm256_set1_ps(sg[j0 + o]);
+              const float* vr = vb + o * token_stride;
+              for (int64_t l = 0; l < lanes; ++l) r[l] = _mm256_fmadd_ps(w, _mm256_loadu_ps(vr + 8 * l), r[l]);
+            }
+          }
+          for (int64_t l = 0; l < lanes; ++l) _mm256_storeu_ps(orow + c0 + 8 * l, r[l]);
+        }
+      }
+      continue;
+    }
     for (int64_t c = 0; c < group * d; ++c) acc[c] = 0.0f;
     for (int64_t j0 = 0; j0 < len; j0 += bsz) {
       const float* vb = a.v + table[j0 / bsz] * bsz * token_stride + kvh * d;
