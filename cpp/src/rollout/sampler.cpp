@@ -244,12 +244,13 @@ __attribute__((target("avx2,fma"))) void plain_row_avx2(const PlainRow& row, int
 // stay in cache -- instead of log_softmax + exp + cumsum + searchsorted over (rows, vocab)
 // temporaries. `logits` is float32 and contiguous.
 void sample_plain_cpu(const torch::Tensor& logits, const std::vector<int64_t>& which, const SamplerRows& rows,
-                      int64_t* tokens, float* logprobs) {
+                      int64_t* tokens, float* logprobs, bool allow_simd) {
   const int64_t vocab = logits.size(1);
   if (which.empty()) return;
   const float* base = logits.data_ptr<float>();
+  (void)allow_simd;  // unused where no SIMD pass is compiled
 #ifdef VERL_HAVE_AVX2_KERNELS
-  const bool avx2 = simd::cpu_has_avx2_fma();
+  const bool avx2 = allow_simd && simd::cpu_has_avx2_fma();
 #endif
   at::parallel_for(0, static_cast<int64_t>(which.size()), 8, [&](int64_t begin, int64_t end) {
     std::vector<float> xbuf(vocab), wbuf(vocab);
@@ -272,7 +273,7 @@ void sample_plain_cpu(const torch::Tensor& logits, const std::vector<int64_t>& w
 
 }  // namespace
 
-SampleResult sample(const torch::Tensor& logits_in, const SamplerRows& rows) {
+SampleResult sample(const torch::Tensor& logits_in, const SamplerRows& rows, bool allow_simd) {
   VERL_CHECK(logits_in.dim() == 2 && logits_in.size(0) == static_cast<int64_t>(rows.size()),
              "sample: logits must be (rows, vocab) with one SamplerRows entry per row, got ", logits_in.sizes(),
              " for ", rows.size(), " rows");
@@ -289,7 +290,7 @@ SampleResult sample(const torch::Tensor& logits_in, const SamplerRows& rows) {
   torch::Tensor logits = logits_in.to(torch::kFloat).contiguous();
   torch::Tensor tokens = torch::empty({n}, torch::kLong);
   torch::Tensor logprobs = torch::empty({n}, torch::kFloat);
-  sample_plain_cpu(logits, plain, rows, tokens.data_ptr<int64_t>(), logprobs.data_ptr<float>());
+  sample_plain_cpu(logits, plain, rows, tokens.data_ptr<int64_t>(), logprobs.data_ptr<float>(), allow_simd);
   if (!truncated.empty()) {
     SamplerRows sub;
     for (int64_t i : truncated)

@@ -78,9 +78,9 @@ TEST_CASE("paged attention: bad shapes raise instead of reading out of bounds", 
                   verl::Error);
 }
 
-TEST_CASE("sampler: fused CPU rows equal the inverse CDF of softmax(logits / T) in float64", "[rollout]") {
+TEST_CASE("sampler: fused CPU rows (SIMD and portable) equal the inverse CDF of softmax(logits / T) in float64", "[rollout]") {
   torch::manual_seed(5);
-  const int64_t rows = 24, vocab = 1000;
+  const int64_t rows = 24, vocab = 1003;  // not a multiple of 8: the vector tail too
   // Logit scales from flat to very peaked; temperatures 1 (exact pass-through), 0.7, 1.6, and greedy.
   torch::Tensor logits = torch::randn({rows, vocab}) * torch::linspace(0.5, 12.0, rows).unsqueeze(1);
   SamplerRows sr;
@@ -90,21 +90,23 @@ TEST_CASE("sampler: fused CPU rows equal the inverse CDF of softmax(logits / T) 
     temps.push_back(t);
     sr.push(t, -1, 1.0, 0.0, stream_uniform(77, static_cast<uint64_t>(i)));
   }
-  SampleResult got = sample(logits, sr);
-  for (int64_t i = 0; i < rows; ++i) {
-    const double t = temps[i] == 0.0 ? 1.0 : temps[i];
-    torch::Tensor x = logits[i] / static_cast<float>(t);
-    torch::Tensor logp = torch::log_softmax(x.to(torch::kDouble), 0);
-    int64_t want;
-    if (temps[i] == 0.0) {
-      want = x.argmax().item<int64_t>();
-    } else {
-      torch::Tensor cdf = logp.exp().cumsum(0);
-      const double target = sr.uniform[i] * cdf[vocab - 1].item<double>();
-      want = (cdf <= target).sum().item<int64_t>();  // first index whose cumulative mass exceeds target
+  for (const bool simd : {true, false}) {
+    SampleResult got = sample(logits, sr, simd);
+    for (int64_t i = 0; i < rows; ++i) {
+      const double t = temps[i] == 0.0 ? 1.0 : temps[i];
+      torch::Tensor x = logits[i] / static_cast<float>(t);
+      torch::Tensor logp = torch::log_softmax(x.to(torch::kDouble), 0);
+      int64_t want;
+      if (temps[i] == 0.0) {
+        want = x.argmax().item<int64_t>();
+      } else {
+        torch::Tensor cdf = logp.exp().cumsum(0);
+        const double target = sr.uniform[i] * cdf[vocab - 1].item<double>();
+        want = (cdf <= target).sum().item<int64_t>();  // first index whose cumulative mass exceeds target
+      }
+      INFO("row " << i << " temperature " << temps[i] << " simd " << simd);
+      CHECK(got.tokens[i].item<int64_t>() == want);
+      CHECK(std::abs(got.logprobs[i].item<double>() - logp[want].item<double>()) < 1e-5);
     }
-    INFO("row " << i << " temperature " << temps[i]);
-    CHECK(got.tokens[i].item<int64_t>() == want);
-    CHECK(std::abs(got.logprobs[i].item<double>() - logp[want].item<double>()) < 1e-5);
   }
 }

@@ -35,7 +35,8 @@ struct SampleResult {
 // top_k, then top_p on the renormalised remainder, then min_p (relative to the top token).
 // The reported log-prob is of the temperature-scaled, *untruncated* distribution -- what the
 // trainer recomputes as log_softmax(logits / temperature) -- and for greedy rows of the
-// unscaled distribution.
-SampleResult sample(const torch::Tensor& logits, const SamplerRows& rows);
+// unscaled distribution. On CPU, untruncated rows run an AVX2 pass where the CPU has one;
+// allow_simd = false forces the portable loop (the reference the SIMD pass is tested against).
+SampleResult sample(const torch::Tensor& logits, const SamplerRows& rows, bool allow_simd = true);
 
 }  // namespace verl::rollout
