@@ -36,13 +36,11 @@ def benchmarks(args: argparse.Namespace, json_dir: str) -> list[tuple[str, list[
         ("core_algos", [py, f"{HERE}/core_algos/bench_core_algos.py", "--ref-python", args.ref_python,
                         "--results-md", f"{HERE}/core_algos/RESULTS.md", *threads]),
         ("model", [py, f"{HERE}/model/bench_model.py", "--results-md", f"{HERE}/model/RESULTS.md", *threads]),
-        # The workload is 64 prompts x 8 x 256 new tokens; transformers alone needs ~20 min for
-        # it on the small model here, so make bench runs a quarter-size tiny and a small-size small one.
-        ("rollout_tiny", [py, f"{HERE}/rollout/bench_rollout.py", "--models", "tiny", "--prompts", "16",
-                          "--max-tokens", "128", "--runs", "3", *threads]),
-        ("rollout_small", [py, f"{HERE}/rollout/bench_rollout.py", "--models", "small", "--prompts", "4",
-                           "--max-tokens", "64", "--hf-batch", "4", "--runs", "3", *threads]),
-        # Whole GRPO step vs TRL (~25 min on 2 cores): the small model at a reduced workload by default.
+        # Tiny: the workload (64 prompts x 8 x 256 new tokens). Small: 16 x 8 x 64 -- transformers
+        # alone needs ~20 min for the full small workload here (`make bench-rollout` runs it).
+        ("rollout_tiny", [py, f"{HERE}/rollout/bench_rollout.py", "--models", "tiny", "--runs", "3", *threads]),
+        ("rollout_small", [py, f"{HERE}/rollout/bench_rollout.py", "--models", "small", "--prompts", "16",
+                           "--max-tokens", "64", "--hf-batch", "16", "--runs", "3", *threads]),
         ("grpo_step", [py, f"{HERE}/grpo_step/bench_grpo_step.py", "--trl-python", args.trl_python,
                        "--results-md", f"{HERE}/grpo_step/RESULTS.md", *threads]),
     ]
@@ -141,6 +139,9 @@ def render(entries: list[dict], header: dict) -> str:
         f"fp32 {header['peaks']['float32'] / 1e9:.1f} GFLOP/s, bf16 {header['peaks']['bfloat16'] / 1e9:.1f} GFLOP/s",
         f"- verl-cpp {header['versions']['verl-cpp']} at git {header['git']}; python {m['python']}",
         "- " + ", ".join(f"{k} {v}" for k, v in header["versions"].items() if k != "verl-cpp"),
+        "",
+        "Profiles that explain the gaps: benchmarks/model/PROFILE.md (forward), benchmarks/rollout/PROFILE.md",
+        "(generation), benchmarks/grpo_step/RESULTS.md (phase split of a GRPO step).",
         "",
         "## Targets",
         "",

@@ -148,7 +148,8 @@ def main() -> None:
     if args.results_md:
         with open(args.results_md, "w", encoding="utf-8") as f:
             f.write("# model: verl-cpp tokenizer and forward vs. Hugging Face\n\n"
-                    "Written by `make bench-model` (benchmarks/model/bench_model.py).\n\n"
+                    "Written by `make bench-model` (benchmarks/model/bench_model.py). Why the forward is at parity\n"
+                    "(GEMM-bound on both sides) and the bf16 logits finding: benchmarks/model/PROFILE.md.\n\n"
                     f"Command: `python {' '.join(sys.argv)}`\n\n```\n{text}\n```\n")
     if args.results_json:
         targets = [results_json.target(f"{r['name']} speedup vs HF", r["speedup"], f">= {r['target']:g}x",
