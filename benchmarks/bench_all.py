@@ -187,7 +187,8 @@ def main() -> int:
             parser.error(f"unknown benchmark(s) {sorted(unknown)}; known: {[name for name, _ in plan]}")
         plan = [(name, cmd) for name, cmd in plan if name in args.only]
 
-    start, load_start = time.perf_counter(), load_average()
+    # The revision before any benchmark rewrites its RESULTS.md (which would read as uncommitted changes).
+    start, load_start, revision = time.perf_counter(), load_average(), git_revision()
     gemm_n = 2048
     peaks = {d: gemm_peak(d, args.threads, gemm_n) for d in ("float32", "bfloat16")}
     print(f"torch.mm {gemm_n}^3 peak, {args.threads} threads: fp32 {peaks['float32'] / 1e9:.1f} GFLOP/s, "
@@ -202,7 +203,7 @@ def main() -> int:
     versions["trl"] = package_version(args.trl_python, "trl")
     header = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"), "machine": machine(),
               "load_start": load_start, "load_end": load_average(), "threads": args.threads, "gemm_n": gemm_n,
-              "peaks": peaks, "git": git_revision(), "versions": versions, "seconds": time.perf_counter() - start}
+              "peaks": peaks, "git": revision, "versions": versions, "seconds": time.perf_counter() - start}
     text = render(entries, header)
     with open(args.results_md, "w", encoding="utf-8") as f:
         f.write(text)
