@@ -12,6 +12,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../overlay_venv.sh
+source "$here/../overlay_venv.sh"
 VENV="${VENV:-$HOME/.cache/verl-cpp/venv}"
 REF_VENV="${REF_VENV:-$HOME/.cache/verl-cpp/verl-ref-venv}"
 requirements="$here/reference-requirements.txt"
@@ -20,7 +22,7 @@ stamp="$REF_VENV/.verl-ref-setup"
 [ -x "$VENV/bin/python" ] || { echo "setup_reference_venv: no verl-cpp venv at $VENV (run 'make build' first)" >&2; exit 1; }
 shared_site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 # The stamp records what the venv was built from; any change rebuilds it.
-want_stamp="$(cat "$requirements" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1) $shared_site"
+want_stamp="$(cat "$requirements" "${BASH_SOURCE[0]}" "$here/../overlay_venv.sh" | sha256sum | cut -d' ' -f1) $shared_site"
 
 check_reference() {
   "$REF_VENV/bin/python" - "$shared_site" <<'EOF'
@@ -41,20 +43,7 @@ if [ -x "$REF_VENV/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$w
 fi
 
 echo "setup_reference_venv: building $REF_VENV (verl 0.9.1, --no-deps + reference-requirements.txt)"
-# Same interpreter as verl-cpp's venv, so torch's and numpy's compiled modules load in both.
-base_python="$("$VENV/bin/python" -c 'import sys; print(sys._base_executable)')"
-if [ -x "$REF_VENV/bin/python" ] && [ "$("$REF_VENV/bin/python" -c 'import sys; print(sys.version)')" != \
-     "$("$VENV/bin/python" -c 'import sys; print(sys.version)')" ]; then
-  rm -rf "$REF_VENV"
-fi
-[ -x "$REF_VENV/bin/python" ] || "$base_python" -m venv "$REF_VENV"
-
-ref_site="$("$REF_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-# site.py adds a site-packages directory first and then the paths of its .pth files: the shared
-# site-packages comes after the reference venv's own packages.
-echo "$shared_site" > "$ref_site/zz-verl-cpp-shared-site-packages.pth"
-
-PIP_DISABLE_PIP_VERSION_CHECK=1 "$REF_VENV/bin/python" -m pip install -q --no-deps -r "$requirements"
+build_overlay_venv setup_reference_venv "$VENV" "$REF_VENV" "$requirements" "$shared_site"
 check_reference
 echo "$want_stamp" > "$stamp"
 echo "setup_reference_venv: ready ($("$REF_VENV/bin/python" -c 'import verl, torch; print("verl", verl.__version__, "+ torch", torch.__version__)'))"

@@ -13,6 +13,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../overlay_venv.sh
+source "$here/../overlay_venv.sh"
 VENV="${VENV:-$HOME/.cache/verl-cpp/venv}"
 TRL_VENV="${TRL_VENV:-$HOME/.cache/verl-cpp/trl-venv}"
 requirements="$here/trl-requirements.txt"
@@ -21,7 +23,7 @@ stamp="$TRL_VENV/.verl-cpp-trl-setup"
 [ -x "$VENV/bin/python" ] || { echo "setup_trl_venv: no verl-cpp venv at $VENV (run 'make build' first)" >&2; exit 1; }
 shared_site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 # The stamp records what the venv was built from; any change rebuilds it.
-want_stamp="$(cat "$requirements" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1) $shared_site"
+want_stamp="$(cat "$requirements" "${BASH_SOURCE[0]}" "$here/../overlay_venv.sh" | sha256sum | cut -d' ' -f1) $shared_site"
 
 check_trl() {
   "$TRL_VENV/bin/python" - "$VENV/bin/python" <<'EOF2'
@@ -42,20 +44,7 @@ if [ -x "$TRL_VENV/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$w
 fi
 
 echo "setup_trl_venv: building $TRL_VENV (trl 1.16.0, --no-deps + trl-requirements.txt)"
-# Same interpreter as verl-cpp's venv, so torch's and numpy's compiled modules load in both.
-base_python="$("$VENV/bin/python" -c 'import sys; print(sys._base_executable)')"
-if [ -x "$TRL_VENV/bin/python" ] && [ "$("$TRL_VENV/bin/python" -c 'import sys; print(sys.version)')" != \
-     "$("$VENV/bin/python" -c 'import sys; print(sys.version)')" ]; then
-  rm -rf "$TRL_VENV"
-fi
-[ -x "$TRL_VENV/bin/python" ] || "$base_python" -m venv "$TRL_VENV"
-
-trl_site="$("$TRL_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-# site.py adds a site-packages directory first and then runs its .pth files in name order: the
-# shared site-packages comes after the TRL venv's own packages.
-echo "import site; site.addsitedir('$shared_site')" > "$trl_site/zz-verl-cpp-shared-site-packages.pth"
-
-PIP_DISABLE_PIP_VERSION_CHECK=1 "$TRL_VENV/bin/python" -m pip install -q --no-deps -r "$requirements"
+build_overlay_venv setup_trl_venv "$VENV" "$TRL_VENV" "$requirements" "import site; site.addsitedir('$shared_site')"
 check_trl
 echo "$want_stamp" > "$stamp"
 echo "setup_trl_venv: ready ($("$TRL_VENV/bin/python" -c 'import trl, transformers, torch; print("trl", trl.__version__, "+ transformers", transformers.__version__, "+ torch", torch.__version__)'))"
