@@ -18,7 +18,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import shlex
 import subprocess
 import sys
@@ -26,10 +25,13 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import results_json  # noqa: E402
+from bench_env import gemm_peak, load_average, machine, package_version  # noqa: E402
 
 
-def benchmarks(args: argparse.Namespace, json_dir: str) -> list[tuple[str, list[str]]]:
-    """(name, command) in run order; each command gets `--results-json <json_dir>/<name>.json`."""
+def benchmarks(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
+    """(name, command) in run order; run_one adds `--results-json <workdir>/<name>.json`."""
     py = sys.executable
     threads = ["--threads", str(args.threads)]
     return [
@@ -46,50 +48,12 @@ def benchmarks(args: argparse.Namespace, json_dir: str) -> list[tuple[str, list[
     ]
 
 
-def gemm_peak(dtype_name: str, threads: int, n: int = 2048) -> float:
-    """FLOP/s of the best of 5 timed n x n x n torch.mm calls (after 2 warm-ups)."""
-    import torch
-
-    torch.set_num_threads(threads)
-    dtype = getattr(torch, dtype_name)
-    a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
-    for _ in range(2):
-        torch.mm(a, b)
-    best = float("inf")
-    for _ in range(5):
-        start = time.perf_counter()
-        torch.mm(a, b)
-        best = min(best, time.perf_counter() - start)
-    return 2 * n**3 / best
-
-
-def package_version(python: str, module: str) -> str:
-    """`module.__version__` as seen by `python` ("-" when it is not there)."""
-    try:
-        out = subprocess.run([python, "-c", f"import {module}; print({module}.__version__)"], capture_output=True,
-                             text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired):
-        return "-"
-    return out.stdout.strip() if out.returncode == 0 else "-"
-
-
 def git_revision() -> str:
     def git(*argv: str) -> str:
         return subprocess.run(["git", "-C", REPO, *argv], capture_output=True, text=True).stdout.strip()
 
     rev = git("rev-parse", "--short", "HEAD") or "unknown"
     return rev + (" (with uncommitted changes)" if git("status", "--porcelain", "--untracked-files=no") else "")
-
-
-def machine() -> dict:
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
-    mem_kib = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal"))
-    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gib": round(mem_kib / 2**20, 1),
-            "os": f"{platform.system()} {platform.release()}", "python": platform.python_version()}
-
-
-def load_average() -> str:
-    return " ".join(open("/proc/loadavg").read().split()[:3])
 
 
 def run_one(name: str, cmd: list[str], json_path: str, log_path: str) -> dict:
@@ -153,8 +117,8 @@ def render(entries: list[dict], header: dict) -> str:
             lines.append(f"| {e['name']} | benchmark failed (exit {e['returncode']}) | | | FAILED |")
             continue
         for t in e["result"]["targets"]:
-            value = f"{t['value']:.2f}x" if t["unit"] == "x" else f"{t['value']:.3g}{t['unit']}"
-            lines.append(f"| {e['name']} | {t['name']} | {value} | {t['wanted']} | {status(t['met'])} |")
+            lines.append(f"| {e['name']} | {t['name']} | {results_json.format_value(t)} | {t['wanted']} | "
+                         f"{status(t['met'])} |")
     for e in entries:
         title = e["result"]["title"] if "result" in e else f"{e['name']}: FAILED"
         lines += ["", f"## {title}", "",
@@ -180,7 +144,7 @@ def main() -> int:
         args.results_md = os.path.join(args.workdir, "RESULTS.partial.md") if args.only else os.path.join(HERE, "RESULTS.md")
 
     os.makedirs(args.workdir, exist_ok=True)
-    plan = benchmarks(args, args.workdir)
+    plan = benchmarks(args)
     if args.only:
         unknown = set(args.only) - {name for name, _ in plan}
         if unknown:

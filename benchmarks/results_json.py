@@ -1,7 +1,7 @@
 """The JSON file each benchmark writes with `--results-json`; `bench_all.py` reads them to build
 benchmarks/RESULTS.md. Kept to plain data so that any venv's python can write it.
 
-    {"title": str, "command": str, "report": str,      # report: the text the benchmark printed
+    {"title": str, "report": str,                      # report: the text the benchmark printed
      "targets": [{"name": str, "value": float, "unit": str, "wanted": str, "met": bool | null,
                   "detail": str}, ...],
      "data": {...}}                                    # the benchmark's own raw numbers
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 
 def target(name: str, value: float, wanted: str, met: bool | None, unit: str = "x", detail: str = "") -> dict:
@@ -19,12 +18,13 @@ def target(name: str, value: float, wanted: str, met: bool | None, unit: str = "
     return {"name": name, "value": float(value), "unit": unit, "wanted": wanted, "met": met, "detail": detail}
 
 
-def command_line() -> str:
-    return " ".join([os.path.basename(sys.executable)] + sys.argv)
+def format_value(t: dict) -> str:
+    """A target's value as the reports print it: "12.34x" for ratios, 3 significant digits otherwise."""
+    return f"{t['value']:.2f}x" if t["unit"] == "x" else f"{t['value']:.3g}{t['unit']}"
 
 
 def write(path: str, *, title: str, report: str, targets: list[dict], data: dict | None = None) -> None:
-    payload = {"title": title, "command": command_line(), "report": report, "targets": targets, "data": data or {}}
+    payload = {"title": title, "report": report, "targets": targets, "data": data or {}}
     tmp = f"{path}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(payload, f, indent=2, default=str)

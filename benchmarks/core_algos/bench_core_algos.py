@@ -32,7 +32,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import random
 import shutil
 import subprocess
@@ -46,6 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "core_algos_worker.py")
 sys.path.insert(0, os.path.dirname(HERE))
 import results_json  # noqa: E402  (benchmarks/results_json.py)
+from bench_env import load_average, machine  # noqa: E402
 
 DEFAULT_REF_PYTHON = os.path.expanduser("~/.cache/verl-cpp/verl-ref-venv/bin/python")
 
@@ -173,10 +173,8 @@ def fmt_ratio(ratio: float | None) -> str:
 
 
 def machine_lines() -> list[str]:
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
-    mem_kib = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal"))
-    return [f"machine: {os.cpu_count()} cores ({cpu}), {mem_kib / 2**20:.1f} GiB RAM, CPU only, "
-            f"{platform.system()} {platform.release()}"]
+    m = machine()
+    return [f"machine: {m['cores']} cores ({m['cpu']}), {m['ram_gib']} GiB RAM, CPU only, {m['os']}"]
 
 
 def build_report(results: dict, parity: dict, sizes: dict, args: argparse.Namespace, load_before, load_after) -> str:
@@ -247,8 +245,8 @@ def build_report(results: dict, parity: dict, sizes: dict, args: argparse.Namesp
                                        f"<= {PARITY_TOLERANCE:g}", worst <= PARITY_TOLERANCE, unit=""))
     lines += ["", "targets:"]
     for t in targets:
-        value = f"{t['value']:.2f}x" if t["unit"] == "x" else f"{t['value']:.3g}"
-        lines.append(f"  {t['name']} {t['wanted']}: {value}  {'n/a' if t['met'] is None else met(t['met'])}")
+        lines.append(f"  {t['name']} {t['wanted']}: {results_json.format_value(t)}  "
+                     f"{'n/a' if t['met'] is None else met(t['met'])}")
     return "\n".join(lines), targets
 
 
@@ -299,7 +297,7 @@ def main() -> None:
     if not os.path.exists(args.ref_python):
         raise SystemExit(f"no reference venv at {args.ref_python}: run benchmarks/core_algos/setup_reference_venv.sh")
 
-    load_before = " ".join(open("/proc/loadavg").read().split()[:3])
+    load_before = load_average()
     work_dir = tempfile.mkdtemp(prefix="bench_core_algos_")
     try:
         print(f"generating inputs (seed {args.seed}) in {work_dir} ...", flush=True)
@@ -321,7 +319,7 @@ def main() -> None:
                 os.remove(path)
             results[case] = r
             print(flush=True)
-        load_after = " ".join(open("/proc/loadavg").read().split()[:3])
+        load_after = load_average()
         report, targets = build_report(results, parity, sizes, args, load_before, load_after)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)

@@ -39,7 +39,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -50,10 +49,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import grpo_common as common  # noqa: E402
-from bench_rollout import gemm_peak  # noqa: E402  (grpo_common puts benchmarks/rollout on sys.path)
 
 sys.path.insert(0, os.path.dirname(HERE))
 import results_json  # noqa: E402  (benchmarks/results_json.py: the roll-up's JSON format)
+from bench_env import gemm_peak, load_average, machine  # noqa: E402
 
 SIDES = ("verl", "trl")
 LABEL = {"verl": "verl-cpp", "trl": "TRL"}
@@ -96,14 +95,14 @@ def speed_summary(result: dict, spec: dict, peaks: dict) -> dict:
     out = {name: common.summarize([p[name] for p in phases]) for name in common.PHASES + ("step",)}
     out["generated_tokens_per_step"] = generated
     out["tokens_per_s"] = common.summarize([generated / p["step"] for p in phases])
-    out["generation_tokens_per_s"] = common.summarize([generated / p["generation"] for p in phases])
+    # verl's estimate per step, once: forward + backward for the update, the forward only for generation.
+    train_flops = [common.verl_flops(spec["model"], s["seqlens"]) for s in measured]
+    infer_flops = [common.verl_flops(spec["model"], s["seqlens"], forward_only=True) for s in measured]
     for dtype, peak in peaks.items():
         out[f"mfu_generation_{dtype}"] = common.summarize(
-            [common.mfu(common.verl_flops(spec["model"], s["seqlens"], forward_only=True), p["generation"], peak)
-             for s, p in zip(measured, phases)])
+            [common.mfu(f, p["generation"], peak) for f, p in zip(infer_flops, phases)])
         out[f"mfu_update_{dtype}"] = common.summarize(
-            [common.mfu(common.verl_flops(spec["model"], s["seqlens"]), p["update"], peak)
-             for s, p in zip(measured, phases)])
+            [common.mfu(f, p["update"], peak) for f, p in zip(train_flops, phases)])
     out["peak_rss_mb"] = result["peak_rss_mb"]
     out["mean_seqlen"] = sum(sum(s["seqlens"]) for s in measured) / sum(len(s["seqlens"]) for s in measured)
     return out
@@ -312,17 +311,9 @@ def targets(results: dict) -> list[dict]:
 def environment(args) -> dict:
     import torch
 
-    env = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": platform.processor() or platform.machine(),
-           "threads": args.threads, "loadavg": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    env = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": machine()["cpu"],
+           "threads": args.threads, "loadavg": load_average(),
            "torch_version": torch.__version__, "python": {k: v for k, v in args.python.items()}}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    env["cpu"] = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
     probe = subprocess.run([args.python["trl"], "-c", "import trl, transformers; print(trl.__version__, "
                             "transformers.__version__)"], capture_output=True, text=True)
     if probe.returncode == 0:
@@ -392,12 +383,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--trl-python {args.trl_python} does not exist (run benchmarks/grpo_step/setup_trl_venv.sh)")
     args.python = {"verl": sys.executable, "trl": args.trl_python}
 
-    import torch
-
     start = time.perf_counter()
     env = environment(args)
-    peaks = {d: gemm_peak(d, args.threads) for d in ("float32", "bfloat16")}
-    torch.set_num_threads(args.threads)
+    peaks = {d: gemm_peak(d, args.threads) for d in ("float32", "bfloat16")}  # also sets torch's threads
     print(f"threads={args.threads}; torch.mm peak fp32 {peaks['float32'] / 1e9:.1f} GFLOP/s, bf16 "
           f"{peaks['bfloat16'] / 1e9:.1f} GFLOP/s", flush=True)
     tmp = None

@@ -18,7 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "rollout"))
+sys.path.insert(0, os.path.join(HERE, ".."))
 
+from bench_env import summarize  # noqa: E402  (medians with min-max, as every benchmark reports them)
 from bench_rollout import MODELS, hf_config  # noqa: E402  (the rollout benchmark's tiny and small models)
 
 __all__ = ["MODELS", "hf_config", "PAD_ID_FROM_END", "special_ids", "write_tokenizer", "make_prompt_texts",
@@ -163,13 +165,6 @@ def mfu(flops: float, seconds: float, peak_flops: float) -> float:
     if seconds <= 0 or peak_flops <= 0:
         raise ValueError(f"mfu: seconds ({seconds}) and peak_flops ({peak_flops}) must be positive")
     return flops / seconds / peak_flops
-
-
-def summarize(values: Sequence[float]) -> dict[str, float]:
-    """median, min, max, n of the measured values."""
-    if not values:
-        raise ValueError("summarize: no values")
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
 
 
 PHASES = ("generation", "log_prob", "update", "other")

@@ -118,7 +118,7 @@ def run_verl(spec: dict) -> dict:
         record = dict(reward_calls[-1], step_s=step_s, generation_s=t.get("gen", 0.0),
                       log_prob_s=t.get("old_log_prob", 0.0) + t.get("ref", 0.0),
                       update_s=t.get("update_actor", 0.0) + t.get("update_weights", 0.0),
-                      cpp_step_s=t.get("step", step_s), timing=t,
+                      timing=t,
                       trainer_mfu_actor=float(metrics.get("perf/mfu/actor", float("nan"))),
                       response_length_mean=float(metrics.get("response_length/mean", float("nan"))))
         steps.append(record)

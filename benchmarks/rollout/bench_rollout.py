@@ -19,13 +19,13 @@ import argparse
 import json
 import os
 import resource
-import statistics
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import results_json  # noqa: E402  (benchmarks/results_json.py)
+from bench_env import gemm_peak, summarize  # noqa: E402
 
 SPEEDUP_TARGETS = {"tiny": 5.0, "small": 2.0}  # issue 5: generated tokens/s vs transformers
 
@@ -116,24 +116,6 @@ def run_worker(args) -> dict:
                 params=total, embed_params=embed, prompt_tokens=prompt_tokens)
 
 
-def gemm_peak(dtype_name: str, threads: int) -> float:
-    import torch
-
-    torch.set_num_threads(threads)
-    dtype = getattr(torch, dtype_name)
-    a = torch.randn(1024, 1024).to(dtype)
-    b = torch.randn(1024, 1024).to(dtype)
-    for _ in range(3):
-        torch.mm(a, b)
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(4):
-            torch.mm(a, b)
-        best = min(best, (time.perf_counter() - t0) / 4)
-    return 2 * 1024 ** 3 / best
-
-
 def generation_flops(res: dict, args, cfg) -> float:
     """Matmul FLOPs of the whole generation: 2 x (non-embedding params + LM head) per token, plus
     attention (QK^T and PV: 4 x layers x heads x head_dim x context per token). Prefill is counted
@@ -209,8 +191,10 @@ def main() -> None:
                 out = subprocess.run(cmd, check=True, capture_output=True, text=True)
                 runs[side].append(json.loads(out.stdout.strip().splitlines()[-1]))
         cfg = hf_config(model)
-        v = {k: statistics.median(r[k] for r in runs["verl"]) for k in ("seconds", "tokens_per_s", "peak_rss_mb")}
-        h = {k: statistics.median(r[k] for r in runs["hf"]) for k in ("seconds", "tokens_per_s", "peak_rss_mb")}
+        stats = {side: {k: summarize([r[k] for r in runs[side]]) for k in ("seconds", "tokens_per_s", "peak_rss_mb")}
+                 for side in runs}
+        v = {k: s["median"] for k, s in stats["verl"].items()}
+        h = {k: s["median"] for k, s in stats["hf"].items()}
         flops = generation_flops(runs["verl"][0], args, cfg)
         peak = peaks[args.dtype]
         line = dict(model=model, params_m=runs["verl"][0]["params"] / 1e6, verl_tok_s=v["tokens_per_s"],
@@ -221,8 +205,7 @@ def main() -> None:
         results.append(line)
 
         def spread(side):
-            tok_s = [r["tokens_per_s"] for r in runs[side]]
-            return f"[{min(tok_s):.0f}-{max(tok_s):.0f}]"
+            return f"[{stats[side]['tokens_per_s']['min']:.0f}-{stats[side]['tokens_per_s']['max']:.0f}]"
 
         lines.append(f"{model} ({line['params_m']:.1f}M params): verl-cpp {line['verl_tok_s']:.0f} {spread('verl')} tok/s "
                      f"({line['verl_s']:.1f}s), transformers {line['hf_tok_s']:.0f} {spread('hf')} tok/s "
