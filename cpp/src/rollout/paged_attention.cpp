@@ -17,6 +17,7 @@
 
 #include "verl/core/error.h"
 #include "rollout/simd_avx2.h"
+#include "rollout/thread_scratch.h"
 
 
 namespace verl::rollout {
@@ -275,8 +276,10 @@ bool run_simd(const PagedArgs<float>& a, int64_t items) {
 #ifdef VERL_HAVE_AVX2_KERNELS
   if (!simd::cpu_has_avx2_fma()) return false;
   at::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> qv(a.group * a.d), acc(a.group * a.d), scores(a.group * a.max_blocks * a.block_size);
-    paged_items_avx2(a, begin, end, qv.data(), acc.data(), scores.data());
+    float* qv = detail::thread_scratch<float, 0>(static_cast<size_t>(a.group * a.d));
+    float* acc = detail::thread_scratch<float, 1>(static_cast<size_t>(a.group * a.d));
+    float* scores = detail::thread_scratch<float, 2>(static_cast<size_t>(a.group * a.max_blocks * a.block_size));
+    paged_items_avx2(a, begin, end, qv, acc, scores);
   });
   return true;
 #else

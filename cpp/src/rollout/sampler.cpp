@@ -8,6 +8,7 @@
 
 #include "verl/core/error.h"
 #include "rollout/simd_avx2.h"
+#include "rollout/thread_scratch.h"
 
 namespace verl::rollout {
 
@@ -253,8 +254,9 @@ void sample_plain_cpu(const torch::Tensor& logits, const std::vector<int64_t>& w
   const bool avx2 = allow_simd && simd::cpu_has_avx2_fma();
 #endif
   at::parallel_for(0, static_cast<int64_t>(which.size()), 8, [&](int64_t begin, int64_t end) {
-    std::vector<float> xbuf(vocab), wbuf(vocab);
-    std::vector<double> chunk_sums((vocab + kScanChunk - 1) / kScanChunk);
+    float* xbuf = detail::thread_scratch<float, 0>(static_cast<size_t>(vocab));
+    float* wbuf = detail::thread_scratch<float, 1>(static_cast<size_t>(vocab));
+    double* chunk_sums = detail::thread_scratch<double, 0>(static_cast<size_t>((vocab + kScanChunk - 1) / kScanChunk));
     for (int64_t k = begin; k < end; ++k) {
       const int64_t r = which[k];
       const bool greedy = rows.temperature[r] == 0.0;
@@ -262,11 +264,11 @@ void sample_plain_cpu(const torch::Tensor& logits, const std::vector<int64_t>& w
                          rows.uniform[r]};
 #ifdef VERL_HAVE_AVX2_KERNELS
       if (avx2) {
-        plain_row_avx2(row, vocab, xbuf.data(), wbuf.data(), chunk_sums.data(), tokens + r, logprobs + r);
+        plain_row_avx2(row, vocab, xbuf, wbuf, chunk_sums, tokens + r, logprobs + r);
         continue;
       }
 #endif
-      plain_row_portable(row, vocab, xbuf.data(), wbuf.data(), tokens + r, logprobs + r);
+      plain_row_portable(row, vocab, xbuf, wbuf, tokens + r, logprobs + r);
     }
   });
 }

@@ -132,11 +132,11 @@ SFTBatch take(const SFTBatch& b, const std::vector<int64_t>& rows) {
           b.loss_mask.index_select(0, index)};
 }
 
-workers::RowGroups micro_batches(const SFTConfig& config, const SFTBatch& b) {
+// `lens`: the rows' valid tokens (row_token_counts), read from the device once per step.
+workers::RowGroups micro_batches(const SFTConfig& config, const SFTBatch& b, const std::vector<int64_t>& lens) {
   if (!config.use_dynamic_bsz) {
     return workers::fixed_micro_batches(b.input_ids.size(0), config.micro_batch_size_per_gpu);
   }
-  const std::vector<int64_t> lens = workers::detail::row_token_counts(b.attention_mask);
   const int64_t longest = *std::max_element(lens.begin(), lens.end());
   VERL_CHECK_AS(DataError, longest <= config.max_token_len_per_gpu, "SFT batch: a row of ", longest,
                 " tokens does not fit the micro-batch token budget data.max_token_len_per_gpu=",
@@ -145,11 +145,11 @@ workers::RowGroups micro_batches(const SFTConfig& config, const SFTBatch& b) {
 }
 
 // The batch cut into micro-batches, each packed once; `num_targets` / `num_tokens` add up over them.
-std::vector<MicroBatch> pack_micro_batches(const SFTConfig& config, const SFTBatch& b, int64_t& num_targets,
-                                           int64_t& num_tokens) {
+std::vector<MicroBatch> pack_micro_batches(const SFTConfig& config, const SFTBatch& b, const std::vector<int64_t>& lens,
+                                           int64_t& num_targets, int64_t& num_tokens) {
   std::vector<MicroBatch> out;
   num_targets = num_tokens = 0;
-  for (const auto& rows : micro_batches(config, b)) {
+  for (const auto& rows : micro_batches(config, b, lens)) {
     SFTBatch part = take(b, rows);
     Packed packed = pack(part);
     num_targets += packed.labels.numel();
@@ -175,7 +175,8 @@ std::map<std::string, double> SFTTrainer::train_step(const DataProto& data) {
   const auto start = std::chrono::steady_clock::now();
   SFTBatch b = check_batch(data, *model_);
   int64_t total_targets = 0, total_tokens = 0;
-  const std::vector<MicroBatch> micro = pack_micro_batches(config_, b, total_targets, total_tokens);
+  const std::vector<int64_t> lens = workers::detail::row_token_counts(b.attention_mask);
+  const std::vector<MicroBatch> micro = pack_micro_batches(config_, b, lens, total_targets, total_tokens);
   VERL_CHECK_AS(DataError, total_targets > 0,
                 "SFT batch: no loss_mask token follows another real token of its row; nothing to train on");
 
@@ -195,7 +196,7 @@ std::map<std::string, double> SFTTrainer::train_step(const DataProto& data) {
   const double lr = optimizer_->scheduler_step();
   ++global_step_;
   // verl's train_batch MFU of the step: forward, backward and optimizer over the rows' tokens.
-  const double mfu = workers::detail::worker_mfu(*model_, b.attention_mask, start, /*forward_only=*/false);
+  const double mfu = workers::detail::worker_mfu(*model_, lens, start, /*forward_only=*/false);
   return {{"train/loss", loss.item<double>()},
           {"train/grad_norm", grad_norm},
           {"train/lr", lr},
@@ -208,7 +209,8 @@ SFTLossSum SFTTrainer::loss_sum(const DataProto& data) {
   torch::NoGradGuard no_grad;
   int64_t num_targets = 0, num_tokens = 0;
   torch::Tensor sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(model_->device()));
-  for (const MicroBatch& m : pack_micro_batches(config_, b, num_targets, num_tokens)) {
+  const std::vector<int64_t> lens = workers::detail::row_token_counts(b.attention_mask);
+  for (const MicroBatch& m : pack_micro_batches(config_, b, lens, num_targets, num_tokens)) {
     if (std::optional<torch::Tensor> s = loss_sum_of(*model_, m, config_.use_remove_padding)) {
       sum += s->to(torch::kDouble);
     }

@@ -211,9 +211,9 @@ DataProto ActorWorker::log_prob_pass(const DataProto& data, bool calculate_entro
   VERL_CHECK_AS(DataError, tensors.count("input_ids") && tensors.count("attention_mask"),
                 "compute_log_prob needs 'input_ids' and 'attention_mask'");
 
+  const std::vector<int64_t> seqlens = detail::row_token_counts(tensors["attention_mask"]);  // one host read
   RowGroups groups = config_.log_prob_use_dynamic_bsz
-                         ? dynamic_micro_batches(detail::row_token_counts(tensors["attention_mask"]),
-                                                 config_.log_prob_max_token_len_per_gpu)
+                         ? dynamic_micro_batches(seqlens, config_.log_prob_max_token_len_per_gpu)
                          : fixed_micro_batches(bs, *config_.log_prob_micro_batch_size_per_gpu);
   const auto start = std::chrono::steady_clock::now();
   std::vector<torch::Tensor> log_probs, entropys;
@@ -241,7 +241,7 @@ DataProto ActorWorker::log_prob_pass(const DataProto& data, bool calculate_entro
   if (ent.defined()) result.set_tensor("entropys", ent.to(out_device));
   result.meta_info()["temperature"] = temperature;
   // verl's infer_batch reports the pass's MFU (forward only: a third of the training FLOPs).
-  result.meta_info()["metrics"] = Json{{"mfu", detail::worker_mfu(*model_, tensors["attention_mask"], start, /*forward_only=*/true)}};
+  result.meta_info()["metrics"] = Json{{"mfu", detail::worker_mfu(*model_, seqlens, start, /*forward_only=*/true)}};
   return result;
 }
 
@@ -279,9 +279,11 @@ Metrics ActorWorker::update_policy(const DataProto& data) {
   using Agg = detail::MetricsCollector::Agg;
   RowGroups mini_batches =
       mini_batch_rows(bs, mini_rows, config_.ppo_epochs, config_.data_loader_seed, config_.shuffle);
+  const std::vector<int64_t> seqlens = detail::row_token_counts(tensors["attention_mask"]);  // one host read
   for (size_t step = 0; step < mini_batches.size(); ++step) {
     const auto mini_batch_start = std::chrono::steady_clock::now();
     detail::TensorMap mb = detail::take_rows(tensors, mini_batches[step], device);
+    const std::vector<int64_t> mb_seqlens = detail::select_rows(seqlens, mini_batches[step]);
     // verl normalises every micro-batch's loss by the whole mini-batch (forward_backward_batch's
     // batch_num_tokens, the trainer's global_batch_size), so the accumulated gradient is that of
     // the mini-batch however it is cut.
@@ -293,8 +295,7 @@ Metrics ActorWorker::update_policy(const DataProto& data) {
     const algo::GlobalBatchInfo& info = loss_config.global_batch_info;
 
     RowGroups micro = config_.use_dynamic_bsz
-                          ? dynamic_micro_batches(detail::row_token_counts(mb["attention_mask"]),
-                                                  config_.ppo_max_token_len_per_gpu)
+                          ? dynamic_micro_batches(mb_seqlens, config_.ppo_max_token_len_per_gpu)
                           : fixed_micro_batches(mini_rows, *config_.ppo_micro_batch_size_per_gpu);
     optimizer_->zero_grad();
     double mini_batch_loss = 0.0;
@@ -327,7 +328,7 @@ Metrics ActorWorker::update_policy(const DataProto& data) {
     }
     const double grad_norm = optimizer_->step();
     // verl's train_batch MFU: this mini-batch's FLOPs over its forward/backward/optimizer time.
-    metrics.add_plain("actor/mfu", detail::worker_mfu(*model_, mb["attention_mask"], mini_batch_start, /*forward_only=*/false));
+    metrics.add_plain("actor/mfu", detail::worker_mfu(*model_, mb_seqlens, mini_batch_start, /*forward_only=*/false));
     metrics.add_plain("actor/loss", mini_batch_loss);
     metrics.add_plain("actor/grad_norm", grad_norm);
     if (step + 1 == mini_batches.size()) metrics.add_plain("actor/lr", optimizer_->scheduler_step());

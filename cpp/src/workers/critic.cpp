@@ -153,13 +153,14 @@ std::map<std::string, double> CriticWorker::update_critic(const DataProto& data)
   using Agg = detail::MetricsCollector::Agg;
   RowGroups mini_batches =
       mini_batch_rows(bs, mini_rows, config_.ppo_epochs, config_.data_loader_seed, config_.shuffle);
+  const std::vector<int64_t> seqlens = detail::row_token_counts(tensors["attention_mask"]);  // one host read
   for (size_t step = 0; step < mini_batches.size(); ++step) {
     const auto mini_batch_start = std::chrono::steady_clock::now();
     detail::TensorMap mb = detail::take_rows(tensors, mini_batches[step], device);
+    const std::vector<int64_t> mb_seqlens = detail::select_rows(seqlens, mini_batches[step]);
     const double batch_num_tokens = mb["response_mask"].to(torch::kBool).sum().item<double>();
     RowGroups micro = config_.use_dynamic_bsz
-                          ? dynamic_micro_batches(detail::row_token_counts(mb["attention_mask"]),
-                                                  config_.ppo_max_token_len_per_gpu)
+                          ? dynamic_micro_batches(mb_seqlens, config_.ppo_max_token_len_per_gpu)
                           : fixed_micro_batches(mini_rows, *config_.ppo_micro_batch_size_per_gpu);
     optimizer_->zero_grad();
     double mini_batch_loss = 0.0;
@@ -180,7 +181,7 @@ std::map<std::string, double> CriticWorker::update_critic(const DataProto& data)
     }
     const double grad_norm = optimizer_->step();
     // verl's train_batch MFU: this mini-batch's FLOPs over its forward/backward/optimizer time.
-    metrics.add_plain("critic/mfu", detail::worker_mfu(*model_, mb["attention_mask"], mini_batch_start, /*forward_only=*/false));
+    metrics.add_plain("critic/mfu", detail::worker_mfu(*model_, mb_seqlens, mini_batch_start, /*forward_only=*/false));
     metrics.add_plain("critic/loss", mini_batch_loss);
     metrics.add_plain("critic/grad_norm", grad_norm);
     if (step + 1 == mini_batches.size()) metrics.add_plain("critic/lr", optimizer_->scheduler_step());

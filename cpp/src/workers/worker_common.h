@@ -92,15 +92,23 @@ inline std::vector<int64_t> row_token_counts(const torch::Tensor& attention_mask
   return std::vector<int64_t>(counts.data_ptr<int64_t>(), counts.data_ptr<int64_t>() + counts.numel());
 }
 
+// The entries `rows` of `values` (a mini-batch's share of per-row counts read once for the whole batch).
+inline std::vector<int64_t> select_rows(const std::vector<int64_t>& values, const std::vector<int64_t>& rows) {
+  std::vector<int64_t> out;
+  out.reserve(rows.size());
+  for (int64_t r : rows) out.push_back(values[static_cast<size_t>(r)]);
+  return out;
+}
+
 // verl's per-call MFU of a worker's model (TrainingWorker._postprocess_output, one rank): the FLOPs of
-// the rows of `attention_mask` (bs, seq_len) over the time since `start`, against the device's measured
-// peak in the model's dtype; forward_only for log-prob / value passes. Waits for the model's device
-// first, so queued kernels count.
-inline double worker_mfu(const model::CausalLM& model, const torch::Tensor& attention_mask,
+// rows of `seqlens` valid tokens (row_token_counts) over the time since `start`, against the device's
+// measured peak in the model's dtype; forward_only for log-prob / value passes. Waits for the model's
+// device first, so queued kernels count.
+inline double worker_mfu(const model::CausalLM& model, const std::vector<int64_t>& seqlens,
                          std::chrono::steady_clock::time_point start, bool forward_only) {
   trainer::synchronize_device(model.device());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double flops = trainer::FlopsCounter(model.config()).estimate_flops(row_token_counts(attention_mask));
+  const double flops = trainer::FlopsCounter(model.config()).estimate_flops(seqlens);
   return trainer::model_flops_utilization(flops, seconds, trainer::device_peak_flops(model.device(), model.dtype()),
                                           /*world_size=*/1, forward_only);
 }
