@@ -44,21 +44,11 @@ class RewardModelSettings:
 
 
 def _get(config: Any, key: str) -> Any:
-    if config is None:
-        return None
-    if isinstance(config, Mapping):
-        if key in config:  # a flat mapping of dotted keys
-            return config[key]
-        node: Any = config
-        for part in key.split("."):
-            if not isinstance(node, Mapping) or part not in node:
-                return None
-            node = node[part]
-        return node
-    try:
-        return config.get(key)
-    except (KeyError, ValueError, AttributeError):
-        return None
+    if isinstance(config, Mapping) and key in config:  # a flat mapping of dotted keys
+        return config[key]
+    from verl.trainer.ppo.reward import _select  # here: reward.py imports verl.workers (its reward managers)
+
+    return _select(config, key)
 
 
 def _positive_int(config: Any, key: str, fallback_key: str, fallback: int) -> int:
