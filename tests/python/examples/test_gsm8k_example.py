@@ -16,6 +16,7 @@ import pytest
 
 import verl
 from verl.config import load_config
+from verl.utils.tracking import read_metrics
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 GSM8K_DIR = os.path.join(ROOT, "examples", "gsm8k")
@@ -224,7 +225,7 @@ def test_recipe_trains_on_a_tiny_model(tmp_path, gsm8k_data):
                             capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert result.returncode == 0, result.stderr[-4000:]
 
-    records = {r["step"]: r["data"] for r in read_jsonl(metrics_path)}  # the tracker's {"step", "data"} lines
+    records = dict(read_metrics(metrics_path))
     assert sorted(records) == [0, 1, 2]
     for data in records.values():
         for key, value in data.items():

@@ -17,6 +17,7 @@ import torch
 import verl
 from verl import SFTTrainer
 from verl.utils.dataset import RLHFDataset, SFTDataset, collate_sft
+from verl.utils.tracking import read_metrics
 
 from trainer_helpers import TOKENIZER_DIR, toy_overrides
 
@@ -41,11 +42,6 @@ def arith_rows(n: int, offset: int = 0) -> list[dict]:
         a, b = (7 * i + 3 + offset) % 50, (11 * i + 5 + offset) % 50
         rows.append({"prompt": [{"role": "user", "content": f"Compute {a}+{b}."}], "response": str(a + b)})
     return rows
-
-
-def read_jsonl(path) -> list[dict]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
 
 
 def sft_config(model_dir, out_dir, train_file, steps=None, extra=None) -> dict:
@@ -200,7 +196,7 @@ def test_loss_falls_on_a_memorisable_set(tiny_model_dir, tmp_path, monkeypatch):
         "optim.lr_scheduler_type": "constant", "optim.lr_warmup_steps_ratio": 0.0})
     trainer = SFTTrainer(config, val_dataset=path)
     trainer.fit()
-    records = [r["data"] for r in read_jsonl(tmp_path / "proj" / "sft.jsonl")]
+    records = [data for _, data in read_metrics(tmp_path / "proj" / "sft.jsonl")]
     losses = [r["train/loss"] for r in records]
     assert len(losses) == 30
     assert losses[0] == pytest.approx(float(torch.log(torch.tensor(304.0))), rel=0.05)  # starts near uniform
@@ -222,8 +218,8 @@ def test_cli_end_to_end_into_a_ppo_ready_checkpoint(tiny_model_dir, toy_data, tm
                             cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stderr
     assert "loss" in result.stdout
-    records = read_jsonl(tmp_path / "proj" / "cli.jsonl")
-    assert [r["step"] for r in records] == [1, 2] and all("val/loss" in r["data"] for r in records)
+    records = read_metrics(tmp_path / "proj" / "cli.jsonl")
+    assert [step for step, _ in records] == [1, 2] and all("val/loss" in data for _, data in records)
     actor = tmp_path / "ckpt" / "global_step_2" / "actor"
     assert (tmp_path / "ckpt" / "latest_checkpointed_iteration.txt").read_text() == "2"
     for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "optim.pt"):
@@ -274,7 +270,7 @@ def test_resume_continues_exactly(tiny_model_dir, tmp_path, monkeypatch):
     assert resumed.hf_model_path == str(tmp_path / "b" / "ckpt" / "global_step_4" / "actor")
 
     def records(name):
-        return {r["step"]: r["data"] for r in read_jsonl(tmp_path / "proj" / f"{name}.jsonl")}
+        return dict(read_metrics(tmp_path / "proj" / f"{name}.jsonl"))
 
     a, b = records("a"), records("b")
     assert sorted(a) == sorted(b) == [1, 2, 3, 4]
