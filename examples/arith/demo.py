@@ -35,6 +35,7 @@ import arith_task  # noqa: E402
 TOKENIZER_DIR = os.path.join(HERE, "tokenizer")
 VAL_KEY = "val-core/arith/acc/mean@1"  # verl's validation: greedy (val_kwargs), one answer per problem
 SAMPLED = 4  # the report's sampled accuracy: answers per problem at temperature 1
+N_TRAIN, N_TEST, MAX_OPERAND = 4000, 400, 49  # the task's size: problems per split, operands 0..MAX_OPERAND
 
 
 def model_config(tokenizer) -> dict:
@@ -89,7 +90,7 @@ def grpo(args, data: dict, model_dir: str, out_dir: str):
             f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={args.prompts_per_step * 8}",
             "actor_rollout_ref.model.enable_gradient_checkpointing=false",
             "actor_rollout_ref.actor.use_kl_loss=false", "actor_rollout_ref.actor.entropy_coeff=0",
-            "actor_rollout_ref.rollout.max_num_seqs=512", "data.val_batch_size=400",
+            "actor_rollout_ref.rollout.max_num_seqs=512", f"data.val_batch_size={N_TEST}",
             "trainer.total_epochs=1000", f"trainer.total_training_steps={args.rl_steps}",
             f"trainer.test_freq={args.test_freq}", "trainer.val_before_train=true", "trainer.save_freq=-1",
             "trainer.resume_mode=disable", f"trainer.default_local_dir={out_dir}",
@@ -151,11 +152,10 @@ def _run(argv: list[str] | None) -> int:
     os.makedirs(work)
     os.environ.setdefault("VERL_FILE_LOGGER_ROOT", os.path.join(work, "logs"))
 
-    print(f"== 1/4 task: arithmetic, operands 0..49 -> {work}/data")
-    data = arith_task.write_dataset(os.path.join(work, "data"), n_train=4000, n_test=400, seed=args.seed,
-                                    max_operand=49, teacher_period_rate=args.teacher_period_rate,
+    print(f"== 1/4 task: arithmetic, operands 0..{MAX_OPERAND} -> {work}/data")
+    data = arith_task.write_dataset(os.path.join(work, "data"), n_train=N_TRAIN, n_test=N_TEST, seed=args.seed,
+                                    max_operand=MAX_OPERAND, teacher_period_rate=args.teacher_period_rate,
                                     sft_copies=args.sft_copies)
-    _, test = arith_task.generate_splits(4000, 400, args.seed, 49)
 
     tokenizer = verl.load_tokenizer(TOKENIZER_DIR)
     init_dir = os.path.join(work, "init")
@@ -180,16 +180,18 @@ def _run(argv: list[str] | None) -> int:
     print("== 4/4 report")
     from verl.rollout import LLM
 
-    truth = [str(arith_task.answer(*p)) for p in test]
-    prompts = [tokenizer.apply_chat_template([{"role": "user", "content": arith_task.problem_text(*p)}],
-                                             add_generation_prompt=True) for p in test]
+    from verl.utils.dataset.rl_dataset import read_rows
+
+    test = [row for row, _ in read_rows(data["test"])]  # the held-out rows validation scored, as written
+    truth = [row["reward_model"]["ground_truth"] for row in test]
+    prompts = [tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True) for row in test]
     llm_sft = LLM(sft_model, tokenizer, eos_token_id=tokenizer.eos_token_id)
     llm_rl = LLM(trainer.model, tokenizer, eos_token_id=tokenizer.eos_token_id)  # the trained weights, in memory
     greedy_sft, greedy_rl = answers(llm_sft, prompts), answers(llm_rl, prompts)
     sampled_sft = accuracy(answers(llm_sft, prompts, SAMPLED, 1.0, args.seed), truth)
     sampled_rl = accuracy(answers(llm_rl, prompts, SAMPLED, 1.0, args.seed), truth)
     for i in [i for i, (a, b) in enumerate(zip(greedy_sft, greedy_rl)) if a != b][:5]:
-        print(f"   {arith_task.problem_text(*test[i]):<16} truth {truth[i]:>4}   after SFT {greedy_sft[i][0]:>5}   "
+        print(f"   {test[i]['prompt'][0]['content']:<16} truth {truth[i]:>4}   after SFT {greedy_sft[i][0]:>5}   "
               f"after GRPO {greedy_rl[i][0]:>5}")
     print(f"   held-out accuracy ({len(test)} problems)   after SFT   after GRPO")
     print(f"     greedy                        {before:9.1%}   {after:10.1%}   ({(after - before) * 100:+.1f} points)")
