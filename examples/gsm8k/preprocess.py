@@ -34,6 +34,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from verl.errors import DataError
+from verl.utils.dataset.rl_dataset import read_rows
 
 DATA_SOURCE = "openai/gsm8k"
 ABILITY = "math"
@@ -71,17 +72,6 @@ def make_example(question: str, answer: str, split: str, index: int, origin: str
     }
 
 
-def _read_jsonl(path: str) -> Iterator[tuple[Any, str]]:
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield json.loads(line), f"{path}:{lineno}"
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{lineno}: invalid JSON: {e.msg} (column {e.colno})") from e
-
-
 def _read_parquet(path: str) -> Iterator[tuple[Any, str]]:
     try:
         import pyarrow.parquet as pq
@@ -100,13 +90,14 @@ def _read_parquet(path: str) -> Iterator[tuple[Any, str]]:
 
 
 def read_raw_rows(path: str) -> Iterator[tuple[Any, str]]:
-    """(row, origin) pairs of a GSM8K ``.parquet`` or ``.jsonl`` file; origin is ``file:line`` / ``file: row N``."""
+    """(row, origin) pairs of a GSM8K ``.parquet`` or ``.jsonl`` file; origin is ``file:line`` / ``file: row N``
+    (JSON through verl's RL-dataset reader, so both name a bad line alike)."""
     if not os.path.isfile(path):
         raise DataError(f"GSM8K file not found: {path}")
     if path.endswith(".parquet"):
         return _read_parquet(path)
     if path.endswith((".jsonl", ".json")):
-        return _read_jsonl(path)
+        return ((row, f"{path}:{line}") for row, line in read_rows(path))
     raise DataError(f"{path}: unsupported file type (expected .parquet or .jsonl with 'question' / 'answer')")
 
 
