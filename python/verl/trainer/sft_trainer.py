@@ -149,8 +149,7 @@ class SFTTrainer:
                              getattr(self.tokenizer, "name_or_path", None))
 
     def _load_tokenizer(self) -> Any:
-        self.tokenizer = None
-        path = self._tokenizer_dir()
+        path = tokenizer_dir(self.config.get("model.tokenizer_path"), self.config.get("model.path"))
         if path is None:
             return None
         from ..tokenizer import load_tokenizer

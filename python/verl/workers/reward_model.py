@@ -27,6 +27,7 @@ import torch
 
 from verl.errors import ConfigError, DataError
 from verl.protocol import DataProto
+from verl.trainer.checkpointing import tokenizer_dir
 
 __all__ = ["RewardModelWorker", "RewardModelSettings", "reward_model_settings"]
 
@@ -93,7 +94,7 @@ def reward_model_settings(config: Any) -> RewardModelSettings:
 def _load_tokenizer(path: str, key: str) -> Any:
     from verl.tokenizer import load_tokenizer
 
-    if not os.path.exists(os.path.join(path, "tokenizer.json")):
+    if tokenizer_dir(path) is None:
         raise ConfigError(f"{key}: no tokenizer.json in {path}")
     return load_tokenizer(path)
 
