@@ -1,8 +1,9 @@
-// CPU paged attention: one work item per (row, kv head, query token); keys and values are read
-// in place from their blocks, so a decode step touches each cached token once instead of
-// gathering the whole context into a new tensor first. float32 runs an AVX2/FMA kernel where
-// the CPU has one (chosen at run time: the library itself is built for baseline x86-64); every
-// other dtype and CPU runs the portable loop below, which is also the kernel's test reference.
+// CPU paged attention: keys and values are read in place from their blocks, so a decode step
+// touches each cached token once instead of gathering the whole context into a new tensor first.
+// float32 with head_dim a multiple of 8 runs an AVX2/FMA kernel where the CPU has one (chosen at
+// run time: the library itself is built for baseline x86-64); every other case runs the portable
+// loop below, one work item per (row, kv head, query token), which is also the kernel's test
+// reference.
 #include "verl/rollout/paged_attention.h"
 
 #include <ATen/Dispatch.h>
@@ -106,43 +107,69 @@ void paged_items_generic(const PagedArgs<scalar_t>& a, int64_t begin, int64_t en
 }
 
 #ifdef VERL_HAVE_AVX2_KERNELS
-// The float32 kernel with 256-bit FMA (simd_avx2.h). Scores of up to 8 keys of a block are
-// computed together (8 accumulators, one horizontal reduction for all 8), the softmax runs 8 lanes
-// at a time, and the weighted sum of values adds each value row with FMAs.
+// The float32 kernel with 256-bit FMA (simd_avx2.h), for head_dim a multiple of 8. One work item is
+// one query token of one row with all its heads, so each block of the row is read as one
+// contiguous run (block_size x kv_heads x head_dim floats) rather than once per kv head in strided
+// halves. Decode is bound by reading the scattered blocks: a core keeps few demand misses in flight,
+// so blocks are prefetched into L2 (which tracks many more) kPrefetchBlocks ahead, across the key
+// pass, the value pass and the next item. Scores of 8 keys come from 8 accumulators and one
+// horizontal reduction, the softmax runs 8 lanes at a time, and the value sum keeps its
+// accumulators in registers.
 using simd::exp_ps;
 using simd::hmax_ps;
 using simd::hsum8_ps;
 using simd::hsum_ps;
 
-__attribute__((target("avx2,fma"))) inline float dot_avx2(const float* a, const float* b, int64_t d) {
-  __m256 s0 = _mm256_setzero_ps();
-  int64_t c = 0;
-  for (; c + 8 <= d; c += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c), s0);
-  float s = hsum_ps(s0);
-  for (; c < d; ++c) s += a[c] * b[c];
-  return s;
+constexpr int64_t kPrefetchBlocks = 2;
+
+// Asks L2 for `floats` contiguous floats: a block (or its first rows) before it is read.
+__attribute__((target("avx2,fma"))) inline void prefetch_span(const float* p, int64_t floats) {
+  const char* c = reinterpret_cast<const char*>(p);
+  for (int64_t o = 0; o < floats * static_cast<int64_t>(sizeof(float)); o += 64) _mm_prefetch(c + o, _MM_HINT_T2);
 }
 
-// acc[0, d) += w * x[0, d)
-__attribute__((target("avx2,fma"))) inline void axpy_avx2(float* acc, float w, const float* x, int64_t d) {
-  const __m256 wv = _mm256_set1_ps(w);
-  int64_t c = 0;
-  for (; c + 8 <= d; c += 8) _mm256_storeu_ps(acc + c, _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + c), _mm256_loadu_ps(acc + c)));
-  for (; c < d; ++c) acc[c] += w * x[c];
+// Block b of a context of `len` keys: its first min(block_size, len - b * block_size) token rows.
+// (A plain function, not a lambda: GCC drops the prefetches of a target-attributed function
+// inlined into a lambda, which carries no target attribute.)
+__attribute__((target("avx2,fma"))) inline void prefetch_block(const PagedArgs<float>& a, const float* pool,
+                                                               const int64_t* table, int64_t len, int64_t b) {
+  const int64_t rows = len - b * a.block_size < a.block_size ? len - b * a.block_size : a.block_size;
+  prefetch_span(pool + table[b] * a.block_size * a.token_stride(), rows * a.token_stride());
 }
 
-// out[0, n) = q . rows[o * stride] for n keys (n <= 8), d a multiple of 8.
-__attribute__((target("avx2,fma"))) inline void dot8_avx2(const float* q, const float* rows, int64_t stride, int64_t n,
-                                                          int64_t d, float* out) {
+// out[0, N) = q . rows[o * stride] for N keys (N <= 8), d a multiple of 8. N is a template
+// argument so the eight accumulators stay in registers (a run-time count kept them on the stack).
+template <int N>
+__attribute__((target("avx2,fma"))) inline void dot8_avx2(const float* q, const float* rows, int64_t stride, int64_t d,
+                                                          float* out) {
   __m256 acc[8];
   for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_ps();
   for (int64_t c = 0; c < d; c += 8) {
     const __m256 qv = _mm256_loadu_ps(q + c);
-    for (int64_t k = 0; k < n; ++k) acc[k] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(rows + k * stride + c), acc[k]);
+    for (int k = 0; k < N; ++k) acc[k] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(rows + k * stride + c), acc[k]);
   }
-  alignas(32) float sums[8];
-  _mm256_store_ps(sums, hsum8_ps(acc));
-  for (int64_t k = 0; k < n; ++k) out[k] = sums[k];
+  if constexpr (N == 8) {
+    _mm256_storeu_ps(out, hsum8_ps(acc));
+  } else {
+    alignas(32) float sums[8];
+    _mm256_store_ps(sums, hsum8_ps(acc));
+    for (int k = 0; k < N; ++k) out[k] = sums[k];
+  }
+}
+
+// Scores of n <= 8 keys: the full case, or a block's tail through one switch.
+__attribute__((target("avx2,fma"))) inline void dot_keys_avx2(const float* q, const float* rows, int64_t stride,
+                                                              int64_t n, int64_t d, float* out) {
+  switch (n) {
+    case 8: return dot8_avx2<8>(q, rows, stride, d, out);
+    case 7: return dot8_avx2<7>(q, rows, stride, d, out);
+    case 6: return dot8_avx2<6>(q, rows, stride, d, out);
+    case 5: return dot8_avx2<5>(q, rows, stride, d, out);
+    case 4: return dot8_avx2<4>(q, rows, stride, d, out);
+    case 3: return dot8_avx2<3>(q, rows, stride, d, out);
+    case 2: return dot8_avx2<2>(q, rows, stride, d, out);
+    default: return dot8_avx2<1>(q, rows, stride, d, out);
+  }
 }
 
 // In place: s[0, n) = softmax(s[0, n)).
@@ -174,117 +201,123 @@ __attribute__((target("avx2,fma"))) inline void softmax_avx2(float* s, int64_t n
   for (; j < n; ++j) s[j] *= 1.0f / sum;
 }
 
-// Asks for the n rows (d floats, `stride` apart) of a block before they are used: blocks are
-// scattered through the pool, so each is a cold miss (and a new page) the hardware prefetcher
-// cannot foresee.
-__attribute__((target("avx2,fma"))) inline void prefetch_rows(const float* rows, int64_t n, int64_t stride, int64_t d) {
-  for (int64_t o = 0; o < n; ++o)
-    for (int64_t c = 0; c < d; c += 16) _mm_prefetch(reinterpret_cast<const char*>(rows + o * stride + c), _MM_HINT_T0);
+// acc[0, 8 * LANES) += sum_o w[o] * rows[o * stride][0, 8 * LANES) over n rows. LANES is a template
+// argument so the accumulators stay in registers; even and odd rows go to two accumulator sets so
+// consecutive FMAs do not wait on each other's latency.
+template <int LANES>
+__attribute__((target("avx2,fma"))) inline void add_weighted_rows_avx2(const float* rows, int64_t stride, int64_t n,
+                                                                       const float* w, float* acc) {
+  __m256 r0[LANES], r1[LANES];
+  for (int l = 0; l < LANES; ++l) {
+    r0[l] = _mm256_loadu_ps(acc + 8 * l);
+    r1[l] = _mm256_setzero_ps();
+  }
+  int64_t o = 0;
+  for (; o + 2 <= n; o += 2) {
+    const __m256 w0 = _mm256_set1_ps(w[o]), w1 = _mm256_set1_ps(w[o + 1]);
+    const float* v0 = rows + o * stride;
+    const float* v1 = v0 + stride;
+    for (int l = 0; l < LANES; ++l) {
+      r0[l] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(v0 + 8 * l), r0[l]);
+      r1[l] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(v1 + 8 * l), r1[l]);
+    }
+  }
+  if (o < n) {
+    const __m256 w0 = _mm256_set1_ps(w[o]);
+    for (int l = 0; l < LANES; ++l) r0[l] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(rows + o * stride + 8 * l), r0[l]);
+  }
+  for (int l = 0; l < LANES; ++l) _mm256_storeu_ps(acc + 8 * l, _mm256_add_ps(r0[l], r1[l]));
 }
 
-// Work items [begin, end) (see paged_items_generic). `qv` holds group * d floats, `acc` too,
-// `scores` group * max_blocks * block_size: the caller's per-thread buffers.
-__attribute__((target("avx2,fma"))) void paged_items_avx2(const PagedArgs<float>& a, int64_t begin, int64_t end,
-                                                          float* qv, float* acc, float* scores) {
-  const int64_t d = a.d, group = a.group, bsz = a.block_size, token_stride = a.token_stride();
+// acc[0, d) += the weighted sum of n value rows, 32 lanes of head_dim at a time.
+__attribute__((target("avx2,fma"))) inline void add_weighted_values_avx2(const float* rows, int64_t stride, int64_t n,
+                                                                         const float* w, int64_t d, float* acc) {
+  for (int64_t c0 = 0; c0 < d; c0 += 32) {
+    switch (d - c0 < 32 ? (d - c0) / 8 : 4) {
+      case 4: add_weighted_rows_avx2<4>(rows + c0, stride, n, w, acc + c0); break;
+      case 3: add_weighted_rows_avx2<3>(rows + c0, stride, n, w, acc + c0); break;
+      case 2: add_weighted_rows_avx2<2>(rows + c0, stride, n, w, acc + c0); break;
+      default: add_weighted_rows_avx2<1>(rows + c0, stride, n, w, acc + c0); break;
+    }
+  }
+}
+
+// Work items [begin, end): item = row * q_len + query token, every head. `qv` and `acc` hold
+// heads * d floats, `scores` heads * max_blocks * block_size: the caller's per-thread buffers.
+__attribute__((target("avx2,fma"))) void paged_rows_avx2(const PagedArgs<float>& a, int64_t begin, int64_t end,
+                                                         float* qv, float* acc, float* scores) {
+  const int64_t d = a.d, heads = a.heads, group = a.group, bsz = a.block_size, token_stride = a.token_stride();
+  const int64_t max_len = a.max_blocks * bsz;
   const float scale = static_cast<float>(a.scale);
-  const bool batched = d % 8 == 0;
+  auto context = [&](int64_t item) { return std::min(a.positions[item] + 1, max_len); };
+  auto table_of = [&](int64_t item) { return a.tables + (item / a.q_len) * a.max_blocks; };
   for (int64_t item = begin; item < end; ++item) {
-    const int64_t t = item % a.q_len, kvh = (item / a.q_len) % a.kv_heads, i = item / (a.q_len * a.kv_heads);
-    int64_t len = a.positions[i * a.q_len + t] + 1;
-    if (len > a.max_blocks * bsz) len = a.max_blocks * bsz;
-    for (int64_t g = 0; g < group; ++g) {
-      const float* qrow = a.q + i * a.qs0 + (kvh * group + g) * a.qs1 + t * a.qs2;
-      for (int64_t c = 0; c < d; ++c) qv[g * d + c] = qrow[c * a.qs3] * scale;
+    const int64_t t = item % a.q_len, i = item / a.q_len;
+    const int64_t len = context(item), nb = (len + bsz - 1) / bsz;
+    const int64_t* table = table_of(item);
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* qrow = a.q + i * a.qs0 + h * a.qs1 + t * a.qs2;
+      for (int64_t c = 0; c < d; ++c) qv[h * d + c] = qrow[c * a.qs3] * scale;
     }
-    const int64_t* table = a.tables + i * a.max_blocks;
-    // Scores block by block: slot j lives at table[j / bsz] * bsz + j % bsz.
-    for (int64_t j0 = 0; j0 < len; j0 += bsz) {
-      const float* kb = a.k + table[j0 / bsz] * bsz * token_stride + kvh * d;
-      const int64_t n = len - j0 < bsz ? len - j0 : bsz;
-      if (j0 + bsz < len) {
-        const int64_t next = len - j0 - bsz < bsz ? len - j0 - bsz : bsz;
-        prefetch_rows(a.k + table[j0 / bsz + 1] * bsz * token_stride + kvh * d, next, token_stride, d);
-      } else {
-        prefetch_rows(a.v + table[0] * bsz * token_stride + kvh * d, len < bsz ? len : bsz, token_stride, d);
-      }
-      for (int64_t g = 0; g < group; ++g) {
-        float* sg = scores + g * len + j0;
-        if (batched) {
-          for (int64_t o = 0; o < n; o += 8)
-            dot8_avx2(qv + g * d, kb + o * token_stride, token_stride, n - o < 8 ? n - o : 8, d, sg + o);
-        } else {
-          for (int64_t o = 0; o < n; ++o) sg[o] = dot_avx2(qv + g * d, kb + o * token_stride, d);
-        }
+    if (item == begin)
+      for (int64_t b = 0; b < std::min(kPrefetchBlocks, nb); ++b) prefetch_block(a, a.k, table, len, b);
+    // Keys: scores[h * len + j]; ahead, the rest of the keys, then the first values.
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t ahead = b + kPrefetchBlocks;
+      if (ahead < nb)
+        prefetch_block(a, a.k, table, len, ahead);
+      else if (ahead - nb < nb)
+        prefetch_block(a, a.v, table, len, ahead - nb);
+      const float* kb = a.k + table[b] * bsz * token_stride;
+      const int64_t n = std::min(bsz, len - b * bsz);
+      for (int64_t h = 0; h < heads; ++h) {
+        const float* kh = kb + (h / group) * d;
+        float* sh = scores + h * len + b * bsz;
+        for (int64_t o = 0; o < n; o += 8)
+          dot_keys_avx2(qv + h * d, kh + o * token_stride, token_stride, std::min<int64_t>(8, n - o), d, sh + o);
       }
     }
-    for (int64_t g = 0; g < group; ++g) softmax_avx2(scores + g * len, len);
-    if (batched) {
-      // Weighted sum of values in registers: per query head, 32 lanes of head_dim at a time over
-      // every key (the first tile streams the blocks in, later tiles re-read them from cache).
-      for (int64_t g = 0; g < group; ++g) {
-        float* orow = a.out + ((i * a.q_len + t) * a.heads + kvh * group + g) * d;
-        const float* sg = scores + g * len;
-        for (int64_t c0 = 0; c0 < d; c0 += 32) {
-          const int64_t lanes = d - c0 < 32 ? (d - c0) / 8 : 4;
-          __m256 r[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-          const bool first = g == 0 && c0 == 0;
-          for (int64_t j0 = 0; j0 < len; j0 += bsz) {
-            const float* vb = a.v + table[j0 / bsz] * bsz * token_stride + kvh * d + c0;
-            const int64_t n = len - j0 < bsz ? len - j0 : bsz;
-            if (first && j0 + bsz < len) {
-              const int64_t next = len - j0 - bsz < bsz ? len - j0 - bsz : bsz;
-              prefetch_rows(a.v + table[j0 / bsz + 1] * bsz * token_stride + kvh * d, next, token_stride, d);
-            }
-            for (int64_t o = 0; o < n; ++o) {
-              const __m256 w = _mm256_set1_ps(sg[j0 + o]);
-              const float* vr = vb + o * token_stride;
-              for (int64_t l = 0; l < lanes; ++l) r[l] = _mm256_fmadd_ps(w, _mm256_loadu_ps(vr + 8 * l), r[l]);
-            }
-          }
-          for (int64_t l = 0; l < lanes; ++l) _mm256_storeu_ps(orow + c0 + 8 * l, r[l]);
-        }
-      }
-      continue;
+    for (int64_t h = 0; h < heads; ++h) softmax_avx2(scores + h * len, len);
+    // Values; ahead, the rest of the values, then the next item's first keys.
+    const bool has_next = item + 1 < end;
+    const int64_t next_len = has_next ? context(item + 1) : 0, next_nb = (next_len + bsz - 1) / bsz;
+    std::fill(acc, acc + heads * d, 0.0f);
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t ahead = b + kPrefetchBlocks;
+      if (ahead < nb)
+        prefetch_block(a, a.v, table, len, ahead);
+      else if (ahead - nb < next_nb)
+        prefetch_block(a, a.k, table_of(item + 1), next_len, ahead - nb);
+      const float* vb = a.v + table[b] * bsz * token_stride;
+      const int64_t n = std::min(bsz, len - b * bsz);
+      for (int64_t h = 0; h < heads; ++h)
+        add_weighted_values_avx2(vb + (h / group) * d, token_stride, n, scores + h * len + b * bsz, d, acc + h * d);
     }
-    for (int64_t c = 0; c < group * d; ++c) acc[c] = 0.0f;
-    for (int64_t j0 = 0; j0 < len; j0 += bsz) {
-      const float* vb = a.v + table[j0 / bsz] * bsz * token_stride + kvh * d;
-      const int64_t n = len - j0 < bsz ? len - j0 : bsz;
-      if (j0 + bsz < len) {
-        const int64_t next = len - j0 - bsz < bsz ? len - j0 - bsz : bsz;
-        prefetch_rows(a.v + table[j0 / bsz + 1] * bsz * token_stride + kvh * d, next, token_stride, d);
-      }
-      for (int64_t o = 0; o < n; ++o)
-        for (int64_t g = 0; g < group; ++g) axpy_avx2(acc + g * d, scores[g * len + j0 + o], vb + o * token_stride, d);
-    }
-    for (int64_t g = 0; g < group; ++g) {
-      float* orow = a.out + ((i * a.q_len + t) * a.heads + kvh * group + g) * d;
-      for (int64_t c = 0; c < d; ++c) orow[c] = acc[g * d + c];
-    }
+    for (int64_t h = 0; h < heads; ++h)
+      std::copy(acc + h * d, acc + (h + 1) * d, a.out + ((i * a.q_len + t) * heads + h) * d);
   }
 }
 #endif
 
-// The SIMD kernel where one exists for the dtype and the CPU; false means "run the portable loop".
+// The SIMD kernel where one exists for the dtype, head_dim and CPU; false means "run the portable loop".
 template <typename scalar_t>
 bool run_simd(const PagedArgs<scalar_t>&, int64_t) {
   return false;
 }
 
-bool run_simd(const PagedArgs<float>& a, int64_t items) {
+bool run_simd(const PagedArgs<float>& a, int64_t rows) {
 #ifdef VERL_HAVE_AVX2_KERNELS
-  if (!simd::cpu_has_avx2_fma()) return false;
-  at::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) {
-    float* qv = detail::thread_scratch<float, 0>(static_cast<size_t>(a.group * a.d));
-    float* acc = detail::thread_scratch<float, 1>(static_cast<size_t>(a.group * a.d));
-    float* scores = detail::thread_scratch<float, 2>(static_cast<size_t>(a.group * a.max_blocks * a.block_size));
-    paged_items_avx2(a, begin, end, qv, acc, scores);
+  if (!simd::cpu_has_avx2_fma() || a.d % 8 != 0) return false;
+  at::parallel_for(0, rows, 1, [&](int64_t begin, int64_t end) {
+    float* qv = detail::thread_scratch<float, 0>(static_cast<size_t>(a.heads * a.d));
+    float* acc = detail::thread_scratch<float, 1>(static_cast<size_t>(a.heads * a.d));
+    float* scores = detail::thread_scratch<float, 2>(static_cast<size_t>(a.heads * a.max_blocks * a.block_size));
+    paged_rows_avx2(a, begin, end, qv, acc, scores);
   });
   return true;
 #else
   (void)a;
-  (void)items;
+  (void)rows;
   return false;
 #endif
 }
@@ -319,7 +352,7 @@ torch::Tensor paged_attention_cpu(const torch::Tensor& q_in, const torch::Tensor
                           k_pool.data_ptr<scalar_t>(), v_pool.data_ptr<scalar_t>(), tables.data_ptr<int64_t>(),
                           positions.data_ptr<int64_t>(), out.data_ptr<scalar_t>(), q_len, heads, kv_heads,
                           heads / kv_heads, d, block_size, max_blocks, scale};
-    if (allow_simd && run_simd(a, items)) return;
+    if (allow_simd && run_simd(a, bs * q_len)) return;
     at::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) { paged_items_generic(a, begin, end); });
   });
   return out.permute({0, 2, 1, 3});
