@@ -5,14 +5,7 @@
 #include <ATen/Dispatch.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdint>
-#include <cstring>
-
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
 
 #include "verl/core/error.h"
 #include "verl/rollout/paged_attention.h"
@@ -79,34 +72,6 @@ void BlockManager::release(std::vector<int64_t>& table) {
 
 // ---- PagedKVCache ----------------------------------------------------------------------------
 
-namespace {
-
-// A zero-filled CPU pool. On Linux it is anonymous memory (zero pages committed only when a block
-// is first written, so untouched blocks cost no RSS) advised to use transparent huge pages: decode
-// reads blocks scattered over the whole pool, and with 4 KiB pages nearly every block read is also
-// a TLB miss. Where huge pages are off the advice is a no-op.
-torch::Tensor zeroed_pool_cpu(const std::vector<int64_t>& shape, torch::Dtype dtype) {
-#ifdef __linux__
-  constexpr size_t kHuge = size_t{2} << 20;
-  size_t bytes = c10::elementSize(dtype);
-  for (int64_t s : shape) bytes *= static_cast<size_t>(s);
-  if (bytes >= kHuge) {
-    const size_t mapped = bytes + kHuge;  // room to align the start to a huge page
-    void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    VERL_CHECK(base != MAP_FAILED, "PagedKVCache: cannot map ", bytes, " bytes for the KV cache: ",
-               std::strerror(errno));
-    const uintptr_t aligned = (reinterpret_cast<uintptr_t>(base) + kHuge - 1) & ~(uintptr_t{kHuge} - 1);
-    madvise(reinterpret_cast<void*>(aligned), bytes, MADV_HUGEPAGE);
-    return torch::from_blob(
-        reinterpret_cast<void*>(aligned), shape, [base, mapped](void*) { munmap(base, mapped); },
-        torch::TensorOptions().dtype(dtype));
-  }
-#endif
-  return torch::zeros(shape, torch::TensorOptions().dtype(dtype));
-}
-
-}  // namespace
-
 PagedKVCache::PagedKVCache(const model::ModelConfig& config, int64_t num_blocks, int64_t block_size,
                            torch::Dtype dtype, torch::Device device)
     : num_layers_(config.num_hidden_layers),
@@ -133,16 +98,12 @@ void PagedKVCache::free() {
 void PagedKVCache::allocate() {
   if (allocated()) return;
   const auto opts = torch::TensorOptions().dtype(dtype_).device(device_);
-  const std::vector<int64_t> shape = {num_blocks_, block_size_, kv_heads_, head_dim_};
   for (int64_t i = 0; i < num_layers_; ++i) {
-    if (device_.is_cpu()) {
-      k_.push_back(zeroed_pool_cpu(shape, dtype_));
-      v_.push_back(zeroed_pool_cpu(shape, dtype_));
-    } else {
-      // The gather path reads unwritten slots (under a false mask), so they must be finite: zeros.
-      k_.push_back(torch::zeros(shape, opts));
-      v_.push_back(torch::zeros(shape, opts));
-    }
+    // The gather path reads unwritten slots (under a false mask), so they must be finite: zeros.
+    // The CPU kernel never reads past a row's position: empty, so untouched blocks cost no RSS.
+    const std::vector<int64_t> shape = {num_blocks_, block_size_, kv_heads_, head_dim_};
+    k_.push_back(needs_mask() ? torch::zeros(shape, opts) : torch::empty(shape, opts));
+    v_.push_back(needs_mask() ? torch::zeros(shape, opts) : torch::empty(shape, opts));
   }
 }
 
