@@ -130,6 +130,17 @@ void PagedKVCache::copy_blocks(const std::vector<std::pair<int64_t, int64_t>>& c
   }
 }
 
+void PagedKVCache::set_batch(PagedBatch batch) {
+  if (batch.slot_mapping.device().is_cpu()) {
+    batch.slot_mapping = batch.slot_mapping.to(torch::kLong).contiguous();
+    const int64_t num_slots = num_blocks_ * block_size_;
+    const int64_t* sp = batch.slot_mapping.data_ptr<int64_t>();
+    for (int64_t r = 0; r < batch.slot_mapping.numel(); ++r)
+      VERL_CHECK(sp[r] >= 0 && sp[r] < num_slots, "PagedKVCache: slot ", sp[r], " outside the pool of ", num_slots);
+  }
+  batch_ = std::move(batch);
+}
+
 namespace {
 
 // pool (num_blocks, block_size, kv_heads, d) at flat slot s <- token t of row i of x (bs, kv_heads,
@@ -144,11 +155,7 @@ void write_slots(torch::Tensor& pool, const torch::Tensor& slots, const torch::T
     return;
   }
   const torch::Tensor x = x_in.to(pool.scalar_type());
-  const torch::Tensor idx = slots.to(torch::kLong).contiguous();
-  const int64_t num_slots = pool.size(0) * pool.size(1);
-  const int64_t* sp = idx.data_ptr<int64_t>();
-  for (int64_t r = 0; r < bs * q; ++r)
-    VERL_CHECK(sp[r] >= 0 && sp[r] < num_slots, "PagedKVCache: slot ", sp[r], " outside the pool of ", num_slots);
+  const int64_t* sp = slots.data_ptr<int64_t>();  // int64, contiguous and in range: set_batch checked
   const int64_t s0 = x.stride(0), s1 = x.stride(1), s2 = x.stride(2), s3 = x.stride(3);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, pool.scalar_type(), "PagedKVCache.write", [&] {
     scalar_t* dst = pool.data_ptr<scalar_t>();

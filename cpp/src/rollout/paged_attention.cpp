@@ -116,7 +116,6 @@ void paged_items_generic(const PagedArgs<scalar_t>& a, int64_t begin, int64_t en
 // horizontal reduction, the softmax runs 8 lanes at a time, and the value sum keeps its
 // accumulators in registers.
 using simd::exp_ps;
-using simd::hmax_ps;
 using simd::hsum8_ps;
 using simd::hsum_ps;
 
@@ -174,27 +173,19 @@ __attribute__((target("avx2,fma"))) inline void dot_keys_avx2(const float* q, co
 
 // In place: s[0, n) = softmax(s[0, n)).
 __attribute__((target("avx2,fma"))) inline void softmax_avx2(float* s, int64_t n) {
-  __m256 mv = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) mv = _mm256_max_ps(mv, _mm256_loadu_ps(s + j));
-  float mx = hmax_ps(mv);
-  for (; j < n; ++j) mx = s[j] > mx ? s[j] : mx;
+  const float mx = simd::max_ps(s, n);
   const __m256 mxv = _mm256_set1_ps(mx);
   __m256 sv = _mm256_setzero_ps();
-  for (j = 0; j + 8 <= n; j += 8) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
     const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(s + j), mxv));
     _mm256_storeu_ps(s + j, e);
     sv = _mm256_add_ps(sv, e);
   }
   float sum = hsum_ps(sv);
-  if (j < n) {  // the tail through a padded vector, so every weight comes from the same exp
-    alignas(32) float tail[8];
-    for (int k = 0; k < 8; ++k) tail[k] = j + k < n ? s[j + k] - mx : -std::numeric_limits<float>::infinity();
-    _mm256_store_ps(tail, exp_ps(_mm256_load_ps(tail)));
-    for (int64_t k = 0; j + k < n; ++k) {
-      s[j + k] = tail[k];
-      sum += tail[k];
-    }
+  if (j < n) {
+    simd::exp_shifted_tail_ps(s + j, n - j, mx, s + j);
+    for (int64_t k = j; k < n; ++k) sum += s[k];
   }
   const __m256 inv = _mm256_set1_ps(1.0f / sum);
   for (j = 0; j + 8 <= n; j += 8) _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), inv));

@@ -184,11 +184,7 @@ __attribute__((target("avx2,fma"))) void plain_row_avx2(const PlainRow& row, int
     for (; j < vocab; ++j) xbuf[j] = row.logits[j] / row.temperature;
     x = xbuf;
   }
-  __m256 mv = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  int64_t j = 0;
-  for (; j + 8 <= vocab; j += 8) mv = _mm256_max_ps(mv, _mm256_loadu_ps(x + j));
-  float mx = simd::hmax_ps(mv);
-  for (; j < vocab; ++j) mx = x[j] > mx ? x[j] : mx;
+  const float mx = simd::max_ps(x, vocab);
   int64_t arg = 0;  // first maximum, as argmax
   while (arg < vocab - 1 && !(x[arg] == mx)) ++arg;
   const __m256 mxv = _mm256_set1_ps(mx);
@@ -210,14 +206,9 @@ __attribute__((target("avx2,fma"))) void plain_row_avx2(const PlainRow& row, int
     alignas(32) double lanes[4];
     _mm256_store_pd(lanes, _mm256_add_pd(s0, s1));
     double chunk = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-    if (k < c1) {  // the tail through a padded vector, so every weight comes from the same exp
-      alignas(32) float tail[8];
-      for (int64_t l = 0; l < 8; ++l) tail[l] = k + l < c1 ? x[k + l] - mx : -std::numeric_limits<float>::infinity();
-      _mm256_store_ps(tail, simd::exp_ps(_mm256_load_ps(tail)));
-      for (int64_t l = 0; k + l < c1; ++l) {
-        w[k + l] = tail[l];
-        chunk += tail[l];
-      }
+    if (k < c1) {
+      simd::exp_shifted_tail_ps(x + k, c1 - k, mx, w + k);
+      for (int64_t l = k; l < c1; ++l) chunk += w[l];
     }
     chunk_sums[num_chunks++] = chunk;
     sum += chunk;

@@ -54,6 +54,25 @@ __attribute__((target("avx2,fma"))) inline float hmax_ps(__m256 v) {
   return _mm_cvtss_f32(x);
 }
 
+// Maximum of x[0, n), n >= 1.
+__attribute__((target("avx2,fma"))) inline float max_ps(const float* x, int64_t n) {
+  __m256 mv = _mm256_set1_ps(-__builtin_inff());
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) mv = _mm256_max_ps(mv, _mm256_loadu_ps(x + j));
+  float mx = hmax_ps(mv);
+  for (; j < n; ++j) mx = x[j] > mx ? x[j] : mx;
+  return mx;
+}
+
+// out[0, n) = exp(x[0, n) - shift) for a tail of n < 8 elements, through one padded vector so that
+// every value comes from the same exp_ps as the full vectors before it. out may equal x.
+__attribute__((target("avx2,fma"))) inline void exp_shifted_tail_ps(const float* x, int64_t n, float shift, float* out) {
+  alignas(32) float tail[8];
+  for (int64_t l = 0; l < 8; ++l) tail[l] = l < n ? x[l] - shift : -__builtin_inff();
+  _mm256_store_ps(tail, exp_ps(_mm256_load_ps(tail)));
+  for (int64_t l = 0; l < n; ++l) out[l] = tail[l];
+}
+
 // Lane i of the result = sum of the lanes of v[i] (8 dot products finished at once).
 __attribute__((target("avx2,fma"))) inline __m256 hsum8_ps(const __m256* v) {
   const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));

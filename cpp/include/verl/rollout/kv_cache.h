@@ -75,7 +75,8 @@ class PagedKVCache : public model::AttentionCache {
   void free();      // releases the pools (sleep)
   void allocate();  // (re-)creates zeroed pools (wake up)
 
-  void set_batch(PagedBatch batch) { batch_ = std::move(batch); }
+  // The next forward's tokens; on CPU their slots are checked against the pool here, once per step.
+  void set_batch(PagedBatch batch);
   // Whether attend() needs the mask (false when the CPU kernel runs).
   bool needs_mask() const { return !(fused_cpu_attention_ && device_.is_cpu()); }
   void set_fused_cpu_attention(bool on);  // re-allocates the pools if the choice changes
