@@ -20,7 +20,8 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
 // round after every op).
 torch::Tensor rotary_cpu(const torch::Tensor& x, const torch::Tensor& cos_in, const torch::Tensor& sin_in) {
   const int64_t bs = x.size(0), heads = x.size(1), q = x.size(2), d = x.size(3), half = d / 2;
-  const torch::Tensor cos = cos_in.expand({bs, q, d}).contiguous(), sin = sin_in.expand({bs, q, d}).contiguous();
+  // cos / sin are (bs, q, d) already (apply_rotary checks before it picks this path).
+  const torch::Tensor cos = cos_in.contiguous(), sin = sin_in.contiguous();
   // Same memory layout as x (a transposed view stays transposed), as ATen's elementwise ops do.
   torch::Tensor out = at::empty_like(x, at::MemoryFormat::Preserve);
   const int64_t xs0 = x.stride(0), xs1 = x.stride(1), xs2 = x.stride(2), xs3 = x.stride(3);

@@ -115,10 +115,6 @@ SampleResult sample_tensor(const torch::Tensor& logits_in, const SamplerRows& ro
   return {tokens, logp.gather(1, tokens.unsqueeze(1)).squeeze(1)};
 }
 
-// One untruncated row: x = logits / T (float32; T = 1 rows are the logits themselves, division by
-// 1 being exact), w = exp(x - max x), sum of w in float64, and the first token whose cumulative
-// mass exceeds u * sum (greedy rows: the first maximum). Writes the token and log-prob
-// (x[token] - max) - log(sum). `xbuf` and `w` hold vocab floats.
 // Tokens per float64 partial sum of the SIMD row pass (the inverse-CDF scan skips whole chunks).
 constexpr int64_t kScanChunk = 256;
 
@@ -129,6 +125,11 @@ struct PlainRow {
   double uniform;
 };
 
+// One untruncated row: x = logits / T (float32; T = 1 rows are the logits themselves, division by
+// 1 being exact), w = exp(x - max x), sum of w in float64, and the first token whose cumulative
+// mass exceeds u * sum (greedy rows: the first maximum). Writes the token and log-prob
+// (x[token] - max) - log(sum). `xbuf` and `w` hold vocab floats. finish_row is the shared end:
+// the scan from `start`, whose preceding mass is `mass_before_start`.
 void finish_row(const PlainRow& row, const float* x, const float* w, int64_t vocab, int64_t arg, double sum,
                 int64_t start, double mass_before_start, int64_t* token, float* logprob) {
   int64_t tok = arg;
@@ -188,10 +189,7 @@ __attribute__((target("avx2,fma"))) void plain_row_avx2(const PlainRow& row, int
   int64_t arg = 0;  // first maximum, as argmax
   while (arg < vocab - 1 && !(x[arg] == mx)) ++arg;
   const __m256 mxv = _mm256_set1_ps(mx);
-  double sum = 0.0, before = 0.0;
-  const double target = row.greedy ? 0.0 : row.uniform;  // scaled by the sum once it is known
-  int64_t start = -1;
-  double start_mass = 0.0;
+  double sum = 0.0;
   int64_t num_chunks = 0;
   for (int64_t c0 = 0; c0 < vocab; c0 += kChunk) {
     const int64_t c1 = c0 + kChunk < vocab ? c0 + kChunk : vocab;
@@ -213,10 +211,11 @@ __attribute__((target("avx2,fma"))) void plain_row_avx2(const PlainRow& row, int
     chunk_sums[num_chunks++] = chunk;
     sum += chunk;
   }
+  int64_t start = 0;
+  double before = 0.0;
   if (!row.greedy) {
     // The chunk holding the draw: the last one whose preceding mass is still <= u * sum.
-    const double goal = target * sum;
-    start = 0;
+    const double goal = row.uniform * sum;
     for (int64_t c = 0; c < num_chunks; ++c) {
       if (before + chunk_sums[c] > goal) break;
       before += chunk_sums[c];
@@ -226,9 +225,8 @@ __attribute__((target("avx2,fma"))) void plain_row_avx2(const PlainRow& row, int
       start = (num_chunks - 1) * kChunk;
       before -= chunk_sums[num_chunks - 1];
     }
-    start_mass = before;
   }
-  finish_row(row, x, w, vocab, arg, sum, start < 0 ? 0 : start, start_mass, token, logprob);
+  finish_row(row, x, w, vocab, arg, sum, start, before, token, logprob);
 }
 #endif
 
