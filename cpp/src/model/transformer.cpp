@@ -65,7 +65,6 @@ torch::Tensor rope_inv_freq(const ModelConfig& c) {
 
 namespace {
 
-
 torch::nn::Linear linear(int64_t in, int64_t out, bool bias) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
 }
