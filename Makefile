@@ -77,7 +77,6 @@ TRL_VENV ?= $(HOME)/.cache/verl-cpp/trl-venv
 GRPO_STEP_BENCH_ARGS ?=
 bench-grpo-step: build
 	VENV=$(VENV) TRL_VENV=$(TRL_VENV) bash benchmarks/grpo_step/setup_trl_venv.sh
-	mkdir -p build/bench
 	$(PY) benchmarks/grpo_step/bench_grpo_step.py --trl-python $(TRL_VENV)/bin/python \
 	  --results-md benchmarks/grpo_step/RESULTS.md --results-json build/bench/grpo_step.json $(GRPO_STEP_BENCH_ARGS)
 

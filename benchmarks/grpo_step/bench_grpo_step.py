@@ -52,7 +52,7 @@ import grpo_common as common  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(HERE))
 import results_json  # noqa: E402  (benchmarks/results_json.py: the roll-up's JSON format)
-from bench_env import gemm_peak, load_average, machine  # noqa: E402
+from bench_env import gemm_peak, load_average, machine, package_version  # noqa: E402
 
 SIDES = ("verl", "trl")
 LABEL = {"verl": "verl-cpp", "trl": "TRL"}
@@ -313,11 +313,9 @@ def environment(args) -> dict:
 
     env = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": machine()["cpu"],
            "threads": args.threads, "loadavg": load_average(),
-           "torch_version": torch.__version__, "python": {k: v for k, v in args.python.items()}}
-    probe = subprocess.run([args.python["trl"], "-c", "import trl, transformers; print(trl.__version__, "
-                            "transformers.__version__)"], capture_output=True, text=True)
-    if probe.returncode == 0:
-        env["trl_version"], env["transformers_version"] = probe.stdout.split()
+           "torch_version": torch.__version__, "python": dict(args.python),
+           "trl_version": package_version(args.python["trl"], "trl"),
+           "transformers_version": package_version(args.python["trl"], "transformers")}
     return env
 
 

@@ -201,8 +201,8 @@ def main() -> None:
         line = dict(model=model, params_m=runs["verl"][0]["params"] / 1e6, verl_tok_s=v["tokens_per_s"],
                     hf_tok_s=h["tokens_per_s"], speedup=v["tokens_per_s"] / h["tokens_per_s"],
                     verl_rss_mb=v["peak_rss_mb"], hf_rss_mb=h["peak_rss_mb"],
-                    rss_ratio=v["peak_rss_mb"] / h["peak_rss_mb"], verl_mfu=mfu["verl"][args.dtype],
-                    hf_mfu=mfu["hf"][args.dtype], mfu=mfu, verl_s=v["seconds"], hf_s=h["seconds"], runs=runs)
+                    rss_ratio=v["peak_rss_mb"] / h["peak_rss_mb"], mfu=mfu, verl_s=v["seconds"], hf_s=h["seconds"],
+                    runs=runs)
         results.append(line)
 
         def spread(side):
