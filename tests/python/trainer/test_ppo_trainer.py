@@ -4,7 +4,6 @@ validation metrics, and bad input (reward raising / NaN, unknown config key)."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 
@@ -13,6 +12,7 @@ import torch
 
 import verl
 from verl import PPOTrainer, RLConfig
+from verl.utils.tracking import read_metrics
 
 from trainer_helpers import toy_overrides
 
@@ -33,11 +33,6 @@ def wall_clock_dependent(key: str) -> bool:
     """Metrics that measure time (and so differ between identical runs): timings, throughput, MFU."""
     return key.startswith(("timing_s/", "timing_per_token_ms/", "perf/mfu/")) or key in (
         "perf/time_per_step", "perf/throughput")
-
-
-def read_jsonl(path) -> list[dict]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
 
 
 def same(a: float, b: float) -> bool:
@@ -159,12 +154,13 @@ def test_fit_validation_and_metrics_file(tiny_model_dir, toy_data, tmp_path, mon
     trainer = PPOTrainer(config=cfg, reward_fn=lambda response, ground_truth: float(response.strip() == ground_truth))
     final = trainer.fit()
     assert "val-core/toy/reward/mean@2" in final
-    records = read_jsonl(tmp_path / "proj" / "exp.jsonl")
-    steps = [r["step"] for r in records]
+    records = read_metrics(tmp_path / "proj" / "exp.jsonl")
+    steps = [step for step, _ in records]
+    data = [d for _, d in records]
     assert steps == [0, 1, 2, 3]  # validation before training, then three steps
-    assert "val-core/toy/reward/mean@2" in records[0]["data"]
-    assert "val-core/toy/reward/mean@2" in records[2]["data"] and "val-core/toy/reward/mean@2" in records[3]["data"]
-    assert records[1]["data"]["training/global_step"] == 1
+    assert "val-core/toy/reward/mean@2" in data[0]
+    assert "val-core/toy/reward/mean@2" in data[2] and "val-core/toy/reward/mean@2" in data[3]
+    assert data[1]["training/global_step"] == 1
 
 
 def test_stage_methods_compose_to_a_step(tiny_model_dir, toy_data, tmp_path):
@@ -235,7 +231,7 @@ def test_resume_continues_exactly(tiny_model_dir, toy_data, tmp_path, monkeypatc
     assert resumed.global_steps == 4
 
     def records(name):
-        return {r["step"]: r["data"] for r in read_jsonl(tmp_path / "proj" / f"{name}.jsonl")}
+        return dict(read_metrics(tmp_path / "proj" / f"{name}.jsonl"))
 
     a, b = records("a"), records("b")
     assert sorted(b) == [1, 2, 3, 4]
@@ -265,7 +261,7 @@ def test_dapo_dynamic_sampling_filters_constant_groups(tiny_model_dir, toy_data,
                               "trainer.logger=[console]"])
     trainer = PPOTrainer(config=cfg, reward_fn=reward)
     trainer.fit()
-    records = [r["data"] for r in read_jsonl(tmp_path / "proj" / "exp.jsonl")]
+    records = [data for _, data in read_metrics(tmp_path / "proj" / "exp.jsonl")]
     assert len(records) == 2
     for data in records:
         assert data["train/num_gen_batches"] >= 2
