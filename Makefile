@@ -8,7 +8,7 @@ BUILD_DIR := build/dev
 JOBS      ?= $(shell nproc)
 STAMP     := $(VENV)/.verl-cpp-setup
 
-.PHONY: all setup build test test-cpp test-cpp-app test-python demo bench bench-core-algos bench-rollout bench-model bench-grpo-step clean
+.PHONY: all setup build test test-cpp test-cpp-app test-python test-fuzz fuzz fuzz-build test-asan demo bench bench-core-algos bench-rollout bench-model bench-grpo-step clean
 
 all: build
 
@@ -26,7 +26,7 @@ build: setup
 	  -C build-dir=$(BUILD_DIR) -C cmake.define.VERL_BUILD_TESTS=ON .
 
 test: build
-	$(MAKE) --no-print-directory test-cpp test-cpp-app test-python
+	$(MAKE) --no-print-directory test-cpp test-cpp-app test-python test-fuzz
 
 test-cpp:
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
@@ -40,6 +40,35 @@ test-cpp-app:
 
 test-python:
 	$(PY) -m pytest tests/python -q
+
+# libFuzzer targets for the readers of untrusted input (tests/fuzz), built by clang with ASan + UBSan in
+# $(FUZZ_DIR). test-fuzz runs each for FUZZ_RUNS inputs from its seed corpus (10,000 in all, about a minute);
+# fuzz runs each for FUZZ_SECONDS.
+FUZZ_DIR     := build/fuzz
+FUZZ_RUNS    ?= 2000
+FUZZ_SECONDS ?= 300
+fuzz-build: setup
+	CXX=clang++ cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVERL_BUILD_FUZZERS=ON \
+	  -DVERL_BUILD_PYTHON=OFF -DPython_EXECUTABLE=$(PY) >/dev/null
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) cmake --build $(FUZZ_DIR) --target verl_fuzzers
+
+test-fuzz: fuzz-build
+	bash tests/fuzz/run_fuzzers.sh runs $(FUZZ_RUNS)
+
+fuzz: fuzz-build
+	bash tests/fuzz/run_fuzzers.sh seconds $(FUZZ_SECONDS)
+
+# AddressSanitizer + UndefinedBehaviorSanitizer: libverl and the C++ tests built out of tree in $(ASAN_DIR)
+# (gcc) and run there, then every fuzz target (clang, ASan + UBSan) over its whole corpus. Not part of
+# `make test` (a second full build: ~30 min on 2 cores); run it before a release and after touching a reader.
+ASAN_DIR := build/asan
+test-asan: fuzz-build
+	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVERL_SANITIZE=address,undefined \
+	  -DVERL_BUILD_TESTS=ON -DVERL_BUILD_PYTHON=OFF -DPython_EXECUTABLE=$(PY) >/dev/null
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) cmake --build $(ASAN_DIR) --target verl_tests
+	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS)
+	bash tests/fuzz/run_fuzzers.sh corpus 0
 
 # SFT warm start + GRPO on the arithmetic task (examples/arith/demo.py); writes build/demo/.
 DEMO_ARGS ?=

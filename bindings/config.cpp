@@ -3,25 +3,63 @@
 
 #include "bindings.h"
 #include "json_cast.h"
+#include "verl/core/error.h"
 #include "verl/core/config.h"
 
 namespace verl::bindings {
+namespace {
+
+// Command-line overrides arrive from sys.argv, where a byte that is not UTF-8 becomes a lone
+// surrogate; pybind11 would refuse such a str as "incompatible function arguments" (TypeError).
+std::string override_text(py::handle item) {
+  VERL_CHECK_AS(ConfigTypeError, py::isinstance<py::str>(item), "overrides must be strings like key=value, got a ",
+                std::string(py::str(py::type::of(item).attr("__name__"))));
+  try {
+    return utf8_text(item, "override");
+  } catch (const InvalidArgument& e) {
+    throw ConfigError(e.what());
+  }
+}
+
+std::vector<std::string> override_list(py::handle overrides) {
+  VERL_CHECK_AS(ConfigTypeError, !py::isinstance<py::str>(overrides),
+                "overrides must be a list of key=value strings, not one string");
+  std::vector<std::string> out;
+  for (py::handle item : py::iter(overrides)) out.push_back(override_text(item));
+  return out;
+}
+
+}  // namespace
 
 void register_config(py::module_& m) {
   py::class_<Config>(m, "Config", "verl's ppo_trainer config tree (defaults, YAML, overrides, validation).")
       .def(py::init<>(), "verl's defaults.")
-      .def_static("load", &Config::load, py::arg("yaml_path") = "", py::arg("overrides") = std::vector<std::string>{},
-                  "Defaults + YAML file + overrides, validated.")
-      .def_static("load_sft", &Config::load_sft, py::arg("yaml_path") = "",
-                  py::arg("overrides") = std::vector<std::string>{},
-                  "The SFT trainer's tree (sft_trainer.yaml defaults) + YAML file + overrides, validated.")
+      .def_static(
+          "load",
+          [](const std::string& yaml_path, py::object overrides) { return Config::load(yaml_path, override_list(overrides)); },
+          py::arg("yaml_path") = "", py::arg("overrides") = py::list(), "Defaults + YAML file + overrides, validated.")
+      .def_static(
+          "load_sft",
+          [](const std::string& yaml_path, py::object overrides) {
+            return Config::load_sft(yaml_path, override_list(overrides));
+          },
+          py::arg("yaml_path") = "", py::arg("overrides") = py::list(),
+          "The SFT trainer's tree (sft_trainer.yaml defaults) + YAML file + overrides, validated.")
       .def("merge_yaml_file", &Config::merge_yaml_file, py::arg("path"))
       .def("merge_yaml_string", &Config::merge_yaml_string, py::arg("text"), py::arg("origin") = "<string>")
-      .def("apply_override", &Config::apply_override, py::arg("override"))
-      .def("apply_overrides", &Config::apply_overrides, py::arg("overrides"))
+      .def("apply_override", [](Config& c, py::handle o) { c.apply_override(override_text(o)); }, py::arg("override"))
+      .def("apply_overrides", [](Config& c, py::handle o) { c.apply_overrides(override_list(o)); }, py::arg("overrides"))
       .def("set",
-           [](Config& c, const std::string& key, py::handle value, bool allow_new) {
-             c.set(key, to_json(value, key), allow_new);
+           [](Config& c, py::handle key, py::handle value, bool allow_new) {
+             VERL_CHECK_AS(ConfigTypeError, py::isinstance<py::str>(key), "config keys are strings, got a ",
+                           std::string(py::str(py::type::of(key).attr("__name__"))));
+             std::string k;
+             try {
+               k = utf8_text(key, "config key");
+             } catch (const InvalidArgument& e) {
+               throw ConfigError(e.what());
+             }
+             c.set(k, to_json(value, k), allow_new);
            },
            py::arg("key"), py::arg("value"), py::arg("allow_new") = false)
       .def("erase", &Config::erase, py::arg("key"))

@@ -1,6 +1,8 @@
 // Maps libverl's exception classes onto the Python classes of verl/errors.py, keeping the message.
 #include "bindings.h"
 
+#include <cstring>
+
 #include "verl/core/error.h"
 
 namespace verl::bindings {
@@ -21,6 +23,28 @@ PyErrors g_errors{};
 
 PyObject* lookup(const py::module_& errors, const char* name) { return py::object(errors.attr(name)).release().ptr(); }
 
+// Messages may quote bytes from a file that are not UTF-8 (a tensor name, a JSON key, a path);
+// PyErr_SetString would decode them strictly and raise UnicodeDecodeError instead of `type`,
+// losing the class and the message. Undecodable bytes become \xNN escapes instead.
+void set_error(PyObject* type, const char* message) {
+  PyObject* text = PyUnicode_DecodeUTF8(message, static_cast<Py_ssize_t>(std::strlen(message)), "backslashreplace");
+  if (text == nullptr) {  // only on memory exhaustion; keep whatever Python raised
+    return;
+  }
+  PyErr_SetObject(type, text);
+  Py_DECREF(text);
+}
+
+bool valid_utf8(const char* message) {
+  PyObject* text = PyUnicode_DecodeUTF8(message, static_cast<Py_ssize_t>(std::strlen(message)), "strict");
+  if (text == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  Py_DECREF(text);
+  return true;
+}
+
 }  // namespace
 
 void register_errors(py::module_& m) {
@@ -32,19 +56,24 @@ void register_errors(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const ConfigTypeError& e) {  // most derived first
-      PyErr_SetString(g_errors.config_type, e.what());
+      set_error(g_errors.config_type, e.what());
     } catch (const ConfigError& e) {
-      PyErr_SetString(g_errors.config, e.what());
+      set_error(g_errors.config, e.what());
     } catch (const DataError& e) {
-      PyErr_SetString(g_errors.data, e.what());
+      set_error(g_errors.data, e.what());
     } catch (const InvalidArgument& e) {
-      PyErr_SetString(g_errors.invalid_argument, e.what());
+      set_error(g_errors.invalid_argument, e.what());
     } catch (const TypeMismatch& e) {
-      PyErr_SetString(g_errors.type_mismatch, e.what());
+      set_error(g_errors.type_mismatch, e.what());
     } catch (const CheckpointError& e) {
-      PyErr_SetString(g_errors.checkpoint, e.what());
+      set_error(g_errors.checkpoint, e.what());
     } catch (const Error& e) {
-      PyErr_SetString(g_errors.base, e.what());
+      set_error(g_errors.base, e.what());
+    } catch (const std::exception& e) {
+      // Other libraries' exceptions go to the translators registered before this one (pybind11's,
+      // LibTorch's), except when their message would not decode: then RuntimeError, escaped.
+      if (valid_utf8(e.what())) throw;
+      set_error(PyExc_RuntimeError, e.what());
     }
   });
   // Lets tests (and users debugging a binding) see the mapping from the C++ side.

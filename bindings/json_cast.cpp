@@ -4,8 +4,34 @@
 #include "verl/core/error.h"
 
 namespace verl::bindings {
+namespace {
 
-Json to_json(py::handle obj, const std::string& where) {
+// Python values nested deeper than any config or data cell (a list in a list ... 10^5 deep) are
+// refused before the recursion below can exhaust the C++ stack.
+constexpr int kMaxDepth = 128;
+
+Json convert(py::handle obj, const std::string& where, int depth);
+
+}  // namespace
+
+std::string utf8_text(py::handle str, const std::string& where) {
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(str.ptr(), &size);
+  if (data == nullptr) {  // a lone surrogate ("\ud800", or a surrogate-escaped byte from sys.argv)
+    PyErr_Clear();
+    const std::string shown = py::str(py::module_::import("builtins").attr("ascii")(str));
+    VERL_FAIL(InvalidArgument, where, ": ", shown.substr(0, 200), " is not valid text (it holds a lone surrogate, ",
+              "e.g. a byte that is not UTF-8)");
+  }
+  return std::string(data, static_cast<size_t>(size));
+}
+
+Json to_json(py::handle obj, const std::string& where) { return convert(obj, where, 0); }
+
+namespace {
+
+Json convert(py::handle obj, const std::string& where, int depth) {
+  VERL_CHECK_AS(TypeMismatch, depth < kMaxDepth, where, ": nested deeper than ", kMaxDepth, " levels");
   if (obj.is_none()) return nullptr;
   if (py::isinstance<py::bool_>(obj)) return obj.cast<bool>();
   if (py::isinstance<py::int_>(obj)) {
@@ -16,29 +42,31 @@ Json to_json(py::handle obj, const std::string& where) {
     }
   }
   if (py::isinstance<py::float_>(obj)) return obj.cast<double>();
-  if (py::isinstance<py::str>(obj)) return obj.cast<std::string>();
+  if (py::isinstance<py::str>(obj)) return utf8_text(obj, where);
   if (py::isinstance<py::dict>(obj)) {
     Json out = Json::object();
     for (auto [k, v] : obj.cast<py::dict>()) {
       VERL_CHECK_AS(TypeMismatch, py::isinstance<py::str>(k), where, ": dict keys must be strings, got ",
                     std::string(py::str(py::type::of(k).attr("__name__"))));
-      const std::string key = k.cast<std::string>();
-      out[key] = to_json(v, where + "." + key);
+      const std::string key = utf8_text(k, where);
+      out[key] = convert(v, where + "." + key, depth + 1);
     }
     return out;
   }
   if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
     Json out = Json::array();
     size_t i = 0;
-    for (auto item : obj) out.push_back(to_json(item, where + "[" + std::to_string(i++) + "]"));
+    for (auto item : obj) out.push_back(convert(item, where + "[" + std::to_string(i++) + "]", depth + 1));
     return out;
   }
   // numpy scalars and arrays, without linking numpy: both offer tolist() (scalars give a Python scalar).
   const std::string module = py::str(py::type::of(obj).attr("__module__"));
-  if (module == "numpy" && py::hasattr(obj, "tolist")) return to_json(obj.attr("tolist")(), where);
+  if (module == "numpy" && py::hasattr(obj, "tolist")) return convert(obj.attr("tolist")(), where, depth + 1);
   VERL_FAIL(TypeMismatch, where, ": cannot convert a Python ", std::string(py::str(py::type::of(obj).attr("__name__"))),
             " to JSON (supported: None, bool, int, float, str, list, tuple, dict, numpy values)");
 }
+
+}  // namespace
 
 py::object to_python(const Json& v) {
   switch (v.type()) {

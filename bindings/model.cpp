@@ -15,13 +15,29 @@ namespace {
 using Release = py::call_guard<py::gil_scoped_release>;
 namespace fs = std::filesystem;
 
+// A tensor name as UTF-8. A str holding a lone surrogate (how Python carries undecodable bytes)
+// has no UTF-8 form: a TypeMismatch naming it by repr (ASCII), not pybind's cast error.
+std::string tensor_name(py::handle k) {
+  VERL_CHECK_AS(TypeMismatch, py::isinstance<py::str>(k), "tensor names must be str, got ",
+                py::str(py::type::of(k)).cast<std::string>());
+  Py_ssize_t size = 0;
+  const char* utf8 = PyUnicode_AsUTF8AndSize(k.ptr(), &size);
+  if (utf8 == nullptr) {
+    PyErr_Clear();
+    VERL_FAIL(TypeMismatch, "tensor name ", py::cast<std::string>(py::module_::import("builtins").attr("ascii")(k)),
+              " is not valid UTF-8");
+  }
+  return std::string(utf8, static_cast<size_t>(size));
+}
+
 // A Python dict keeps insertion order; save_sharded's split depends on it, so keep it here too.
 model::NamedTensors named_tensors(const py::dict& tensors) {
   model::NamedTensors out;
   for (auto [k, v] : tensors) {
-    VERL_CHECK_AS(TypeMismatch, py::isinstance<py::str>(k), "tensor names must be str, got ", py::str(py::type::of(k)).cast<std::string>());
-    VERL_CHECK_AS(TypeMismatch, THPVariable_Check(v.ptr()), "value of '", k.cast<std::string>(), "' is not a torch.Tensor");
-    out.emplace_back(k.cast<std::string>(), v.cast<torch::Tensor>());
+    std::string name = tensor_name(k);
+    VERL_CHECK_AS(TypeMismatch, THPVariable_Check(v.ptr()), "value of ",
+                  py::cast<std::string>(py::module_::import("builtins").attr("ascii")(k)), " is not a torch.Tensor");
+    out.emplace_back(std::move(name), v.cast<torch::Tensor>());
   }
   return out;
 }

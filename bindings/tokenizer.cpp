@@ -1,5 +1,8 @@
 // verl._C.Tokenizer and verl._C.render_chatml: the C++ tokenizer (verl/tokenizer/tokenizer.h).
 // python/verl/tokenizer.py wraps it with transformers-style names and the Jinja chat template.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -9,6 +12,30 @@
 #include "verl/tokenizer/tokenizer.h"
 
 namespace verl::bindings {
+namespace {
+
+// A Python int as a token id: one outside int32 names no token, like any other unknown id
+// (decode skips it, id_to_token gives None), instead of failing pybind's int32 conversion with
+// "incompatible function arguments". A non-integer still raises TypeError.
+std::int32_t id_from_python(py::handle value) {
+  const py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));  // int, numpy int, bool
+  if (!index) throw py::error_already_set();
+  int overflow = 0;
+  const long long id = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (id == -1 && PyErr_Occurred()) throw py::error_already_set();
+  const bool fits = overflow == 0 && id >= std::numeric_limits<std::int32_t>::min() &&
+                    id <= std::numeric_limits<std::int32_t>::max();
+  return fits ? static_cast<std::int32_t>(id) : -1;
+}
+
+std::vector<std::int32_t> ids_from_python(py::handle ids) {
+  std::vector<std::int32_t> out;
+  if (PySequence_Check(ids.ptr())) out.reserve(static_cast<std::size_t>(std::max<Py_ssize_t>(0, py::len(ids))));
+  for (const py::handle item : py::iter(ids)) out.push_back(id_from_python(item));
+  return out;
+}
+
+}  // namespace
 
 void register_tokenizer(py::module_& m) {
   using tokenizer::Tokenizer;
@@ -20,10 +47,28 @@ void register_tokenizer(py::module_& m) {
                   Release())
       .def("encode", &Tokenizer::encode, py::arg("text"), py::arg("add_special_tokens") = true, Release())
       .def("encode_batch", &Tokenizer::encode_batch, py::arg("texts"), py::arg("add_special_tokens") = true, Release())
-      .def("decode", &Tokenizer::decode, py::arg("ids"), py::arg("skip_special_tokens") = false, Release())
-      .def("decode_batch", &Tokenizer::decode_batch, py::arg("ids"), py::arg("skip_special_tokens") = false, Release())
+      // Ids are read under the GIL, then decoded without it.
+      .def(
+          "decode",
+          [](const Tokenizer& t, py::handle ids, bool skip_special_tokens) {
+            const std::vector<std::int32_t> list = ids_from_python(ids);
+            py::gil_scoped_release release;
+            return t.decode(list, skip_special_tokens);
+          },
+          py::arg("ids"), py::arg("skip_special_tokens") = false)
+      .def(
+          "decode_batch",
+          [](const Tokenizer& t, py::handle rows, bool skip_special_tokens) {
+            std::vector<std::vector<std::int32_t>> lists;
+            for (const py::handle row : py::iter(rows)) lists.push_back(ids_from_python(row));
+            py::gil_scoped_release release;
+            return t.decode_batch(lists, skip_special_tokens);
+          },
+          py::arg("ids"), py::arg("skip_special_tokens") = false)
       .def("token_to_id", &Tokenizer::token_to_id, py::arg("token"))
-      .def("id_to_token", &Tokenizer::id_to_token, py::arg("id"))
+      .def(
+          "id_to_token", [](const Tokenizer& t, py::handle id) { return t.id_to_token(id_from_python(id)); },
+          py::arg("id"))
       .def("vocab_size", &Tokenizer::vocab_size, py::arg("with_added_tokens") = true)
       .def("added_tokens",
            [](const Tokenizer& t) {

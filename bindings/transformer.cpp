@@ -47,7 +47,9 @@ void register_transformer(py::module_& m) {
   py::module_ mm = m.def_submodule("model", "verl::model: model configs, the decoder, checkpoints");
 
   mm.def("parse_model_config", [](const std::string& json_text) {
-        return to_python(ModelConfig::from_json(Json::parse(json_text), "<config json>").to_json());
+        // from_json_text: the depth-limited parser (a config nested 100,000 deep is a ConfigError,
+        // not a stack overflow), every failure a ConfigError.
+        return to_python(ModelConfig::from_json_text(json_text, "<config json>").to_json());
       }, py::arg("config_json"),
       "Parses an HF config.json text and returns the normalised config dict (raises ConfigError).");
 
@@ -63,7 +65,7 @@ void register_transformer(py::module_& m) {
   py::class_<CausalLM, std::shared_ptr<CausalLM>>(mm, "CausalLM",
                                                   "Qwen2/Qwen3/Llama decoder with HF parameter names.")
       .def(py::init([](const std::string& config_json, bool value_head) {
-             return std::make_shared<CausalLM>(ModelConfig::from_json(Json::parse(config_json), "<config json>"),
+             return std::make_shared<CausalLM>(ModelConfig::from_json_text(config_json, "<config json>"),
                                                value_head ? HeadKind::kValue : HeadKind::kLanguageModel);
            }),
            py::arg("config_json"), py::arg("value_head") = false)

@@ -6,7 +6,9 @@ set -euo pipefail
 
 VENV=${VENV:-$HOME/.cache/verl-cpp/venv}
 PYTHON=${PYTHON:-python3}
-APT_PACKAGES=(build-essential cmake ninja-build ccache git catch2 nlohmann-json3-dev libyaml-cpp-dev libpcre2-dev pkg-config)
+# clang + libclang-rt-14-dev: the libFuzzer targets (make test-fuzz) and their sanitizer runtimes.
+APT_PACKAGES=(build-essential cmake ninja-build ccache git catch2 nlohmann-json3-dev libyaml-cpp-dev libpcre2-dev pkg-config
+              clang libclang-rt-14-dev)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 

@@ -24,13 +24,18 @@ def load_config(path: str | os.PathLike | None = None, overrides: Iterable[str] 
 
     Raises ``verl.ConfigError`` (a ``ValueError``) naming the key, file and line on any problem.
     """
-    return Config(_C.Config.load(os.fspath(path) if path is not None else "", list(overrides)))
+    return Config(_C.Config.load(_path_arg(path), list(overrides)))
 
 
 def load_sft_config(path: str | os.PathLike | None = None, overrides: Iterable[str] = ()) -> Config:
     """The SFT trainer's tree (verl's ``sft_trainer`` keys and defaults: ``data.*``, ``model.*``, ``optim.*``,
     ``trainer.*``), then the YAML file and overrides as ``load_config``; validated with the SFT tree's rules."""
-    return Config(_C.Config.load_sft(os.fspath(path) if path is not None else "", list(overrides)))
+    return Config(_C.Config.load_sft(_path_arg(path), list(overrides)))
+
+
+def _path_arg(path: str | os.PathLike | None) -> bytes:
+    """A file path as the OS's bytes, so a name that is not UTF-8 (surrogate-escaped in a str) still opens."""
+    return os.fsencode(path) if path is not None else b""
 
 
 class Config(Mapping):
@@ -105,7 +110,7 @@ class Config(Mapping):
 
     def merge_yaml(self, path: str | os.PathLike) -> Config:
         """Merges a YAML file onto the tree in place."""
-        self._cpp.merge_yaml_file(os.fspath(path))
+        self._cpp.merge_yaml_file(_path_arg(path))
         return self
 
     def validate(self) -> Config:

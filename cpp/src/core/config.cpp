@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "config_schema.h"
+#include "core/untrusted.h"
 #include "yaml_json.h"
 
 namespace verl {
@@ -161,6 +162,34 @@ void collect_keys(const Json& node, const std::string& prefix, std::vector<std::
   }
 }
 
+// Every key of the tree with its value, depth first (the value is found while walking, not by
+// looking the dotted key up again).
+void collect_values(const Json& node, const std::string& prefix, std::vector<std::pair<std::string, const Json*>>& out) {
+  if (!node.is_object()) return;
+  for (const auto& [k, v] : node.items()) {
+    out.emplace_back(join_key(prefix, k), &v);
+    collect_values(v, join_key(prefix, k), out);
+  }
+}
+
+// Keys are dotted paths, so a map given as a value may not hold a key that is empty or contains
+// "." (it could never be addressed again); nor nest deeper than any real config does.
+void check_value_keys(const Json& value, const std::string& key, int depth = 0) {
+  VERL_CHECK_AS(ConfigError, depth < untrusted::kMaxJsonDepth, "config key '", untrusted::escape(key),
+                "': value nested deeper than ", untrusted::kMaxJsonDepth, " levels");
+  if (value.is_array()) {
+    for (const auto& item : value) check_value_keys(item, key, depth + 1);
+    return;
+  }
+  if (!value.is_object()) return;
+  for (const auto& [k, v] : value.items()) {
+    VERL_CHECK_AS(ConfigError, !k.empty() && k.find('.') == std::string::npos, "config key '", untrusted::escape(key),
+                  "': map key '", untrusted::escape(k), "' is ", k.empty() ? "empty" : "dotted",
+                  " (config keys are dotted paths; write nested maps instead)");
+    check_value_keys(v, key + "." + k, depth + 1);
+  }
+}
+
 }  // namespace
 
 const std::string& Config::default_yaml() {
@@ -249,6 +278,9 @@ void Config::apply_overrides(const std::vector<std::string>& overrides) {
 }
 
 void Config::apply_override(const std::string& override_expr) {
+  // Checked first: every message below quotes the expression.
+  VERL_CHECK_AS(ConfigError, untrusted::is_utf8(override_expr), "override '", untrusted::escape(override_expr),
+                "' is not valid UTF-8");
   std::string expr = trim(override_expr);
   try {
     if (!expr.empty() && expr[0] == '~') {
@@ -289,13 +321,15 @@ bool Config::is_free_form(const std::string& key) const {
 
 void Config::set(const std::string& key, const Json& value, bool allow_new) {
   const std::vector<std::string> parts = split_key(key);
-  for (const auto& p : parts) VERL_CHECK_AS(ConfigError, !p.empty(), "malformed key '", key, "'");
+  for (const auto& p : parts) VERL_CHECK_AS(ConfigError, !p.empty(), "malformed key '", untrusted::escape(key), "'");
+  VERL_CHECK_AS(ConfigError, untrusted::is_utf8(key), "config key '", untrusted::escape(key), "' is not valid UTF-8");
   if (!allow_new && find(key) == nullptr) throw ConfigError(unknown_key_message(key));
+  check_value_keys(value, key);
   Json checked = value;
   if (const Json* declared = lookup(defaults_, key);
       declared != nullptr && !compatible_with_key(key, *declared, checked, schema_tree(sft_tree_))) {
     VERL_FAIL(ConfigTypeError, "config key '", key, "' expects a ", type_label(*declared), " (default ",
-              declared->dump(), "), got ", type_label(value), " ", value.dump());
+              declared->dump(), "), got ", type_label(value), " ", untrusted::quote(value));
   }
   Json* node = &tree_;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
@@ -329,9 +363,10 @@ std::string Config::unknown_key_message(const std::string& key) const {
     const size_t d = edit_distance(key, candidate);
     if (d < best_distance) best = candidate, best_distance = d;
   }
-  std::string msg = "unknown config key '" + key + "'";
+  const std::string shown = untrusted::escape(key);
+  std::string msg = "unknown config key '" + shown + "'";
   if (!best.empty()) msg += "; did you mean '" + best + "'?";
-  return msg + " (to add a new key, write +" + key + "=...)";
+  return msg + " (to add a new key, write +" + shown + "=...)";
 }
 
 Json Config::raw(const std::string& key) const {
@@ -431,16 +466,16 @@ Json Config::resolve_expression(const std::string& expr_in, const std::string& p
 
 void Config::validate() const {
   const Json resolved = to_json(true);
-  std::vector<std::string> all;
-  collect_keys(resolved, "", all);
-  for (const auto& key : all) {
-    const Json& v = *lookup(resolved, key);
+  std::vector<std::pair<std::string, const Json*>> all;
+  collect_values(resolved, "", all);
+  for (const auto& [key, value] : all) {
+    const Json& v = *value;
     if (v.is_string() && v.get_ref<const std::string&>() == kMissing) continue;
     Json probe = v;
     if (const Json* declared = lookup(defaults_, key);
         declared != nullptr && !compatible_with_key(key, *declared, probe, schema_tree(sft_tree_))) {
       VERL_FAIL(ConfigTypeError, "config key '", key, "' expects a ", type_label(*declared), ", got ",
-                type_label(v), " ", v.dump());
+                type_label(v), " ", untrusted::quote(v));
     }
     if (const auto* rule = config_schema::find_rule(key, schema_tree(sft_tree_))) {
       const std::string type_error = config_schema::type_violation(*rule, v);
@@ -451,8 +486,10 @@ void Config::validate() const {
                                              raw_value->get_ref<const std::string&>().find("${") != std::string::npos) {
         origin = " (value from " + raw_value->get<std::string>() + ")";
       }
-      if (!type_error.empty()) VERL_FAIL(ConfigTypeError, "config key '", key, "' = ", v.dump(), ": ", why, origin);
-      VERL_FAIL(ConfigError, "config key '", key, "' = ", v.dump(), ": ", why, origin);
+      if (!type_error.empty()) {
+        VERL_FAIL(ConfigTypeError, "config key '", key, "' = ", untrusted::quote(v), ": ", why, origin);
+      }
+      VERL_FAIL(ConfigError, "config key '", key, "' = ", untrusted::quote(v), ": ", why, origin);
     }
   }
 }

@@ -9,6 +9,7 @@
 #include <torch/serialize.h>
 #include <torch/torch.h>
 
+#include "core/untrusted.h"
 #include "verl/core/error.h"
 #include "verl/data/row_plan.h"
 
@@ -38,7 +39,7 @@ void merge_meta(Json& into, const Json& from, const char* what) {
   for (const auto& [k, v] : from.items()) {
     auto it = into.find(k);
     VERL_CHECK_AS(DataError, it == into.end() || *it == v, what, ": meta_info key '", k,
-                  "' has conflicting values ", it->dump(), " and ", v.dump());
+                  "' has conflicting values ", untrusted::quote(*it), " and ", untrusted::quote(v));
     into[k] = v;
   }
 }
@@ -285,7 +286,8 @@ DataProto DataProto::concat(const std::vector<DataProto>& parts) {
   if (!metrics.empty()) {
     Json gathered = Json::object();
     for (const auto& m : metrics) {
-      VERL_CHECK_AS(DataError, m.is_object(), "concat: meta_info metrics must be dicts, got ", m.dump());
+      VERL_CHECK_AS(DataError, m.is_object(), "concat: meta_info metrics must be dicts, got ",
+                    untrusted::quote(m));
       for (const auto& [k, v] : m.items()) gathered[k].push_back(v);
     }
     meta["metrics"] = std::move(gathered);
@@ -353,8 +355,13 @@ void DataProto::save_to_disk(const std::string& path) const {
   c10::impl::GenericDict payload(c10::StringType::get(), c10::AnyType::get());
   payload.insert("format", std::string(kFileFormat));
   payload.insert("tensors", tensors);
-  payload.insert("non_tensor_batch", columns.dump());
-  payload.insert("meta_info", meta_info_.dump());
+  try {
+    payload.insert("non_tensor_batch", columns.dump());
+    payload.insert("meta_info", meta_info_.dump());
+  } catch (const Json::exception& e) {  // a string that is not UTF-8 (JSON text must be), put there from C++
+    VERL_FAIL(CheckpointError, "cannot save DataProto to '", untrusted::escape(path, 1024),
+              "': a non-tensor value or meta_info cannot be written as JSON: ", untrusted::escape(e.what(), 300));
+  }
   const std::vector<char> bytes = torch::pickle_save(c10::IValue(payload));
 
   namespace fs = std::filesystem;
@@ -373,36 +380,59 @@ void DataProto::save_to_disk(const std::string& path) const {
 }
 
 DataProto DataProto::load_from_disk(const std::string& path) {
+  // The file may be damaged or hand-made: every field is type-checked before use, so that nothing but a
+  // CheckpointError naming the file (and the field) comes out of here.
+  const std::string shown = untrusted::escape(path, 1024);
   std::ifstream in(path, std::ios::binary);
-  VERL_CHECK_AS(CheckpointError, in.good(), "cannot open DataProto file '", path, "'");
+  VERL_CHECK_AS(CheckpointError, in.good(), "cannot open DataProto file '", shown, "'");
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   c10::IValue value;
   try {
     value = torch::pickle_load(bytes);
   } catch (const std::exception& e) {
-    VERL_FAIL(CheckpointError, "'", path, "' is not a DataProto file: ", e.what());
+    VERL_FAIL(CheckpointError, "'", shown, "' is not a DataProto file: ", untrusted::escape(e.what(), 300));
   }
-  VERL_CHECK_AS(CheckpointError, value.isGenericDict(), "'", path, "' is not a DataProto file");
+  VERL_CHECK_AS(CheckpointError, value.isGenericDict(), "'", shown, "' is not a DataProto file");
   auto dict = value.toGenericDict();
   auto field = [&](const char* name) {
-    VERL_CHECK_AS(CheckpointError, dict.contains(name), "'", path, "' misses the DataProto field '", name, "'");
+    VERL_CHECK_AS(CheckpointError, dict.contains(name), "'", shown, "' misses the DataProto field '", name, "'");
     return dict.at(name);
   };
+  // A field holding JSON text: parsed with the depth limit; must be an object.
+  auto json_field = [&](const char* name) {
+    const c10::IValue text = field(name);
+    VERL_CHECK_AS(CheckpointError, text.isString(), "'", shown, "': DataProto field '", name, "' is not a string");
+    const std::string what = std::string("DataProto field '") + name + "'";
+    Json parsed = untrusted::parse_json<CheckpointError>(text.toStringRef(), "'" + shown + "'", what.c_str());
+    VERL_CHECK_AS(CheckpointError, parsed.is_object(), "'", shown, "': DataProto field '", name,
+                  "' must hold a JSON object, got ", untrusted::type_name(parsed));
+    return parsed;
+  };
   VERL_CHECK_AS(CheckpointError, field("format").isString() && field("format").toStringRef() == kFileFormat, "'",
-                path, "' has an unknown DataProto format");
+                shown, "' has an unknown DataProto format");
+  VERL_CHECK_AS(CheckpointError, field("tensors").isGenericDict(), "'", shown,
+                "': DataProto field 'tensors' is not a dict");
   TensorMap tensors;
-  for (const auto& entry : field("tensors").toGenericDict())
-    tensors[entry.key().toStringRef()] = entry.value().toTensor();
-  ColumnMap columns;
-  Json meta;
-  try {
-    const Json parsed = Json::parse(field("non_tensor_batch").toStringRef());  // must outlive items()
-    for (const auto& [k, c] : parsed.items()) columns[k] = c.get<Column>();
-    meta = Json::parse(field("meta_info").toStringRef());
-  } catch (const Json::exception& e) {
-    VERL_FAIL(CheckpointError, "'", path, "' has corrupt non-tensor data: ", e.what());
+  for (const auto& entry : field("tensors").toGenericDict()) {
+    VERL_CHECK_AS(CheckpointError, entry.key().isString() && entry.value().isTensor(), "'", shown,
+                  "': DataProto field 'tensors' must map names to tensors");
+    const std::string& key = entry.key().toStringRef();
+    VERL_CHECK_AS(CheckpointError, untrusted::is_utf8(key), "'", shown,
+                  "': tensor name '", untrusted::escape(key), "' is not valid UTF-8");
+    tensors[key] = entry.value().toTensor();
   }
-  return DataProto(std::move(tensors), std::move(columns), std::move(meta));
+  ColumnMap columns;
+  const Json non_tensor = json_field("non_tensor_batch");  // must outlive items()
+  for (const auto& [k, c] : non_tensor.items()) {
+    VERL_CHECK_AS(CheckpointError, c.is_array(), "'", shown, "': non-tensor column '", untrusted::escape(k),
+                  "' must be a JSON array, got ", untrusted::type_name(c));
+    columns[k] = c.get<Column>();
+  }
+  try {
+    return DataProto(std::move(tensors), std::move(columns), json_field("meta_info"));
+  } catch (const DataError& e) {  // columns and tensors of different lengths
+    VERL_FAIL(CheckpointError, "'", shown, "' holds an inconsistent DataProto: ", e.what());
+  }
 }
 
 std::pair<DataProto, int64_t> pad_dataproto_to_divisor(const DataProto& data, int64_t size_divisor) {

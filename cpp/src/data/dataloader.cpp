@@ -6,6 +6,7 @@
 
 #include <utility>
 
+#include "core/untrusted.h"
 #include "verl/core/error.h"
 
 namespace verl::data {
@@ -15,7 +16,7 @@ std::optional<int64_t> optional_int(const Config& config, const std::string& key
   const Json value = config.get(key);
   if (value.is_null()) return std::nullopt;
   VERL_CHECK_AS(ConfigTypeError, value.is_number_integer(), "config key '", key, "' must be an integer or null, got ",
-                value.dump());
+                untrusted::quote(value));
   return value.get<int64_t>();
 }
 

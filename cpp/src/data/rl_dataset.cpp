@@ -1,11 +1,14 @@
 // RL prompt datasets in verl's schema (verl/data/rl_dataset.h).
 #include "verl/data/rl_dataset.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <optional>
+#include <string_view>
 #include <utility>
 
+#include "core/untrusted.h"
 #include "verl/core/error.h"
 #include "verl/data/row_plan.h"
 
@@ -13,7 +16,8 @@ namespace verl::data {
 namespace {
 
 std::vector<tokenizer::ChatMessage> chat_messages(const Json& row, const std::string& key, const std::string& origin) {
-  VERL_CHECK_AS(DataError, row.contains(key), origin, ": row has no '", key, "' (chat messages) field");
+  VERL_CHECK_AS(DataError, row.contains(key), origin, ": row has no '", untrusted::escape(key),
+                "' (chat messages) field");
   const Json& messages = row[key];
   bool ok = messages.is_array() && !messages.empty();
   std::vector<tokenizer::ChatMessage> out;
@@ -27,46 +31,67 @@ std::vector<tokenizer::ChatMessage> chat_messages(const Json& row, const std::st
       out.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
     }
   }
-  VERL_CHECK_AS(DataError, ok, origin, ": '", key, "' must be a non-empty list of {\"role\", \"content\"} string "
-                "messages, got ", messages.dump().substr(0, 100));
+  VERL_CHECK_AS(DataError, ok, origin, ": '", untrusted::escape(key), "' must be a non-empty list of {\"role\", "
+                "\"content\"} string messages, got ", untrusted::quote(messages, 100));
   return out;
 }
 
 void check_row(const Json& row, const std::string& origin) {
-  VERL_CHECK_AS(DataError, row.is_object(), origin, ": a row must be a JSON object, got ", row.type_name());
+  VERL_CHECK_AS(DataError, row.is_object(), origin, ": a row must be a JSON object, got ", untrusted::type_name(row));
   const bool has_truth = row.contains("reward_model") && row["reward_model"].is_object() &&
                          row["reward_model"].contains("ground_truth") && !row["reward_model"]["ground_truth"].is_null();
   VERL_CHECK_AS(DataError, has_truth, origin, ": row has no 'reward_model.ground_truth'");
   if (row.contains("extra_info")) {
     const Json& extra = row["extra_info"];
     VERL_CHECK_AS(DataError, extra.is_null() || extra.is_object(), origin, ": 'extra_info' must be an object, got ",
-                  extra.type_name());
+                  untrusted::type_name(extra));
   }
 }
 
+// A data file path as messages show it: bytes that are not UTF-8 escaped (messages reach Python as str).
+std::string display_path(const std::string& path) { return untrusted::escape(path, 1024); }
+
+// The file's text; DataError naming it when it is missing, unreadable or not UTF-8 (with the line and column of
+// the first bad byte, as the Python reader reports it). Every row parsed from it is then UTF-8 too.
 std::string read_text(const std::string& path) {
-  VERL_CHECK_AS(DataError, std::filesystem::is_regular_file(path), "data file not found: ", path);
-  std::ifstream in(path, std::ios::binary);
-  VERL_CHECK_AS(DataError, in.good(), "cannot open data file: ", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::error_code ec;
+  VERL_CHECK_AS(DataError, std::filesystem::is_regular_file(path, ec), "data file not found: ", display_path(path));
+  std::string error;
+  std::optional<std::string> text = untrusted::try_read_file(path, error);
+  VERL_CHECK_AS(DataError, text.has_value(), "data file: ", error);
+  const size_t bad = untrusted::first_invalid_utf8(*text);
+  if (bad != std::string::npos) {
+    const size_t newline = bad == 0 ? std::string::npos : text->rfind('\n', bad - 1);
+    const size_t column = bad - (newline == std::string::npos ? 0 : newline + 1) + 1;
+    const auto line = 1 + std::count(text->begin(), text->begin() + static_cast<std::ptrdiff_t>(bad), '\n');
+    char byte[8];
+    std::snprintf(byte, sizeof(byte), "0x%02x", static_cast<unsigned char>((*text)[bad]));
+    VERL_FAIL(DataError, display_path(path), ":", line, ": not valid UTF-8 (byte ", byte, " at column ", column,
+              "); data files must be UTF-8 text");
+  }
+  return std::move(*text);
 }
 
-// (rows, "path:line" origins) of JSON lines text.
+// (rows, "path:line" origins) of JSON lines text. Lines are split on '\n' only (a trailing '\r' dropped), as the
+// Python reader splits them; rows nesting deeper than untrusted::kMaxJsonDepth are refused.
 std::pair<std::vector<Json>, std::vector<std::string>> json_lines(const std::string& text, const std::string& path) {
   std::vector<Json> rows;
   std::vector<std::string> origins;
-  std::istringstream lines(text);
-  std::string line;
-  for (int64_t lineno = 1; std::getline(lines, line); ++lineno) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    try {
-      rows.push_back(Json::parse(line));
-    } catch (const Json::parse_error& e) {
-      VERL_FAIL(DataError, path, ":", lineno, ": invalid JSON: ", e.what());
-    }
-    origins.push_back(path + ":" + std::to_string(lineno));
+  const std::string shown = display_path(path);
+  std::string error;
+  size_t begin = 0;
+  for (int64_t lineno = 1; begin <= text.size(); ++lineno) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + begin, end - begin);
+    begin = end + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    std::string origin = shown + ":" + std::to_string(lineno);
+    std::optional<Json> row = untrusted::try_parse_json(line, error);
+    VERL_CHECK_AS(DataError, row.has_value(), origin, ": invalid JSON: ", error);
+    rows.push_back(std::move(*row));
+    origins.push_back(std::move(origin));
   }
   return {std::move(rows), std::move(origins)};
 }
@@ -78,7 +103,8 @@ Truncation parse_truncation(std::string_view name) {
   if (name == "left") return Truncation::kLeft;
   if (name == "right") return Truncation::kRight;
   if (name == "middle") return Truncation::kMiddle;
-  VERL_FAIL(ConfigError, "data.truncation must be one of [error, left, right, middle], got '", name, "'");
+  VERL_FAIL(ConfigError, "data.truncation must be one of [error, left, right, middle], got '",
+            untrusted::escape(name, 40), "'");
 }
 
 std::vector<std::int32_t> truncate_prompt(const std::vector<std::int32_t>& ids, int64_t max_length, Truncation mode,
@@ -173,22 +199,18 @@ RLHFDataset RLHFDataset::from_file(const std::string& path, const tokenizer::Tok
                                    RLHFDatasetOptions options) {
   const std::filesystem::path p(path);
   const std::string ext = p.extension().string();
-  VERL_CHECK_AS(DataError, ext == ".jsonl" || ext == ".json", "unsupported data file format: ", path,
+  VERL_CHECK_AS(DataError, ext == ".jsonl" || ext == ".json", "unsupported data file format: ", display_path(path),
                 " (expected .jsonl or .json; convert Parquet to JSONL, or use the Python package)");
   const std::string text = read_text(path);
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (ext == ".json" && first != std::string::npos && text[first] == '[') {  // a JSON array of rows
-    Json array;
-    try {
-      array = Json::parse(text);
-    } catch (const Json::parse_error& e) {
-      VERL_FAIL(DataError, path, ": invalid JSON: ", e.what());
-    }
+    const std::string shown = display_path(path);
+    Json array = untrusted::parse_json<DataError>(text, shown);
     std::vector<Json> rows;
     std::vector<std::string> origins;
     for (size_t i = 0; i < array.size(); ++i) {  // item positions (1-based), as the Python reader reports them
       rows.push_back(std::move(array[i]));
-      origins.push_back(path + ":" + std::to_string(i + 1));
+      origins.push_back(shown + ":" + std::to_string(i + 1));
     }
     return RLHFDataset(std::move(rows), tokenizer, std::move(options), std::move(origins));
   }
@@ -239,7 +261,8 @@ DataProto RLHFDataset::batch(const std::vector<int64_t>& indices) const {
   }
   for (auto& [key, column] : columns) {
     for (size_t r : rows) {
-      VERL_CHECK_AS(DataError, d.rows[r].contains(key), "RLHFDataset::batch: column '", key, "' is missing in ",
+      VERL_CHECK_AS(DataError, d.rows[r].contains(key), "RLHFDataset::batch: column '", untrusted::escape(key),
+                    "' is missing in ",
                     d.origins[r], " but present in other rows of the batch");
       column.push_back(d.rows[r][key]);
     }

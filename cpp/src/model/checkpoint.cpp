@@ -10,12 +10,15 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
+#include "core/untrusted.h"
+#include "json_file.h"
+#include "sequence_classifier.h"
 #include "verl/core/error.h"
 #include "verl/core/json.h"
 #include "verl/model/safetensors.h"
-#include "sequence_classifier.h"
 
 namespace verl::model {
 namespace fs = std::filesystem;
@@ -52,35 +55,82 @@ std::string architecture_prefix(const std::string& model_type) {
 
 std::string errno_text() { return std::strerror(errno); }
 
+// config.json, parsed depth-limited (it is untrusted input; see json_file.h). A file that cannot
+// be read or parsed is a CheckpointError; values that make no model are ModelConfig's ConfigError.
 Json read_config(const fs::path& path) {
-  VERL_CHECK_AS(CheckpointError, fs::is_regular_file(path), "checkpoint '", path.parent_path().string(),
-                "': missing ", path.filename().string(), " ('", path.string(), "' does not exist)");
-  std::ifstream in(path);
-  VERL_CHECK_AS(CheckpointError, in.good(), "cannot read '", path.string(), "'");
-  try {
-    return Json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    VERL_FAIL(CheckpointError, "'", path.string(), "' is not valid JSON: ", e.what());
+  std::error_code ec;
+  VERL_CHECK_AS(CheckpointError, fs::exists(fs::symlink_status(path, ec)), "checkpoint '",
+                display_path(path.parent_path()), "': missing ", path.filename().string(), " ('", display_path(path),
+                "' does not exist)");
+  return read_json_file<CheckpointError>(path, "model config");
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+// Names for a message: the first 20, then a count (a config for 4096 layers against a 2-layer
+// checkpoint misses tens of thousands).
+std::string name_list(const std::vector<std::string>& names) {
+  constexpr size_t kShown = 20;
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < kShown; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > kShown) out += ", ... (" + std::to_string(names.size() - kShown) + " more)";
+  return out;
+}
+
+// Compares the checkpoint's tensor names and shapes, read from the safetensors headers, with the
+// parameters of the model config.json describes (parameter_shapes: computed, not allocated). This
+// runs before the model is built, so a config.json that does not fit its weights (say
+// num_hidden_layers 4000 beside a 2-layer checkpoint, or a vocab_size 100x the embedding's rows)
+// fails naming the tensors, both shapes and both files instead of first allocating the model it
+// describes. The rules are load_state_dict's (strict names; a tied model may carry lm_head.weight).
+void check_weights_fit_config(const SafeTensorsDir& weights, const ModelConfig& config, HeadKind head,
+                              const fs::path& config_path) {
+  std::vector<std::string> missing, unexpected, mismatched;
+  std::set<std::string> expected;
+  for (const auto& [name, shape] : parameter_shapes(config, head)) {
+    expected.insert(name);
+    if (!weights.contains(name)) {
+      missing.push_back(name);
+      continue;
+    }
+    const TensorInfo& info = weights.info(name);
+    if (info.shape != shape)
+      mismatched.push_back(untrusted::escape(name) + " (checkpoint " + shape_text(info.shape) + " in '" +
+                           display_path(weights.file(name).path()) + "', config " + shape_text(shape) + ")");
   }
+  const bool tied_alias_ok = config.tie_word_embeddings && head == HeadKind::kLanguageModel;
+  for (const std::string& name : weights.keys())
+    if (!expected.count(name) && !(name == "lm_head.weight" && tied_alias_ok))
+      unexpected.push_back(untrusted::escape(name));
+  std::string err;
+  if (!missing.empty()) err += " missing: [" + name_list(missing) + "];";
+  if (!unexpected.empty()) err += " unexpected: [" + name_list(unexpected) + "];";
+  if (!mismatched.empty()) err += " shape mismatch: [" + name_list(mismatched) + "];";
+  VERL_CHECK_AS(CheckpointError, err.empty(), "checkpoint '", display_path(weights.weights_path()),
+                "' does not fit its config '", display_path(config_path), "':", err);
 }
 
 // The whole file, fsynced, so that a completed save survives a crash before the directory swap.
 void write_synced(const fs::path& path, const std::string& bytes) {
   FILE* f = std::fopen(path.c_str(), "wb");
-  VERL_CHECK_AS(CheckpointError, f != nullptr, "cannot write '", path.string(), "': ", errno_text());
+  VERL_CHECK_AS(CheckpointError, f != nullptr, "cannot write '", display_path(path), "': ", errno_text());
   bool ok = bytes.empty() || std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
   ok = ok && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
   const int saved = errno;
   ok = (std::fclose(f) == 0) && ok;
-  VERL_CHECK_AS(CheckpointError, ok, "cannot write '", path.string(), "': ", std::strerror(saved));
+  VERL_CHECK_AS(CheckpointError, ok, "cannot write '", display_path(path), "': ", std::strerror(saved));
 }
 
 std::string read_all(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
-  VERL_CHECK_AS(CheckpointError, in.good(), "cannot read '", path.string(), "'");
+  VERL_CHECK_AS(CheckpointError, in.good(), "cannot read '", display_path(path), "'");
   std::ostringstream out;
   out << in.rdbuf();
-  VERL_CHECK_AS(CheckpointError, !in.bad(), "cannot read '", path.string(), "'");
+  VERL_CHECK_AS(CheckpointError, !in.bad(), "cannot read '", display_path(path), "'");
   return out.str();
 }
 
@@ -106,12 +156,12 @@ void commit_directory(const fs::path& staging, const fs::path& target) {
   const bool exists = fs::exists(fs::symlink_status(target, ec));
   if (!exists) {
     VERL_CHECK_AS(CheckpointError, std::rename(staging.c_str(), target.c_str()) == 0, "cannot move '",
-                  staging.string(), "' to '", target.string(), "': ", errno_text());
+                  display_path(staging), "' to '", display_path(target), "': ", errno_text());
     fsync_dir(target.parent_path());
     return;
   }
   VERL_CHECK_AS(CheckpointError, fs::is_directory(fs::symlink_status(target, ec)), "cannot save to '",
-                target.string(), "': it exists and is not a directory");
+                display_path(target), "': it exists and is not a directory");
 #ifdef RENAME_EXCHANGE
   if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
     fsync_dir(target.parent_path());
@@ -119,15 +169,15 @@ void commit_directory(const fs::path& staging, const fs::path& target) {
     return;
   }
   VERL_CHECK_AS(CheckpointError, errno == EINVAL || errno == ENOSYS || errno == ENOTSUP, "cannot replace '",
-                target.string(), "' with '", staging.string(), "': ", errno_text());
+                display_path(target), "' with '", display_path(staging), "': ", errno_text());
 #endif
   const fs::path old = sibling(target, "old");
-  VERL_CHECK_AS(CheckpointError, std::rename(target.c_str(), old.c_str()) == 0, "cannot move '", target.string(),
-                "' aside to '", old.string(), "': ", errno_text());
+  VERL_CHECK_AS(CheckpointError, std::rename(target.c_str(), old.c_str()) == 0, "cannot move '", display_path(target),
+                "' aside to '", display_path(old), "': ", errno_text());
   if (std::rename(staging.c_str(), target.c_str()) != 0) {
     const std::string why = errno_text();
     std::rename(old.c_str(), target.c_str());  // put the previous directory back
-    VERL_FAIL(CheckpointError, "cannot move '", staging.string(), "' to '", target.string(), "': ", why);
+    VERL_FAIL(CheckpointError, "cannot move '", display_path(staging), "' to '", display_path(target), "': ", why);
   }
   fsync_dir(target.parent_path());
   fs::remove_all(old, ec);
@@ -148,31 +198,36 @@ struct StagingGuard {
 
 std::shared_ptr<CausalLM> load_pretrained(const fs::path& dir, std::optional<torch::Dtype> dtype, torch::Device device,
                                           HeadKind head) {
-  VERL_CHECK_AS(CheckpointError, fs::is_directory(dir), "checkpoint directory '", dir.string(), "' does not exist");
+  std::error_code ec;  // non-throwing: a symlink loop is "does not exist", not a filesystem_error
+  VERL_CHECK_AS(CheckpointError, fs::is_directory(dir, ec), "checkpoint directory '", display_path(dir),
+                "' does not exist");
   const fs::path config_path = dir / kConfigName;
   ModelConfig config = ModelConfig::from_json(read_config(config_path), config_path.string());
   const torch::Dtype target_dtype = dtype.value_or(dtype_from_name(config.torch_dtype));
 
-  // Read (and validate) the weights before building the model: a corrupt checkpoint fails fast.
-  std::map<std::string, torch::Tensor> state = load_checkpoint_dir(dir);
-  const fs::path weights = fs::is_regular_file(dir / kSafeWeightsName) ? dir / kSafeWeightsName
-                                                                         : dir / kSafeWeightsIndexName;
+  // Open (map and validate) the weights and check them against the config before building the
+  // model: a corrupt checkpoint, or a config.json that does not describe it, fails before any
+  // parameter is allocated.
+  const SafeTensorsDir weights(dir);
+  const std::string shown = display_path(weights.weights_path());
   if (head == HeadKind::kValue) {
-    VERL_CHECK_AS(CheckpointError, state.count("score.weight") != 0, "checkpoint '", weights.string(),
+    VERL_CHECK_AS(CheckpointError, weights.contains("score.weight"), "checkpoint '", shown,
                   "' has no score.weight: not a value-head checkpoint (AutoModelForTokenClassification, "
                   "num_labels=1)");
-    const int64_t labels = state.at("score.weight").size(0);
-    VERL_CHECK_AS(CheckpointError, labels == 1, "checkpoint '", weights.string(), "': score.weight has ", labels,
+    const std::vector<int64_t>& score = weights.info("score.weight").shape;
+    const int64_t labels = score.empty() ? 0 : score[0];
+    VERL_CHECK_AS(CheckpointError, labels == 1, "checkpoint '", shown, "': score.weight has ", labels,
                   " labels, a value head has 1");
   }
+  check_weights_fit_config(weights, config, head, config_path);
 
   auto model = std::make_shared<CausalLM>(std::move(config), head);
   model->to(target_dtype);
   model->to(device);
   try {
-    model->load_state_dict(state, /*strict=*/true);
+    model->load_state_dict(weights.load_all(), /*strict=*/true);
   } catch (const CheckpointError& e) {
-    VERL_FAIL(CheckpointError, "checkpoint '", weights.string(), "': ", e.what());
+    VERL_FAIL(CheckpointError, "checkpoint '", shown, "': ", e.what());
   }
   return model;
 }
@@ -203,13 +258,14 @@ Json pretrained_config_json(const CausalLM& model) {
 std::vector<fs::path> save_pretrained(const CausalLM& model, const fs::path& dir_in, const SaveOptions& options) {
   VERL_CHECK(options.max_shard_bytes > 0, "save_pretrained: max_shard_bytes must be positive, got ",
              options.max_shard_bytes);
-  fs::path dir = fs::absolute(dir_in).lexically_normal();
+  std::error_code ec;  // every std::filesystem call below uses the non-throwing overload
+  fs::path dir = fs::absolute(dir_in, ec).lexically_normal();
+  VERL_CHECK_AS(CheckpointError, !ec, "cannot save to '", display_path(dir_in), "': ", ec.message());
   if (dir.filename().empty()) dir = dir.parent_path();  // "out/" -> "out"
-  std::error_code ec;
   fs::create_directories(dir.parent_path(), ec);
-  VERL_CHECK_AS(CheckpointError, !ec, "cannot create '", dir.parent_path().string(), "': ", ec.message());
+  VERL_CHECK_AS(CheckpointError, !ec, "cannot create '", display_path(dir.parent_path()), "': ", ec.message());
   const bool target_exists = fs::exists(fs::symlink_status(dir, ec));
-  VERL_CHECK_AS(CheckpointError, !target_exists || fs::is_directory(dir), "cannot save to '", dir.string(),
+  VERL_CHECK_AS(CheckpointError, !target_exists || fs::is_directory(dir, ec), "cannot save to '", display_path(dir),
                 "': it exists and is not a directory");
 
   // Tokenizer files come from tokenizer_dir, or else are kept from the directory being replaced
@@ -217,12 +273,12 @@ std::vector<fs::path> save_pretrained(const CausalLM& model, const fs::path& dir
   std::optional<fs::path> tokenizer_src = options.tokenizer_dir;
   if (!tokenizer_src && target_exists) tokenizer_src = dir;
   if (options.tokenizer_dir)
-    VERL_CHECK_AS(CheckpointError, fs::is_directory(*options.tokenizer_dir), "save_pretrained: tokenizer directory '",
-                  options.tokenizer_dir->string(), "' does not exist");
+    VERL_CHECK_AS(CheckpointError, fs::is_directory(*options.tokenizer_dir, ec),
+                  "save_pretrained: tokenizer directory '", display_path(*options.tokenizer_dir), "' does not exist");
 
   StagingGuard staging{sibling(dir, "tmp")};
   fs::create_directory(staging.path, ec);
-  VERL_CHECK_AS(CheckpointError, !ec, "cannot create '", staging.path.string(), "': ", ec.message());
+  VERL_CHECK_AS(CheckpointError, !ec, "cannot create '", display_path(staging.path), "': ", ec.message());
   std::vector<fs::path> written;
   auto done = [&](const fs::path& file) {
     written.push_back(file);
@@ -239,15 +295,15 @@ std::vector<fs::path> save_pretrained(const CausalLM& model, const fs::path& dir
   try {
     for (const fs::path& file : save_sharded(staging.path, tensors, options.max_shard_bytes)) done(file);
   } catch (const InvalidArgument& e) {
-    VERL_FAIL(CheckpointError, "cannot save weights to '", staging.path.string(), "': ", e.what());
+    VERL_FAIL(CheckpointError, "cannot save weights to '", display_path(staging.path), "': ", e.what());
   }
 
   if (tokenizer_src) {
     for (const std::string& name : kTokenizerFiles) {
       const fs::path src = *tokenizer_src / name;
       if (!fs::exists(fs::symlink_status(src, ec)) && !fs::exists(src, ec)) continue;
-      VERL_CHECK_AS(CheckpointError, fs::is_regular_file(src), "cannot copy tokenizer file '", src.string(),
-                    "': not a regular file");
+      VERL_CHECK_AS(CheckpointError, fs::is_regular_file(src, ec), "cannot copy tokenizer file '", display_path(src),
+                    "': not a regular file", ec ? " (" + ec.message() + ")" : std::string());
       const fs::path dst = staging.path / name;
       write_synced(dst, read_all(src));
       done(dst);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/untrusted.h"
 #include "verl/core/error.h"
 
 namespace verl::model {
@@ -15,7 +16,9 @@ double configured_range(const ModelConfig& config) {
   const Json& source = config.source_json;
   if (!source.is_object() || !source.contains("initializer_range")) return 0.02;  // transformers' default
   const Json& value = source["initializer_range"];
-  VERL_CHECK(value.is_number(), "init_weights: config.json initializer_range must be a number, got ", value.dump());
+  // quote, not dump: the value comes from a config.json and may be any (large, nested) JSON.
+  VERL_CHECK(value.is_number(), "init_weights: config.json initializer_range must be a number, got ",
+             untrusted::type_name(value), " ", untrusted::quote(value));
   return value.get<double>();
 }
 

@@ -1,147 +1,253 @@
 // ModelConfig <-> HF config.json.
 #include "verl/model/model_config.h"
 
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 
-#include "verl/core/error.h"
+#include "core/untrusted.h"
+#include "json_file.h"
 #include "sequence_classifier.h"
+#include "verl/core/error.h"
 
 namespace verl::model {
 namespace {
 
+// Upper bounds on the architecture fields of a config.json. A config.json comes with downloaded
+// checkpoints, and these fields size allocations (the model is built from them), so a value no
+// real model has must fail here, naming the field, instead of asking the allocator for
+// terabytes. Each bound is ~100x the largest released dense model (Llama 3.1 405B: hidden 16384,
+// intermediate 53248, 126 layers, 128 heads; vocabularies reach 262144; contexts 10M tokens).
+struct FieldBound {
+  const char* name;
+  int64_t max;
+};
+constexpr FieldBound kVocabSize{"vocab_size", int64_t{1} << 24};
+constexpr FieldBound kHiddenSize{"hidden_size", int64_t{1} << 17};
+constexpr FieldBound kIntermediateSize{"intermediate_size", int64_t{1} << 20};
+constexpr FieldBound kNumHiddenLayers{"num_hidden_layers", int64_t{1} << 12};
+constexpr FieldBound kNumAttentionHeads{"num_attention_heads", int64_t{1} << 12};
+constexpr FieldBound kNumKeyValueHeads{"num_key_value_heads", int64_t{1} << 12};
+constexpr FieldBound kHeadDim{"head_dim", int64_t{1} << 12};
+// Positions size the rollout engine's per-sequence block tables; 2^30 keeps their arithmetic far
+// from overflow while admitting every released context length.
+constexpr int64_t kMaxPositions = int64_t{1} << 30;
+
+// Typed, range-checked access to one JSON object of config.json. Every failure is a ConfigError
+// naming the field and the file; values are quoted bounded and escaped (untrusted::quote), never
+// dumped whole.
 struct Reader {
   const Json& j;
-  const std::string& source;
+  const std::string& source;  // the file, already escaped for messages
+  std::string prefix = "";    // "rope_scaling." for a nested object
 
   bool has(const char* key) const {
     auto it = j.find(key);
     return it != j.end() && !it->is_null();
   }
   const Json& at(const char* key) const {
-    VERL_CHECK_AS(ConfigError, has(key), "model config ", source, ": missing required field '", key, "'");
-    return j.at(key);
+    VERL_CHECK_AS(ConfigError, has(key), "model config ", source, ": missing required field '", prefix, key, "'");
+    return *j.find(key);
   }
-  template <typename T>
-  T get(const char* key) const {
-    try {
-      return at(key).get<T>();
-    } catch (const nlohmann::json::exception& e) {
-      VERL_FAIL(ConfigError, "model config ", source, ": field '", key, "' has the wrong type (", e.what(), ")");
-    }
+  [[noreturn]] void wrong_type(const char* key, const char* expected) const {
+    const Json& v = at(key);
+    VERL_FAIL(ConfigTypeError, "model config ", source, ": field '", prefix, key, "' has the wrong type: expected ",
+              expected, ", got ", untrusted::type_name(v), " ", untrusted::quote(v));
   }
-  template <typename T>
-  T get(const char* key, T fallback) const {
-    return has(key) ? get<T>(key) : fallback;
+
+  // An integer in [min, max]. Floats are refused rather than truncated (nlohmann's get<int64_t>
+  // casts 1e30 to an undefined value), as transformers' own range(num_hidden_layers) would.
+  int64_t integer(const char* key, int64_t min, int64_t max) const {
+    const Json& v = at(key);
+    if (!v.is_number_integer()) wrong_type(key, "integer");
+    const bool too_big = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(max);
+    VERL_CHECK_AS(ConfigError, !too_big && v.get<int64_t>() >= min && v.get<int64_t>() <= max, "model config ",
+                  source, ": field '", prefix, key, "' is ", untrusted::quote(v), ", outside [", min, ", ", max, "]");
+    return v.get<int64_t>();
+  }
+  int64_t integer(const char* key, int64_t min, int64_t max, int64_t fallback) const {
+    return has(key) ? integer(key, min, max) : fallback;
+  }
+  int64_t bounded(const FieldBound& f) const { return integer(f.name, 1, f.max); }
+  int64_t bounded(const FieldBound& f, int64_t fallback) const { return has(f.name) ? bounded(f) : fallback; }
+
+  // A finite number > 0 (or >= 0 with allow_zero): NaN / inf / negative values would only turn
+  // into NaN logits far from here.
+  double number(const char* key, bool allow_zero = false) const {
+    const Json& v = at(key);
+    if (!v.is_number()) wrong_type(key, "number");
+    const double d = v.get<double>();
+    VERL_CHECK_AS(ConfigError, std::isfinite(d) && (d > 0 || (allow_zero && d == 0)), "model config ", source,
+                  ": field '", prefix, key, "' must be finite and ", allow_zero ? ">= 0" : "> 0", ", got ",
+                  untrusted::quote(v));
+    return d;
+  }
+  double number(const char* key, double fallback, bool allow_zero = false) const {
+    return has(key) ? number(key, allow_zero) : fallback;
+  }
+
+  bool boolean(const char* key, bool fallback) const {
+    if (!has(key)) return fallback;
+    if (!at(key).is_boolean()) wrong_type(key, "bool");
+    return at(key).get<bool>();
+  }
+
+  std::string string(const char* key) const {
+    if (!at(key).is_string()) wrong_type(key, "string");
+    return at(key).get<std::string>();
+  }
+  std::string string(const char* key, const std::string& fallback) const { return has(key) ? string(key) : fallback; }
+
+  // A token id (bos/eos/pad): any integer; transformers does not range-check them either.
+  int64_t token_id(const char* key, const Json& v) const {
+    VERL_CHECK_AS(ConfigTypeError, v.is_number_integer() && !(v.is_number_unsigned() &&
+                                                              v.get<uint64_t>() > uint64_t{INT64_MAX}),
+                  "model config ", source, ": field '", prefix, key, "' must hold integer token ids, got ",
+                  untrusted::quote(v));
+    return v.get<int64_t>();
   }
 };
 
+// a * b and a + b, or nullopt on int64 overflow.
+std::optional<int64_t> mul(std::optional<int64_t> a, std::optional<int64_t> b) {
+  int64_t out = 0;
+  if (!a || !b || __builtin_mul_overflow(*a, *b, &out)) return std::nullopt;
+  return out;
+}
+std::optional<int64_t> add(std::optional<int64_t> a, std::optional<int64_t> b) {
+  int64_t out = 0;
+  if (!a || !b || __builtin_add_overflow(*a, *b, &out)) return std::nullopt;
+  return out;
+}
+
+// Parameters of the largest model the config describes (every bias, an untied LM head), and the
+// bytes of that many float64 values, with every step checked: the per-field bounds already keep
+// this far below 2^63, and this check keeps it so if they are ever raised.
+void check_total_size(const ModelConfig& c, const std::string& source) {
+  using I = std::optional<int64_t>;
+  const I h = c.hidden_size, q = c.q_size(), kv = c.kv_size();
+  const I attention = add(add(mul(h, add(q, mul(2, kv))), add(q, mul(2, kv))),  // q/k/v weights and biases
+                          add(add(mul(q, h), h), mul(2, c.head_dim)));           // o_proj, o bias, q/k norms
+  const I mlp = add(mul(mul(3, h), c.intermediate_size), add(mul(2, c.intermediate_size), h));
+  const I layer = add(add(attention, mlp), mul(2, h));  // + two RMSNorms
+  const I embeddings = mul(c.vocab_size, h);
+  const I total = add(add(mul(c.num_hidden_layers, layer), mul(2, embeddings)), add(mul(2, h), 1));
+  const I bytes = mul(total, 8);
+  VERL_CHECK_AS(ConfigError, bytes.has_value(), "model config ", source,
+                ": vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads and head_dim "
+                "describe a model whose size in bytes overflows int64");
+}
+
 // rope_scaling (transformers 4.x) or rope_parameters (5.x, which also carries rope_theta).
 void parse_rope(const Json& r, const char* field, const std::string& source, ModelConfig& c) {
-  VERL_CHECK_AS(ConfigError, r.is_object(), "model config ", source, ": '", field, "' must be an object");
-  Reader rd{r, source};
-  if (rd.has("rope_theta")) c.rope_theta = rd.get<double>("rope_theta");
-  std::string type = rd.get<std::string>("rope_type", rd.get<std::string>("type", "default"));
+  VERL_CHECK_AS(ConfigTypeError, r.is_object(), "model config ", source, ": field '", field,
+                "' must be an object, got ", untrusted::type_name(r));
+  Reader rd{r, source, std::string(field) + "."};
+  if (rd.has("rope_theta")) c.rope_theta = rd.number("rope_theta");
+  std::string type = rd.string("rope_type", rd.string("type", "default"));
   if (type == "default") return;
-  VERL_CHECK_AS(ConfigError, type == "llama3", "model config ", source, ": ", field, ".rope_type '", type,
-                "' is not supported (supported: default, llama3)");
+  VERL_CHECK_AS(ConfigError, type == "llama3", "model config ", source, ": ", field, ".rope_type ",
+                untrusted::quote(Json(type)), " is not supported (supported: default, llama3)");
   RopeScaling s;
   for (const char* key : {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"})
     VERL_CHECK_AS(ConfigError, rd.has(key), "model config ", source, ": missing required field '", field, ".",
                   key, "' for rope_type llama3");
-  s.factor = rd.get<double>("factor");
-  s.low_freq_factor = rd.get<double>("low_freq_factor");
-  s.high_freq_factor = rd.get<double>("high_freq_factor");
-  s.original_max_position_embeddings = rd.get<int64_t>("original_max_position_embeddings");
+  s.factor = rd.number("factor");
+  s.low_freq_factor = rd.number("low_freq_factor");
+  s.high_freq_factor = rd.number("high_freq_factor");
+  s.original_max_position_embeddings = rd.integer("original_max_position_embeddings", 1, kMaxPositions);
   c.rope_scaling = s;
 }
 
 }  // namespace
 
-ModelConfig ModelConfig::from_json(const Json& j, const std::string& source) {
-  VERL_CHECK_AS(ConfigError, j.is_object(), "model config ", source, ": expected a JSON object");
+ModelConfig ModelConfig::from_json(const Json& j, const std::string& source_name) {
+  const std::string source = untrusted::escape(source_name, 4096);
+  VERL_CHECK_AS(ConfigError, j.is_object(), "model config ", source, ": expected a JSON object, got ",
+                untrusted::type_name(j));
   Reader rd{j, source};
   ModelConfig c;
-  c.source_json = j;
-  c.model_type = rd.get<std::string>("model_type");
+  c.model_type = rd.string("model_type");
   VERL_CHECK_AS(ConfigError, c.model_type == "qwen2" || c.model_type == "qwen3" || c.model_type == "llama",
-                "model config ", source, ": unknown model_type '", c.model_type,
-                "' (supported: qwen2, qwen3, llama)");
-  c.vocab_size = rd.get<int64_t>("vocab_size");
-  c.hidden_size = rd.get<int64_t>("hidden_size");
-  c.intermediate_size = rd.get<int64_t>("intermediate_size");
-  c.num_hidden_layers = rd.get<int64_t>("num_hidden_layers");
-  c.num_attention_heads = rd.get<int64_t>("num_attention_heads");
-  c.num_key_value_heads = rd.get<int64_t>("num_key_value_heads", c.num_attention_heads);
-  for (auto [name, v] : {std::pair{"vocab_size", c.vocab_size}, {"hidden_size", c.hidden_size},
-                         {"intermediate_size", c.intermediate_size}, {"num_hidden_layers", c.num_hidden_layers},
-                         {"num_attention_heads", c.num_attention_heads},
-                         {"num_key_value_heads", c.num_key_value_heads}})
-    VERL_CHECK_AS(ConfigError, v > 0, "model config ", source, ": field '", name, "' must be positive, got ", v);
+                "model config ", source, ": unknown model_type ", untrusted::quote(Json(c.model_type)),
+                " (supported: qwen2, qwen3, llama)");
+  c.vocab_size = rd.bounded(kVocabSize);
+  c.hidden_size = rd.bounded(kHiddenSize);
+  c.intermediate_size = rd.bounded(kIntermediateSize);
+  c.num_hidden_layers = rd.bounded(kNumHiddenLayers);
+  c.num_attention_heads = rd.bounded(kNumAttentionHeads);
+  c.num_key_value_heads = rd.bounded(kNumKeyValueHeads, c.num_attention_heads);
   VERL_CHECK_AS(ConfigError, c.num_attention_heads % c.num_key_value_heads == 0, "model config ", source,
                 ": num_attention_heads (", c.num_attention_heads, ") is not a multiple of num_key_value_heads (",
                 c.num_key_value_heads, ")");
   // Qwen3Config declares head_dim = 128 as its default; the others derive it.
   const int64_t derived_head_dim = c.model_type == "qwen3" ? 128 : c.hidden_size / c.num_attention_heads;
-  c.head_dim = rd.get<int64_t>("head_dim", derived_head_dim);
+  c.head_dim = rd.has(kHeadDim.name) ? rd.bounded(kHeadDim) : derived_head_dim;
   VERL_CHECK_AS(ConfigError, c.head_dim > 0 && c.head_dim % 2 == 0, "model config ", source,
-                ": head_dim must be positive and even for RoPE, got ", c.head_dim);
-  c.rms_norm_eps = rd.get<double>("rms_norm_eps", 1e-6);
+                ": head_dim must be positive and even for RoPE, got ", c.head_dim,
+                rd.has(kHeadDim.name) ? "" : " (hidden_size / num_attention_heads)");
+  check_total_size(c, source);
+  c.rms_norm_eps = rd.number("rms_norm_eps", 1e-6, /*allow_zero=*/true);
   c.max_position_embeddings =
-      rd.get<int64_t>("max_position_embeddings", c.model_type == "llama" ? 2048 : 32768);
-  c.rope_theta = rd.get<double>("rope_theta", 10000.0);
-  if (rd.has("rope_parameters")) parse_rope(j.at("rope_parameters"), "rope_parameters", source, c);
-  if (rd.has("rope_scaling")) parse_rope(j.at("rope_scaling"), "rope_scaling", source, c);
-  c.tie_word_embeddings = rd.get<bool>("tie_word_embeddings", false);
-  const bool attention_bias = rd.get<bool>("attention_bias", false);
+      rd.integer("max_position_embeddings", 1, kMaxPositions, c.model_type == "llama" ? 2048 : 32768);
+  c.rope_theta = rd.number("rope_theta", 10000.0);
+  if (rd.has("rope_parameters")) parse_rope(rd.at("rope_parameters"), "rope_parameters", source, c);
+  if (rd.has("rope_scaling")) parse_rope(rd.at("rope_scaling"), "rope_scaling", source, c);
+  c.tie_word_embeddings = rd.boolean("tie_word_embeddings", false);
+  const bool attention_bias = rd.boolean("attention_bias", false);
   if (c.model_type == "qwen2") {
     c.qkv_bias = true;
     c.o_bias = false;
-    VERL_CHECK_AS(ConfigError, !rd.get<bool>("use_sliding_window", false), "model config ", source,
+    VERL_CHECK_AS(ConfigError, !rd.boolean("use_sliding_window", false), "model config ", source,
                   ": use_sliding_window=true is not supported");
   } else {
     c.qkv_bias = attention_bias;
     c.o_bias = attention_bias;
   }
-  if (c.model_type == "llama") c.mlp_bias = rd.get<bool>("mlp_bias", false);
+  if (c.model_type == "llama") c.mlp_bias = rd.boolean("mlp_bias", false);
   if (c.model_type == "qwen3") {
     c.qk_norm = true;
-    VERL_CHECK_AS(ConfigError, !rd.get<bool>("use_sliding_window", false), "model config ", source,
+    VERL_CHECK_AS(ConfigError, !rd.boolean("use_sliding_window", false), "model config ", source,
                   ": use_sliding_window=true is not supported");
   }
   // transformers' XForSequenceClassification (reward models) has score = Linear(hidden, num_labels, bias=False);
   // XForTokenClassification (critics) has a bias unless token_classification_bias=false.
-  c.score_bias = rd.get<bool>("token_classification_bias", !is_sequence_classifier(j));
-  if (rd.has("bos_token_id")) c.bos_token_id = rd.get<int64_t>("bos_token_id");
-  if (rd.has("pad_token_id")) c.pad_token_id = rd.get<int64_t>("pad_token_id");
+  c.score_bias = rd.boolean("token_classification_bias", !is_sequence_classifier(j));
+  if (rd.has("bos_token_id")) c.bos_token_id = rd.token_id("bos_token_id", rd.at("bos_token_id"));
+  if (rd.has("pad_token_id")) c.pad_token_id = rd.token_id("pad_token_id", rd.at("pad_token_id"));
   if (rd.has("eos_token_id")) {
-    const Json& e = j.at("eos_token_id");
-    c.eos_token_ids = e.is_array() ? rd.get<std::vector<int64_t>>("eos_token_id")
-                                   : std::vector<int64_t>{rd.get<int64_t>("eos_token_id")};
+    const Json& e = rd.at("eos_token_id");
+    if (e.is_array()) {
+      for (const Json& id : e) c.eos_token_ids.push_back(rd.token_id("eos_token_id", id));
+    } else {
+      c.eos_token_ids = {rd.token_id("eos_token_id", e)};
+    }
   }
   // transformers 5 writes "dtype", 4.x "torch_dtype".
-  c.torch_dtype = rd.get<std::string>("torch_dtype", rd.get<std::string>("dtype", "float32"));
+  c.torch_dtype = rd.string("torch_dtype", rd.string("dtype", "float32"));
   VERL_CHECK_AS(ConfigError,
                 c.torch_dtype == "float32" || c.torch_dtype == "bfloat16" || c.torch_dtype == "float16" ||
                     c.torch_dtype == "float64",
-                "model config ", source, ": torch_dtype '", c.torch_dtype,
-                "' is not supported (float32, bfloat16, float16, float64)");
+                "model config ", source, ": torch_dtype ", untrusted::quote(Json(c.torch_dtype)),
+                " is not supported (float32, bfloat16, float16, float64)");
+  // Kept last: the copy is only made of a config that passed every check.
+  c.source_json = j;
   return c;
+}
+
+ModelConfig ModelConfig::from_json_text(std::string_view text, const std::string& source) {
+  return from_json(untrusted::parse_json<ConfigError>(text, "model config " + untrusted::escape(source, 4096), "text"),
+                   source);
 }
 
 ModelConfig ModelConfig::from_file(const std::string& path) {
   std::filesystem::path p(path);
-  if (std::filesystem::is_directory(p)) p /= "config.json";
-  std::ifstream in(p);
-  VERL_CHECK_AS(ConfigError, in.good(), "model config ", p.string(), ": cannot open file");
-  Json j;
-  try {
-    j = Json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    VERL_FAIL(ConfigError, "model config ", p.string(), ": invalid JSON (", e.what(), ")");
-  }
-  return from_json(j, p.string());
+  std::error_code ec;  // the non-throwing overload: a symlink loop is reported by the read below
+  if (std::filesystem::is_directory(p, ec)) p /= "config.json";
+  return from_json(read_json_file<ConfigError>(p, "model config"), p.string());
 }
 
 Json ModelConfig::to_json() const {

@@ -17,6 +17,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/untrusted.h"
+#include "json_file.h"
 #include "verl/core/error.h"
 #include "verl/core/json.h"
 
@@ -30,6 +32,11 @@ namespace {
 
 // HF safetensors refuses headers above 100 MB (MAX_HEADER_SIZE); so do we, before allocating.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+// No real tensor has more dimensions (PyTorch's TensorIterator handles at most 25); a header
+// claiming thousands of 1-sized dimensions would only make every later shape walk slow.
+constexpr size_t kMaxRank = 64;
+// The longest file name Linux accepts (NAME_MAX): a longer shard name can never be opened.
+constexpr size_t kMaxFileNameBytes = 255;
 
 struct DtypeEntry {
   const char* name;
@@ -61,7 +68,36 @@ const DtypeEntry& find_dtype(torch::ScalarType type) {
   VERL_FAIL(InvalidArgument, "safetensors cannot store dtype ", c10::toString(type));
 }
 
-std::string where(const fs::path& path) { return "safetensors file '" + path.string() + "'"; }
+std::string where(const fs::path& path) { return "safetensors file '" + display_path(path) + "'"; }
+
+// A header value as it appears in a message. Numbers and small flat arrays of numbers are shown
+// as the file spells them ("[0,4]"); anything else (strings, containers nested 100,000 deep, a
+// million-element array) is quoted bounded and escaped, never dumped whole.
+std::string shown(const Json& v) {
+  if (v.is_number() || v.is_boolean() || v.is_null()) return v.dump();
+  if (v.is_array() && v.size() <= kMaxRank &&
+      std::all_of(v.begin(), v.end(), [](const Json& e) { return e.is_number(); }))
+    return v.dump();
+  return untrusted::quote(v);
+}
+
+// "'name'" with the name escaped: tensor names and keys come from the file.
+std::string quoted_name(const std::string& name) { return "'" + untrusted::escape(name) + "'"; }
+
+// Why `name` cannot be a shard of the checkpoint directory, or nullptr if it can. weight_map comes
+// from a (downloaded) index file: a name that is a path ("../x", "/etc/passwd", "sub/x", "..")
+// would make the loader read files outside the checkpoint directory, so only plain file names
+// are accepted. The file itself may be a symlink (the Hugging Face hub cache links every file of
+// a snapshot to ../../blobs/<hash>): whoever created the directory chose the link; the index,
+// which only names files, cannot redirect the loader anywhere else.
+const char* bad_shard_name(const std::string& name) {
+  if (name.empty()) return "is empty";
+  if (name == "." || name == "..") return "is not a file name";
+  if (name.find('/') != std::string::npos) return "is a path (it contains '/')";
+  if (name.find('\0') != std::string::npos) return "contains a NUL byte";
+  if (name.size() > kMaxFileNameBytes) return "is longer than 255 bytes, the longest file name there is";
+  return nullptr;
+}
 
 std::string errno_text() { return std::strerror(errno); }
 
@@ -73,12 +109,12 @@ void write_atomic(const fs::path& path, WriteBody&& body) {
   fs::path tmp = path;
   tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   FILE* f = std::fopen(tmp.c_str(), "wb");
-  VERL_CHECK_AS(CheckpointError, f != nullptr, "cannot write '", path.string(), "': ", errno_text());
+  VERL_CHECK_AS(CheckpointError, f != nullptr, "cannot write '", display_path(path), "': ", errno_text());
   bool ok = false;
   try {
     body([&](const void* data, size_t n) {
       if (n != 0 && std::fwrite(data, 1, n, f) != n)
-        VERL_FAIL(CheckpointError, "cannot write '", path.string(), "': ", errno_text());
+        VERL_FAIL(CheckpointError, "cannot write '", display_path(path), "': ", errno_text());
     });
     ok = std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
   } catch (...) {
@@ -91,7 +127,7 @@ void write_atomic(const fs::path& path, WriteBody&& body) {
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string why = std::strerror(ok ? errno : saved);
     std::remove(tmp.c_str());
-    VERL_FAIL(CheckpointError, "cannot write '", path.string(), "': ", why);
+    VERL_FAIL(CheckpointError, "cannot write '", display_path(path), "': ", why);
   }
 }
 
@@ -99,7 +135,7 @@ void write_atomic(const fs::path& path, WriteBody&& body) {
 
 torch::ScalarType scalar_type_from_safetensors(const std::string& dtype) {
   const DtypeEntry* d = find_dtype(dtype);
-  VERL_CHECK_AS(CheckpointError, d != nullptr, "unknown safetensors dtype '", dtype, "'");
+  VERL_CHECK_AS(CheckpointError, d != nullptr, "unknown safetensors dtype '", untrusted::escape(dtype, 64), "'");
   return d->type;
 }
 
@@ -151,45 +187,44 @@ SafeTensorsFile::SafeTensorsFile(const fs::path& path) : path_(path), mapping_(s
   // HF requires the header to start with '{' (no leading whitespace); so do we.
   VERL_CHECK_AS(CheckpointError, header_len > 0 && header_begin[0] == '{', w,
                 ": header is not a JSON object (it must start with '{')");
-  Json header;
-  try {
-    header = Json::parse(header_begin, header_begin + header_len);
-  } catch (const Json::exception& e) {
-    VERL_FAIL(CheckpointError, w, ": header is not valid JSON: ", e.what());
-  }
+  // Depth-limited: a shape nested 100,000 deep must fail here, not overflow the stack later.
+  const Json header = untrusted::parse_json<CheckpointError>(std::string_view(header_begin, header_len), w, "header");
   VERL_CHECK_AS(CheckpointError, header.is_object(), w, ": header is not a JSON object");
 
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
       VERL_CHECK_AS(CheckpointError, entry.is_object(), w, ": __metadata__ is not an object of strings");
       for (const auto& [k, v] : entry.items()) {
-        VERL_CHECK_AS(CheckpointError, v.is_string(), w, ": __metadata__['", k, "'] is not a string");
+        VERL_CHECK_AS(CheckpointError, v.is_string(), w, ": __metadata__[", quoted_name(k), "] is not a string");
         metadata_[k] = v.get<std::string>();
       }
       has_metadata_ = true;
       continue;
     }
-    const std::string t = w + ": tensor '" + name + "'";
+    const std::string t = w + ": tensor " + quoted_name(name);
     VERL_CHECK_AS(CheckpointError, entry.is_object(), t, ": entry is not an object");
     for (const char* field : {"dtype", "shape", "data_offsets"})
       VERL_CHECK_AS(CheckpointError, entry.contains(field), t, ": entry is missing '", field, "'");
     const Json& dtype = entry["dtype"];
     VERL_CHECK_AS(CheckpointError, dtype.is_string(), t, ": dtype is not a string");
     const DtypeEntry* d = find_dtype(dtype.get<std::string>());
-    VERL_CHECK_AS(CheckpointError, d != nullptr, t, ": unknown dtype '", dtype.get<std::string>(), "'");
+    VERL_CHECK_AS(CheckpointError, d != nullptr, t, ": unknown dtype '",
+                  untrusted::escape(dtype.get_ref<const std::string&>(), 64), "'");
 
     TensorInfo info;
     info.dtype = d->name;
     info.scalar_type = d->type;
     const Json& shape = entry["shape"];
     VERL_CHECK_AS(CheckpointError, shape.is_array(), t, ": shape is not an array");
+    VERL_CHECK_AS(CheckpointError, shape.size() <= kMaxRank, t, ": shape has ", shape.size(),
+                  " dimensions, more than ", kMaxRank);
     uint64_t numel = 1;
     bool overflow = false;
     for (const Json& dim : shape) {
       VERL_CHECK_AS(CheckpointError, !dim.is_number_integer() || dim.is_number_unsigned(), t,
-                    ": shape has a negative dimension ", dim.dump());
+                    ": shape has a negative dimension ", shown(dim));
       VERL_CHECK_AS(CheckpointError, dim.is_number_unsigned(), t, ": shape has a non-integer dimension ",
-                    dim.dump());
+                    shown(dim));
       const uint64_t n = dim.get<uint64_t>();
       VERL_CHECK_AS(CheckpointError, n <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), t,
                     ": shape dimension ", n, " is too large");
@@ -198,21 +233,21 @@ SafeTensorsFile::SafeTensorsFile(const fs::path& path) : path_(path), mapping_(s
     }
     uint64_t nbytes = 0;
     overflow = overflow || __builtin_mul_overflow(numel, static_cast<uint64_t>(d->itemsize), &nbytes);
-    VERL_CHECK_AS(CheckpointError, !overflow, t, ": shape ", shape.dump(), " overflows");
+    VERL_CHECK_AS(CheckpointError, !overflow, t, ": shape ", shown(shape), " overflows");
 
     const Json& offsets = entry["data_offsets"];
     VERL_CHECK_AS(CheckpointError,
                   offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() &&
                       offsets[1].is_number_unsigned(),
-                  t, ": data_offsets ", offsets.dump(), " is not a pair of non-negative integers");
+                  t, ": data_offsets ", shown(offsets), " is not a pair of non-negative integers");
     info.begin = offsets[0].get<uint64_t>();
     info.end = offsets[1].get<uint64_t>();
-    VERL_CHECK_AS(CheckpointError, info.end >= info.begin, t, ": data_offsets ", offsets.dump(),
+    VERL_CHECK_AS(CheckpointError, info.end >= info.begin, t, ": data_offsets ", shown(offsets),
                   " end before begin");
-    VERL_CHECK_AS(CheckpointError, info.end <= data_size, t, ": data_offsets ", offsets.dump(),
+    VERL_CHECK_AS(CheckpointError, info.end <= data_size, t, ": data_offsets ", shown(offsets),
                   " lie outside the data section (", data_size, " bytes)");
-    VERL_CHECK_AS(CheckpointError, info.end - info.begin == nbytes, t, ": ", d->name, " with shape ", shape.dump(),
-                  " needs ", nbytes, " bytes but data_offsets ", offsets.dump(), " hold ", info.end - info.begin);
+    VERL_CHECK_AS(CheckpointError, info.end - info.begin == nbytes, t, ": ", d->name, " with shape ", shown(shape),
+                  " needs ", nbytes, " bytes but data_offsets ", shown(offsets), " hold ", info.end - info.begin);
     infos_.emplace(name, std::move(info));
   }
 
@@ -227,11 +262,12 @@ SafeTensorsFile::SafeTensorsFile(const fs::path& path) : path_(path), mapping_(s
   const std::string* previous = nullptr;
   for (const auto* kv : by_offset) {
     const TensorInfo& info = kv->second;
-    VERL_CHECK_AS(CheckpointError, info.begin >= cursor, w, ": tensor '", kv->first, "' overlaps tensor '",
-                  *previous, "' (data_offsets [", info.begin, ", ", info.end, "] start before byte ", cursor, ")");
+    VERL_CHECK_AS(CheckpointError, info.begin >= cursor, w, ": tensor ", quoted_name(kv->first), " overlaps tensor ",
+                  quoted_name(*previous), " (data_offsets [", info.begin, ", ", info.end, "] start before byte ",
+                  cursor, ")");
     VERL_CHECK_AS(CheckpointError, info.begin == cursor, w, ": bytes [", cursor, ", ", info.begin,
-                  ") of the data section before tensor '", kv->first,
-                  "' belong to no tensor (HF: metadata incomplete buffer)");
+                  ") of the data section before tensor ", quoted_name(kv->first),
+                  " belong to no tensor (HF: metadata incomplete buffer)");
     cursor = info.end;
     previous = &kv->first;
   }
@@ -248,7 +284,7 @@ std::vector<std::string> SafeTensorsFile::keys() const {
 
 const TensorInfo& SafeTensorsFile::info(const std::string& name) const {
   auto it = infos_.find(name);
-  VERL_CHECK_AS(CheckpointError, it != infos_.end(), where(path_), " has no tensor '", name, "'");
+  VERL_CHECK_AS(CheckpointError, it != infos_.end(), where(path_), " has no tensor ", quoted_name(name));
   return it->second;
 }
 
@@ -299,11 +335,11 @@ void save_file(const fs::path& path, const NamedTensors& tensors, const Metadata
   std::vector<Item> items;
   std::set<std::string> seen;
   for (const auto& [name, tensor] : tensors) {
-    VERL_CHECK(name != "__metadata__", "cannot save '", path.string(), "': '__metadata__' is reserved, not a tensor name");
-    VERL_CHECK(seen.insert(name).second, "cannot save '", path.string(), "': tensor '", name, "' given twice");
-    VERL_CHECK(tensor.defined(), "cannot save '", path.string(), "': tensor '", name, "' is undefined");
-    VERL_CHECK(tensor.layout() == torch::kStrided, "cannot save '", path.string(), "': tensor '", name,
-               "' is not dense");
+    const std::string cannot = "cannot save '" + display_path(path) + "': ";
+    VERL_CHECK(name != "__metadata__", cannot, "'__metadata__' is reserved, not a tensor name");
+    VERL_CHECK(seen.insert(name).second, cannot, "tensor ", quoted_name(name), " given twice");
+    VERL_CHECK(tensor.defined(), cannot, "tensor ", quoted_name(name), " is undefined");
+    VERL_CHECK(tensor.layout() == torch::kStrided, cannot, "tensor ", quoted_name(name), " is not dense");
     const DtypeEntry& d = find_dtype(tensor.scalar_type());
     items.push_back({name, tensor.detach().to(torch::kCPU).contiguous(), &d});
   }
@@ -344,50 +380,89 @@ void save_file(const fs::path& path, const std::map<std::string, torch::Tensor>&
 
 // ---- sharded checkpoints -------------------------------------------------------------------
 
-std::map<std::string, torch::Tensor> load_checkpoint_dir(const fs::path& dir) {
+SafeTensorsDir::SafeTensorsDir(const fs::path& dir) {
+  // Non-throwing status calls throughout: a symlink loop or an over-long path must end in a
+  // CheckpointError naming it, not a std::filesystem_error.
+  std::error_code ec;
   const fs::path single = dir / kSafeWeightsName;
-  if (fs::is_regular_file(single)) return load_file(single);
   const fs::path index_path = dir / kSafeWeightsIndexName;
-  VERL_CHECK_AS(CheckpointError, fs::is_regular_file(index_path), "checkpoint directory '", dir.string(),
-                "' has neither ", kSafeWeightsName, " nor ", kSafeWeightsIndexName);
-  const std::string w = "index '" + index_path.string() + "'";
-  Json index;
-  try {
-    std::ifstream in(index_path);
-    VERL_CHECK_AS(CheckpointError, in.good(), "cannot read ", w);
-    index = Json::parse(in);
-  } catch (const Json::exception& e) {
-    VERL_FAIL(CheckpointError, w, " is not valid JSON: ", e.what());
+  const bool single_is_file = fs::is_regular_file(fs::status(single, ec));
+  const bool index_is_file = fs::is_regular_file(fs::status(index_path, ec));
+  // model.safetensors wins, as in transformers. An entry that exists but is not a regular file (a
+  // dangling link, a symlink loop, a directory) is still opened when nothing better is there, so
+  // the error says what is wrong with it rather than that it is absent.
+  if (single_is_file || (!index_is_file && fs::exists(fs::symlink_status(single, ec)))) {
+    weights_path_ = single;
+    auto file = std::make_shared<const SafeTensorsFile>(single);
+    for (const std::string& name : file->keys()) files_.emplace(name, file);
+    return;
   }
-  VERL_CHECK_AS(CheckpointError, index.is_object() && index.contains("weight_map") && index["weight_map"].is_object(),
-                w, " has no weight_map object");
-  std::map<std::string, std::vector<std::string>> by_shard;  // shard file -> tensor names
-  for (const auto& [name, shard] : index["weight_map"].items()) {
-    VERL_CHECK_AS(CheckpointError, shard.is_string(), w, ": weight_map['", name, "'] is not a file name");
-    const fs::path rel(shard.get<std::string>());
-    VERL_CHECK_AS(CheckpointError, rel.is_relative(), w, ": weight_map['", name, "'] names an absolute path");
-    by_shard[rel.string()].push_back(name);
+  VERL_CHECK_AS(CheckpointError, index_is_file || fs::exists(fs::symlink_status(index_path, ec)),
+                "checkpoint directory '", display_path(dir), "' has neither ", kSafeWeightsName, " nor ",
+                kSafeWeightsIndexName);
+  weights_path_ = index_path;
+  const std::string w = "index '" + display_path(index_path) + "'";
+  const Json index = read_json_file<CheckpointError>(index_path, "index");
+  const auto weight_map = index.is_object() ? index.find("weight_map") : index.end();
+  VERL_CHECK_AS(CheckpointError, index.is_object() && weight_map != index.end() && weight_map->is_object(), w,
+                " has no weight_map object");
+  std::map<std::string, std::vector<std::string>> by_shard;  // shard file name -> tensor names
+  for (const auto& [name, shard] : weight_map->items()) {
+    VERL_CHECK_AS(CheckpointError, shard.is_string(), w, ": weight_map[", quoted_name(name),
+                  "] is not a file name but ", untrusted::type_name(shard), " ", untrusted::quote(shard));
+    const std::string& file_name = shard.get_ref<const std::string&>();
+    const char* why = bad_shard_name(file_name);
+    VERL_CHECK_AS(CheckpointError, why == nullptr, w, ": weight_map[", quoted_name(name), "] names shard ",
+                  untrusted::quote(shard), ", which ", why ? why : "",
+                  ": shards must be plain file names inside the checkpoint directory");
+    by_shard[file_name].push_back(name);
   }
-  std::map<std::string, torch::Tensor> out;
   for (const auto& [shard, names] : by_shard) {
+    // A plain file name joined to dir: the path names an entry of dir itself, nothing above it.
     const fs::path shard_path = dir / shard;
-    VERL_CHECK_AS(CheckpointError, fs::exists(shard_path), w, " lists shard '", shard, "' (for tensor '",
-                  names.front(), "'), but '", shard_path.string(), "' does not exist");
-    SafeTensorsFile file(shard_path);
+    VERL_CHECK_AS(CheckpointError, fs::status(shard_path, ec).type() != fs::file_type::not_found, w,
+                  " lists shard ", quoted_name(shard), " (for tensor ", quoted_name(names.front()), "), but '",
+                  display_path(shard_path), "' does not exist");
+    auto file = std::make_shared<const SafeTensorsFile>(shard_path);
     for (const std::string& name : names) {
-      VERL_CHECK_AS(CheckpointError, file.contains(name), w, " puts tensor '", name, "' in shard '", shard,
-                    "', which does not contain it");
-      out.emplace(name, file.get(name));
+      VERL_CHECK_AS(CheckpointError, file->contains(name), w, " puts tensor ", quoted_name(name), " in shard ",
+                    quoted_name(shard), ", which does not contain it");
+      files_.emplace(name, file);
     }
   }
+}
+
+std::vector<std::string> SafeTensorsDir::keys() const {
+  std::vector<std::string> out;
+  out.reserve(files_.size());
+  for (const auto& kv : files_) out.push_back(kv.first);
   return out;
 }
+
+const SafeTensorsFile& SafeTensorsDir::file(const std::string& name) const {
+  auto it = files_.find(name);
+  VERL_CHECK_AS(CheckpointError, it != files_.end(), "checkpoint '", display_path(weights_path_), "' has no tensor ",
+                quoted_name(name));
+  return *it->second;
+}
+
+const TensorInfo& SafeTensorsDir::info(const std::string& name) const { return file(name).info(name); }
+
+torch::Tensor SafeTensorsDir::get(const std::string& name) const { return file(name).get(name); }
+
+std::map<std::string, torch::Tensor> SafeTensorsDir::load_all() const {
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& [name, file] : files_) out.emplace(name, file->get(name));
+  return out;
+}
+
+std::map<std::string, torch::Tensor> load_checkpoint_dir(const fs::path& dir) { return SafeTensorsDir(dir).load_all(); }
 
 std::vector<fs::path> save_sharded(const fs::path& dir, const NamedTensors& tensors, int64_t max_shard_bytes) {
   VERL_CHECK(max_shard_bytes > 0, "save_sharded: max_shard_bytes must be positive, got ", max_shard_bytes);
   std::error_code ec;
   fs::create_directories(dir, ec);
-  VERL_CHECK_AS(CheckpointError, !ec, "cannot create checkpoint directory '", dir.string(), "': ", ec.message());
+  VERL_CHECK_AS(CheckpointError, !ec, "cannot create checkpoint directory '", display_path(dir), "': ", ec.message());
 
   // huggingface_hub's split_state_dict_into_shards_factory, step for step.
   std::vector<NamedTensors> shards;
@@ -419,14 +494,20 @@ std::vector<fs::path> save_sharded(const fs::path& dir, const NamedTensors& tens
   // Files of an earlier save that this one does not overwrite would be read instead of (or mixed
   // with) the new weights: remove stale shards, and the single file or index of the other layout.
   auto remove_stale = [&](const std::set<std::string>& keep) {
-    for (const auto& entry : fs::directory_iterator(dir)) {
-      const std::string f = entry.path().filename().string();
+    std::error_code ec;
+    fs::directory_iterator it(dir, ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+      const std::string f = it->path().filename().string();
       const bool shard_like = f.size() == std::strlen("model-00001-of-00002.safetensors") &&
                               f.rfind("model-", 0) == 0 && f.substr(11, 4) == "-of-" &&
                               f.ends_with(".safetensors");
+      std::error_code remove_ec;
       if ((shard_like || f == kSafeWeightsName || f == kSafeWeightsIndexName) && !keep.count(f))
-        fs::remove(entry.path());
+        fs::remove(it->path(), remove_ec);
+      VERL_CHECK_AS(CheckpointError, !remove_ec, "cannot remove stale '", display_path(it->path()),
+                    "': ", remove_ec.message());
     }
+    VERL_CHECK_AS(CheckpointError, !ec, "cannot list '", display_path(dir), "': ", ec.message());
   };
   if (shards.size() <= 1) {
     save_file(single, shards.empty() ? NamedTensors{} : shards.front(), format);

@@ -4,14 +4,17 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include "verl/core/json.h"
 
 namespace verl::model {
 
-inline bool is_sequence_classifier(const nlohmann::json& config_json) {
-  if (!config_json.is_object() || !config_json.contains("architectures") || !config_json["architectures"].is_array())
-    return false;
-  for (const nlohmann::json& a : config_json["architectures"]) {
+// Takes verl::Json (ordered_json) as the config is stored: a nlohmann::json parameter would
+// silently copy the whole config through an implicit conversion.
+inline bool is_sequence_classifier(const Json& config_json) {
+  if (!config_json.is_object()) return false;
+  const auto it = config_json.find("architectures");
+  if (it == config_json.end() || !it->is_array()) return false;
+  for (const Json& a : *it) {
     if (a.is_string() && a.get<std::string>().ends_with("ForSequenceClassification")) return true;
   }
   return false;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/untrusted.h"
 #include "verl/core/error.h"
 #include "verl/model/rope.h"
 
@@ -135,9 +136,13 @@ struct VarlenLayerCheckpoint : public torch::autograd::Function<VarlenLayerCheck
   }
 };
 
+// Names (already escaped) for an error message; past the first 20, counted rather than listed (a
+// config for 4096 layers against a 2-layer checkpoint misses tens of thousands).
 std::string join(const std::vector<std::string>& names) {
+  constexpr size_t kShown = 20;
   std::ostringstream out;
-  for (size_t i = 0; i < names.size(); ++i) out << (i ? ", " : "") << names[i];
+  for (size_t i = 0; i < names.size() && i < kShown; ++i) out << (i ? ", " : "") << names[i];
+  if (names.size() > kShown) out << ", ... (" << names.size() - kShown << " more)";
   return out.str();
 }
 
@@ -239,6 +244,40 @@ DecoderModel::DecoderModel(const ModelConfig& c) {
     layers->push_back(layer_ptrs.back());
   }
   norm = register_module("norm", std::make_shared<RMSNorm>(c.hidden_size, c.rms_norm_eps));
+}
+
+// ---- parameter shapes --------------------------------------------------------------------------
+
+// Mirrors the constructors above, registration order included (a test compares the two).
+std::vector<std::pair<std::string, std::vector<int64_t>>> parameter_shapes(const ModelConfig& c, HeadKind head) {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> out;
+  auto linear_shapes = [&](const std::string& name, int64_t in, int64_t features, bool bias) {
+    out.push_back({name + ".weight", {features, in}});
+    if (bias) out.push_back({name + ".bias", {features}});
+  };
+  out.push_back({"model.embed_tokens.weight", {c.vocab_size, c.hidden_size}});
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string layer = "model.layers." + std::to_string(i) + ".";
+    linear_shapes(layer + "self_attn.q_proj", c.hidden_size, c.q_size(), c.qkv_bias);
+    linear_shapes(layer + "self_attn.k_proj", c.hidden_size, c.kv_size(), c.qkv_bias);
+    linear_shapes(layer + "self_attn.v_proj", c.hidden_size, c.kv_size(), c.qkv_bias);
+    linear_shapes(layer + "self_attn.o_proj", c.q_size(), c.hidden_size, c.o_bias);
+    if (c.qk_norm) {
+      out.push_back({layer + "self_attn.q_norm.weight", {c.head_dim}});
+      out.push_back({layer + "self_attn.k_norm.weight", {c.head_dim}});
+    }
+    linear_shapes(layer + "mlp.gate_proj", c.hidden_size, c.intermediate_size, c.mlp_bias);
+    linear_shapes(layer + "mlp.up_proj", c.hidden_size, c.intermediate_size, c.mlp_bias);
+    linear_shapes(layer + "mlp.down_proj", c.intermediate_size, c.hidden_size, c.mlp_bias);
+    out.push_back({layer + "input_layernorm.weight", {c.hidden_size}});
+    out.push_back({layer + "post_attention_layernorm.weight", {c.hidden_size}});
+  }
+  out.push_back({"model.norm.weight", {c.hidden_size}});
+  if (head == HeadKind::kValue)
+    linear_shapes("score", c.hidden_size, 1, c.score_bias);
+  else if (!c.tie_word_embeddings)
+    linear_shapes("lm_head", c.hidden_size, c.vocab_size, false);
+  return out;
 }
 
 // ---- CausalLM --------------------------------------------------------------------------------
@@ -442,10 +481,10 @@ void CausalLM::load_state_dict(const std::map<std::string, torch::Tensor>& state
     if (p == nullptr) {
       // HF state dicts of tied models carry lm_head.weight as an alias of the embedding.
       if (!(name == "lm_head.weight" && config_.tie_word_embeddings && head_kind_ == HeadKind::kLanguageModel))
-        unexpected.push_back(name);
+        unexpected.push_back(untrusted::escape(name));  // a checkpoint's name: any bytes
     } else if (p->sizes() != tensor.sizes()) {
       std::ostringstream s;
-      s << name << " (checkpoint " << tensor.sizes() << ", model " << p->sizes() << ")";
+      s << untrusted::escape(name) << " (checkpoint " << tensor.sizes() << ", model " << p->sizes() << ")";
       mismatched.push_back(s.str());
     }
   }

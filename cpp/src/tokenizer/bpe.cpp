@@ -1,10 +1,12 @@
 // BPE: vocab/merges loading and the merge loop (a port of HF's Word::merge_all ordering).
 #include "tokenizer/bpe.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <queue>
 
+#include "tokenizer/json_fields.h"
 #include "tokenizer/unicode.h"
 #include "verl/core/error.h"
 
@@ -18,12 +20,6 @@ constexpr std::size_t kCacheShardCapacity = 8192;
 
 std::uint64_t pair_key(std::int32_t left, std::int32_t right) {
   return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(left)) << 32) | static_cast<std::uint32_t>(right);
-}
-
-std::string optional_string(const JsonTree& model, const char* key, const std::string& file) {
-  if (!model.contains(key) || model[key].is_null()) return "";
-  VERL_CHECK_AS(CheckpointError, model[key].is_string(), file, ": model.", key, " must be a string or null");
-  return model[key].get<std::string>();
 }
 
 }  // namespace
@@ -41,47 +37,56 @@ struct BpeModel::Cache {
 };
 
 BpeModel::BpeModel(const JsonTree& model, const std::string& file) : cache_(std::make_unique<Cache>()) {
-  VERL_CHECK_AS(CheckpointError, model.contains("vocab") && model["vocab"].is_object(), file,
+  const FieldPath path("model");
+  require_object(model, file, path);
+  const JsonTree* vocab = find(model, "vocab");
+  VERL_CHECK_AS(CheckpointError, vocab != nullptr && vocab->is_object(), file,
                 ": model.vocab is missing or not an object");
-  VERL_CHECK_AS(CheckpointError, model.contains("merges") && model["merges"].is_array(), file,
-                ": model.merges is missing or not an array");
-  if (model.contains("dropout") && !model["dropout"].is_null()) {
-    VERL_CHECK_AS(CheckpointError, model["dropout"].is_number(), file, ": model.dropout must be a number or null");
+  const JsonTree& merges = require_array(model, "merges", file, path);
+  if (const JsonTree* dropout = find_set(model, "dropout")) {
+    VERL_CHECK_AS(CheckpointError, dropout->is_number(), file, ": model.dropout must be a number or null, got ",
+                  describe(*dropout));
     // Dropout makes encoding random; HF treats 0 as off.
-    VERL_CHECK(model["dropout"].get<double>() == 0.0, file, ": model.dropout=", model["dropout"].dump(),
+    VERL_CHECK(dropout->get<double>() == 0.0, file, ": model.dropout=", dropout->dump(),
                " is not supported (BPE dropout is a training-time augmentation)");
   }
-  if (model.contains("unk_token") && !model["unk_token"].is_null()) unk_token_ = optional_string(model, "unk_token", file);
-  continuing_subword_prefix_ = optional_string(model, "continuing_subword_prefix", file);
-  end_of_word_suffix_ = optional_string(model, "end_of_word_suffix", file);
-  const auto flag = [&](const char* key) {
-    if (!model.contains(key) || model[key].is_null()) return false;
-    VERL_CHECK_AS(CheckpointError, model[key].is_boolean(), file, ": model.", key, " must be a boolean");
-    return model[key].get<bool>();
-  };
-  fuse_unk_ = flag("fuse_unk");
-  byte_fallback_ = flag("byte_fallback");
-  ignore_merges_ = flag("ignore_merges");
+  unk_token_ = optional_string(model, "unk_token", file, path);
+  continuing_subword_prefix_ = optional_string(model, "continuing_subword_prefix", file, path).value_or("");
+  end_of_word_suffix_ = optional_string(model, "end_of_word_suffix", file, path).value_or("");
+  fuse_unk_ = optional_bool(model, "fuse_unk", false, file, path);
+  byte_fallback_ = optional_bool(model, "byte_fallback", false, file, path);
+  ignore_merges_ = optional_bool(model, "ignore_merges", false, file, path);
 
-  vocab_.reserve(model["vocab"].size());
-  std::int64_t max_id = -1;
-  for (const auto& [token, id] : model["vocab"].items()) {
-    VERL_CHECK_AS(CheckpointError, id.is_number_integer() && id.get<std::int64_t>() >= 0 && id.get<std::int64_t>() < (1 << 28),
-                  file, ": model.vocab['", token, "'] must be an id in [0, 2^28), got ", id.dump());
-    const auto value = id.get<std::int32_t>();
-    vocab_[token] = value;
-    max_id = std::max<std::int64_t>(max_id, value);
+  vocab_.reserve(vocab->size());
+  std::int32_t max_id = -1;
+  for (const auto& [token, id_value] : vocab->items()) {
+    const std::optional<std::int32_t> id = as_id(id_value, kMaxId + std::int64_t{1});
+    VERL_CHECK_AS(CheckpointError, id.has_value(), file, ": model.vocab['", printable(token), "'] must be an id in [0, ",
+                  kMaxId, "], got ", describe(id_value));
+    vocab_[token] = *id;
+    max_id = std::max(max_id, *id);
   }
-  vocab_r_.assign(static_cast<std::size_t>(max_id + 1), nullptr);
-  for (const auto& [token, id] : vocab_) vocab_r_[static_cast<std::size_t>(id)] = &token;
+  // id -> token. HF keeps a hash map and accepts any ids, however sparse (one token at id
+  // 2^28-1 loads there); real files number their tokens 0..n-1. So the ids up to a bound
+  // proportional to the number of tokens go in a table and any id beyond it in a map: an
+  // untrusted id cannot size the table, and sparse files still load with HF's ids.
+  const std::size_t table_size =
+      std::min(static_cast<std::size_t>(max_id + 1), 2 * vocab_.size() + kSparseIdSlack);
+  vocab_r_.assign(table_size, nullptr);
+  for (const auto& [token, id] : vocab_) {
+    if (static_cast<std::size_t>(id) < table_size) {
+      vocab_r_[static_cast<std::size_t>(id)] = &token;
+    } else {
+      vocab_r_sparse_[id] = &token;
+    }
+  }
   if (unk_token_) {
-    VERL_CHECK_AS(CheckpointError, vocab_.count(*unk_token_) == 1, file, ": model.unk_token '", *unk_token_,
+    VERL_CHECK_AS(CheckpointError, vocab_.count(*unk_token_) == 1, file, ": model.unk_token '", printable(*unk_token_),
                   "' is not in model.vocab");
   }
 
   // Merges come as "a b" strings (older files) or [a, b] pairs; rank = position. A later duplicate
   // of a pair replaces the earlier one, as in HF's HashMap collect.
-  const JsonTree& merges = model["merges"];
   merges_.reserve(merges.size());
   std::uint32_t rank = 0;
   std::string merged;
@@ -93,25 +98,26 @@ BpeModel::BpeModel(const JsonTree& model, const std::string& file) : cache_(std:
       if (line.rfind("#version", 0) == 0) continue;
       const std::size_t space = line.find(' ');
       VERL_CHECK_AS(CheckpointError, space != std::string::npos && line.find(' ', space + 1) == std::string::npos, file,
-                    ": model.merges[", i, "] = '", line, "' is not two tokens separated by one space");
+                    ": model.merges[", i, "] = '", printable(line), "' is not two tokens separated by one space");
       left = std::string_view(line).substr(0, space);
       right = std::string_view(line).substr(space + 1);
     } else {
+      // Never dump() the value into the message: it may be nested deep, or huge.
       VERL_CHECK_AS(CheckpointError, m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string(), file,
-                    ": model.merges[", i, "] must be \"a b\" or [\"a\", \"b\"], got ", m.dump());
+                    ": model.merges[", i, "] must be \"a b\" or [\"a\", \"b\"], got ", describe(m));
       left = m[0].get_ref<const std::string&>();
       right = m[1].get_ref<const std::string&>();
     }
     const auto left_id = token_to_id(left);
     const auto right_id = token_to_id(right);
-    VERL_CHECK_AS(CheckpointError, left_id && right_id, file, ": model.merges[", i, "] uses '", left_id ? right : left,
-                  "', which is not in model.vocab");
+    VERL_CHECK_AS(CheckpointError, left_id && right_id, file, ": model.merges[", i, "] uses '",
+                  printable(left_id ? right : left), "', which is not in model.vocab");
     VERL_CHECK_AS(CheckpointError, right.size() >= continuing_subword_prefix_.size(), file, ": model.merges[", i,
-                  "]: '", right, "' is shorter than continuing_subword_prefix");
+                  "]: '", printable(right), "' is shorter than continuing_subword_prefix");
     merged.assign(left);
     merged.append(right.substr(continuing_subword_prefix_.size()));
     const auto merged_id = token_to_id(merged);
-    VERL_CHECK_AS(CheckpointError, merged_id.has_value(), file, ": model.merges[", i, "] makes '", merged,
+    VERL_CHECK_AS(CheckpointError, merged_id.has_value(), file, ": model.merges[", i, "] makes '", printable(merged),
                   "', which is not in model.vocab");
     merges_[pair_key(*left_id, *right_id)] = Merge{rank, *merged_id};
     ++rank;
@@ -127,8 +133,14 @@ std::optional<std::int32_t> BpeModel::token_to_id(std::string_view token) const 
 }
 
 const std::string* BpeModel::id_to_token(std::int32_t id) const {
-  if (id < 0 || static_cast<std::size_t>(id) >= vocab_r_.size()) return nullptr;
-  return vocab_r_[static_cast<std::size_t>(id)];
+  if (id < 0) return nullptr;
+  if (static_cast<std::size_t>(id) < vocab_r_.size()) return vocab_r_[static_cast<std::size_t>(id)];
+  return vocab_r_sparse_.empty() ? nullptr : id_to_token_sparse(id);
+}
+
+const std::string* BpeModel::id_to_token_sparse(std::int32_t id) const {
+  const auto it = vocab_r_sparse_.find(id);
+  return it == vocab_r_sparse_.end() ? nullptr : it->second;
 }
 
 const BpeModel::Merge* BpeModel::find_merge(std::int32_t left, std::int32_t right) const {

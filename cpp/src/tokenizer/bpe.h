@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -28,6 +29,12 @@ using JsonTree = nlohmann::json;
 
 class BpeModel {
  public:
+  // Largest model.vocab id accepted (as before: ids stay far from int32's end, where the added
+  // tokens' "next free id" arithmetic would overflow).
+  static constexpr std::int32_t kMaxId = (1 << 28) - 1;
+  // Ids up to 2 * (number of tokens) + this slack are kept in a table, larger ones in a map.
+  static constexpr std::size_t kSparseIdSlack = 1024;
+
   // `model` is tokenizer.json's "model" object; `file` names the file in error messages.
   BpeModel(const JsonTree& model, const std::string& file);
   ~BpeModel();
@@ -51,9 +58,11 @@ class BpeModel {
 
   void merge_word(std::string_view word, std::vector<std::int32_t>& out) const;
   const Merge* find_merge(std::int32_t left, std::int32_t right) const;
+  const std::string* id_to_token_sparse(std::int32_t id) const;
 
   Vocab vocab_;
   std::vector<const std::string*> vocab_r_;  // id -> token (nullptr where no token has the id)
+  std::unordered_map<std::int32_t, const std::string*> vocab_r_sparse_;  // ids beyond vocab_r_
   std::unordered_map<std::uint64_t, Merge> merges_;
   std::optional<std::string> unk_token_;
   std::string continuing_subword_prefix_;

@@ -36,21 +36,13 @@ const ByteMap& byte_map() {
   return map;
 }
 
-bool get_bool(const JsonTree& config, const char* key, bool fallback, const std::string& file, const std::string& field) {
-  if (!config.contains(key) || config[key].is_null()) return fallback;
-  VERL_CHECK_AS(CheckpointError, config[key].is_boolean(), file, ": ", field, ".", key, " must be a boolean");
-  return config[key].get<bool>();
-}
-
 enum class Behavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
 
 class SplitPreTokenizer final : public PreTokenizer {
  public:
-  SplitPreTokenizer(const JsonTree& config, const std::string& file, const std::string& field)
-      : regex_(pattern_of(config, file, field), literal_of(config), file + ": " + field + ".pattern") {
-    VERL_CHECK_AS(CheckpointError, config.contains("behavior") && config["behavior"].is_string(), file, ": ", field,
-                  ".behavior is missing");
-    const std::string behavior = config["behavior"].get<std::string>();
+  SplitPreTokenizer(const JsonTree& config, const std::string& file, const FieldPath& path)
+      : regex_(compile(config, file, path)) {
+    const std::string& behavior = require_string(config, "behavior", file, path);
     if (behavior == "Removed") {
       behavior_ = Behavior::kRemoved;
     } else if (behavior == "Isolated") {
@@ -62,9 +54,9 @@ class SplitPreTokenizer final : public PreTokenizer {
     } else if (behavior == "Contiguous") {
       behavior_ = Behavior::kContiguous;
     } else {
-      VERL_FAIL(InvalidArgument, file, ": ", field, ".behavior '", behavior, "' is not supported");
+      VERL_FAIL(InvalidArgument, file, ": ", path, ".behavior '", printable(behavior), "' is not supported");
     }
-    invert_ = get_bool(config, "invert", false, file, field);
+    invert_ = optional_bool(config, "invert", false, file, path);
   }
 
   void apply(std::vector<std::string>& pieces) const override {
@@ -89,15 +81,17 @@ class SplitPreTokenizer final : public PreTokenizer {
   }
 
  private:
-  static std::string pattern_of(const JsonTree& config, const std::string& file, const std::string& field) {
-    const bool ok = config.contains("pattern") && config["pattern"].is_object() &&
-                    ((config["pattern"].contains("Regex") && config["pattern"]["Regex"].is_string()) ||
-                     (config["pattern"].contains("String") && config["pattern"]["String"].is_string()));
-    VERL_CHECK_AS(CheckpointError, ok, file, ": ", field, ".pattern must be {\"Regex\": ...} or {\"String\": ...}");
-    return config["pattern"].contains("Regex") ? config["pattern"]["Regex"].get<std::string>()
-                                               : config["pattern"]["String"].get<std::string>();
+  // The pattern: {"Regex": ...} (Oniguruma syntax) or {"String": ...} (matched literally).
+  static Regex compile(const JsonTree& config, const std::string& file, const FieldPath& path) {
+    const JsonTree* pattern = find(config, "pattern");
+    const JsonTree* regex = pattern ? find(*pattern, "Regex") : nullptr;
+    const JsonTree* string = pattern ? find(*pattern, "String") : nullptr;
+    const JsonTree* chosen = regex ? regex : string;
+    VERL_CHECK_AS(CheckpointError, chosen != nullptr && chosen->is_string(), file, ": ", path,
+                  ".pattern must be {\"Regex\": ...} or {\"String\": ...}, got ",
+                  pattern ? describe(*pattern) : std::string("nothing"));
+    return Regex(chosen->get_ref<const std::string&>(), /*literal=*/regex == nullptr, file + ": " + path.str() + ".pattern");
   }
-  static bool literal_of(const JsonTree& config) { return !config["pattern"].contains("Regex"); }
 
   // HF's NormalizedString::split: turn (offsets, is_match) into the kept pieces.
   void split(const std::string& piece, const std::vector<std::pair<std::pair<std::size_t, std::size_t>, bool>>& parts,
@@ -163,9 +157,9 @@ class SplitPreTokenizer final : public PreTokenizer {
 
 class ByteLevelPreTokenizer final : public PreTokenizer {
  public:
-  ByteLevelPreTokenizer(const JsonTree& config, const std::string& file, const std::string& field)
-      : add_prefix_space_(get_bool(config, "add_prefix_space", true, file, field)),
-        use_regex_(get_bool(config, "use_regex", true, file, field)) {}
+  ByteLevelPreTokenizer(const JsonTree& config, const std::string& file, const FieldPath& path)
+      : add_prefix_space_(optional_bool(config, "add_prefix_space", true, file, path)),
+        use_regex_(optional_bool(config, "use_regex", true, file, path)) {}
 
   void apply(std::vector<std::string>& pieces) const override {
     static const Regex gpt2(kGpt2Pattern, false, "ByteLevel pre-tokenizer");
@@ -218,12 +212,12 @@ class ByteLevelPreTokenizer final : public PreTokenizer {
 
 class SequencePreTokenizer final : public PreTokenizer {
  public:
-  SequencePreTokenizer(const JsonTree& config, const std::string& file, const std::string& field) {
-    VERL_CHECK_AS(CheckpointError, config.contains("pretokenizers") && config["pretokenizers"].is_array(), file, ": ",
-                  field, ".pretokenizers must be an array");
-    const JsonTree& list = config["pretokenizers"];
+  SequencePreTokenizer(const JsonTree& config, const std::string& file, const FieldPath& path, int depth) {
+    check_sequence_depth(depth, file, path);
+    const JsonTree& list = require_array(config, "pretokenizers", file, path);
     for (std::size_t i = 0; i < list.size(); ++i) {
-      steps_.push_back(make_pre_tokenizer(list[i], file, field + ".pretokenizers[" + std::to_string(i) + "]"));
+      const FieldPath item(path, "pretokenizers", i);
+      steps_.push_back(make_pre_tokenizer(list[i], file, item, depth + 1));
     }
   }
   void apply(std::vector<std::string>& pieces) const override {
@@ -236,14 +230,13 @@ class SequencePreTokenizer final : public PreTokenizer {
 
 }  // namespace
 
-std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonTree& config, const std::string& file, const std::string& field) {
-  VERL_CHECK_AS(CheckpointError, config.is_object() && config.contains("type") && config["type"].is_string(), file,
-                ": ", field, " must be an object with a \"type\"");
-  const std::string type = config["type"].get<std::string>();
-  if (type == "Split") return std::make_unique<SplitPreTokenizer>(config, file, field);
-  if (type == "ByteLevel") return std::make_unique<ByteLevelPreTokenizer>(config, file, field);
-  if (type == "Sequence") return std::make_unique<SequencePreTokenizer>(config, file, field);
-  VERL_FAIL(InvalidArgument, file, ": ", field, ".type '", type,
+std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonTree& config, const std::string& file, const FieldPath& path,
+                                                 int depth) {
+  const std::string& type = component_type(config, file, path);
+  if (type == "Split") return std::make_unique<SplitPreTokenizer>(config, file, path);
+  if (type == "ByteLevel") return std::make_unique<ByteLevelPreTokenizer>(config, file, path);
+  if (type == "Sequence") return std::make_unique<SequencePreTokenizer>(config, file, path, depth);
+  VERL_FAIL(InvalidArgument, file, ": ", path, ".type '", printable(type),
             "' is not supported (supported pre-tokenizers: Split, ByteLevel, Sequence)");
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tokenizer/bpe.h"
+#include "tokenizer/json_fields.h"
 
 namespace verl::tokenizer {
 
@@ -17,8 +18,10 @@ class PreTokenizer {
   virtual void apply(std::vector<std::string>& pieces) const = 0;
 };
 
-// `field` is the JSON path for error messages ("pre_tokenizer", "pre_tokenizer.pretokenizers[1]").
-std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonTree& config, const std::string& file, const std::string& field);
+// `path` names the field in error messages ("pre_tokenizer", "pre_tokenizer.pretokenizers[1]");
+// `depth` counts the Sequences around it (bounded by kMaxSequenceDepth).
+std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonTree& config, const std::string& file, const FieldPath& path,
+                                                 int depth = 0);
 
 // GPT-2's byte -> printable character map that byte-level BPE vocabularies are written in.
 const std::string& byte_to_char_utf8(unsigned char byte);

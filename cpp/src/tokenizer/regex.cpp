@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "core/untrusted.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/unicode_tables.h"
 #include "verl/core/error.h"
@@ -47,6 +48,9 @@ std::string word_ranges() {
   return out;
 }
 
+// Longest PCRE2 translation of a pre-tokenizer regex accepted.
+constexpr std::size_t kMaxTranslatedBytes = std::size_t{1} << 20;
+
 bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 struct ThreadMatchState {
@@ -71,12 +75,13 @@ ThreadMatchState& thread_state() {
 
 }  // namespace
 
-std::string onig_to_pcre2(std::string_view p) {
+std::optional<std::string> onig_to_pcre2(std::string_view p, std::size_t max_bytes) {
   std::string out;
   out.reserve(p.size() * 2);
   int class_depth = 0;
   std::size_t class_start = 0;  // index just after '[' or '[^' of the innermost class
   for (std::size_t i = 0; i < p.size(); ++i) {
+    if (out.size() > max_bytes) return std::nullopt;  // one step adds at most ~20 KB
     const char c = p[i];
     const bool in_class = class_depth > 0;
     if (c == '\\' && i + 1 < p.size()) {
@@ -214,7 +219,15 @@ struct Regex::Code {
 
 Regex::Regex(const std::string& pattern, bool literal, const std::string& where) {
   auto code = std::make_shared<Code>();
-  const std::string translated = literal ? pattern : onig_to_pcre2(pattern);
+  std::string translated = pattern;
+  if (!literal) {
+    std::optional<std::string> pcre2 = onig_to_pcre2(pattern, kMaxTranslatedBytes);
+    // PCRE2 (default link size) cannot compile much more than 64 KiB of code anyway; real
+    // pre-tokenizer patterns translate to well under kMaxTranslatedBytes.
+    VERL_CHECK(pcre2.has_value(), where, ": regex '", untrusted::escape(pattern), "' is too large (its PCRE2 translation "
+               "passes ", kMaxTranslatedBytes, " bytes)");
+    translated = std::move(*pcre2);
+  }
   // Oniguruma's defaults (Ruby syntax): ^ and $ are line anchors, '.' stops at '\n' only.
   // (PCRE2_LITERAL admits only a few other options; UCP and MULTILINE do not matter to it.)
   const std::uint32_t options = literal ? (PCRE2_UTF | PCRE2_LITERAL) : (PCRE2_UTF | PCRE2_UCP | PCRE2_MULTILINE);
@@ -227,8 +240,10 @@ Regex::Regex(const std::string& pattern, bool literal, const std::string& where)
   if (code->code == nullptr) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error, message, sizeof(message));
-    VERL_FAIL(InvalidArgument, where, ": cannot compile regex '", pattern, "': ", reinterpret_cast<const char*>(message),
-              " (at offset ", offset, " of the PCRE2 translation '", translated, "')");
+    // The pattern comes from the file: escaped and cut short (PCRE2 also refuses one that is not UTF-8).
+    VERL_FAIL(InvalidArgument, where, ": cannot compile regex '", untrusted::escape(pattern), "': ",
+              reinterpret_cast<const char*>(message), " (at offset ", offset, " of the PCRE2 translation '",
+              untrusted::escape(translated), "')");
   }
   // JIT is an optimisation only: without it (unsupported CPU) matching still works, slower.
   pcre2_jit_compile(code->code, PCRE2_JIT_COMPLETE);

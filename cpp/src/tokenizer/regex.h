@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -13,7 +14,9 @@ namespace verl::tokenizer {
 
 // Rewrites the Oniguruma constructs whose meaning differs in PCRE2 (\p{..} classes gain the
 // characters Oniguruma's newer Unicode tables assign; \s, \d, \w, \h and \uHHHH as Oniguruma reads them).
-std::string onig_to_pcre2(std::string_view pattern);
+// nullopt once the translation passes `max_bytes`: each class escape expands to kilobytes of
+// ranges, so an untrusted pattern of many "\w" would otherwise ask for gigabytes.
+std::optional<std::string> onig_to_pcre2(std::string_view pattern, std::size_t max_bytes);
 
 class Regex {
  public:

@@ -7,14 +7,14 @@
 #include <array>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/untrusted.h"
 #include "tokenizer/bpe.h"
+#include "tokenizer/json_fields.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/unicode.h"
 #include "verl/core/error.h"
@@ -25,42 +25,44 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A path as messages show it: bytes that are not UTF-8 escaped (a message reaches Python as str).
+std::string display_name(const fs::path& path) { return untrusted::escape(path.string(), 1024); }
+
 std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  VERL_CHECK_AS(CheckpointError, in.good(), "cannot read tokenizer file '", path.string(), "'");
-  std::ostringstream content;
-  content << in.rdbuf();
-  VERL_CHECK_AS(CheckpointError, !in.bad(), "error while reading tokenizer file '", path.string(), "'");
-  return content.str();
+  std::string error;
+  std::optional<std::string> text = untrusted::try_read_file(path.string(), error);
+  VERL_CHECK_AS(CheckpointError, text.has_value(), "tokenizer file: ", error);
+  return std::move(*text);
 }
 
-template <typename J>
-J parse_json(std::string_view text, const std::string& file) {
-  try {
-    return J::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
-    VERL_FAIL(CheckpointError, file, ": malformed JSON: ", e.what());
-  }
+// A chat template file: its text must be UTF-8 (transformers reads it as such), else it would
+// reach Python as a bare UnicodeDecodeError.
+std::string read_template(const fs::path& path) {
+  std::string text = read_file(path);
+  const std::size_t bad = unicode::find_invalid_utf8(text);
+  VERL_CHECK_AS(CheckpointError, bad == std::string::npos, display_name(path), ": not valid UTF-8 (byte ",
+                bad, ")");
+  return text;
 }
 
 // ---- normalizer ------------------------------------------------------------------------------
 
 // The normalizer as the list of NFC steps it flattens to (Sequence nests, null is empty).
-void parse_normalizer(const JsonTree& config, const std::string& file, const std::string& field, int& nfc_steps) {
+void parse_normalizer(const JsonTree& config, const std::string& file, const FieldPath& path, int depth, int& nfc_steps) {
   if (config.is_null()) return;
-  VERL_CHECK_AS(CheckpointError, config.is_object() && config.contains("type") && config["type"].is_string(), file,
-                ": ", field, " must be null or an object with a \"type\"");
-  const std::string type = config["type"].get<std::string>();
+  const std::string& type = component_type(config, file, path);
   if (type == "NFC") {
     ++nfc_steps;
   } else if (type == "Sequence") {
-    VERL_CHECK_AS(CheckpointError, config.contains("normalizers") && config["normalizers"].is_array(), file, ": ",
-                  field, ".normalizers must be an array");
-    for (std::size_t i = 0; i < config["normalizers"].size(); ++i) {
-      parse_normalizer(config["normalizers"][i], file, field + ".normalizers[" + std::to_string(i) + "]", nfc_steps);
+    check_sequence_depth(depth, file, path);
+    const JsonTree& list = require_array(config, "normalizers", file, path);
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const FieldPath item(path, "normalizers", i);
+      parse_normalizer(list[i], file, item, depth + 1, nfc_steps);
     }
   } else {
-    VERL_FAIL(InvalidArgument, file, ": ", field, ".type '", type, "' is not supported (supported normalizers: NFC, Sequence)");
+    VERL_FAIL(InvalidArgument, file, ": ", path, ".type '", printable(type),
+              "' is not supported (supported normalizers: NFC, Sequence)");
   }
 }
 
@@ -157,68 +159,81 @@ struct Wrap {
   std::vector<std::int32_t> after;
 };
 
-std::pair<std::string, std::int32_t> token_and_id(const JsonTree& value, const std::string& file, const std::string& field) {
-  VERL_CHECK_AS(CheckpointError,
-                value.is_array() && value.size() == 2 && value[0].is_string() && value[1].is_number_integer(), file,
-                ": ", field, " must be [token, id]");
-  return {value[0].get<std::string>(), value[1].get<std::int32_t>()};
+// BertProcessing's / RobertaProcessing's "cls" / "sep": [token, id].
+std::int32_t special_id(const JsonTree& config, const char* key, const std::string& file, const FieldPath& path) {
+  const JsonTree* value = find(config, key);
+  VERL_CHECK_AS(CheckpointError, value != nullptr, file, ": ", path, ".", key, " is missing (must be [token, id])");
+  const bool pair = value->is_array() && value->size() == 2 && (*value)[0].is_string();
+  const std::optional<std::int32_t> id = pair ? as_id((*value)[1]) : std::nullopt;
+  VERL_CHECK_AS(CheckpointError, id.has_value(), file, ": ", path, ".", key,
+                " must be [token, id] with an id in [0, 2^31), got ", describe(*value));
+  return *id;
 }
 
-void parse_post_processor(const JsonTree& config, const std::string& file, const std::string& field, std::vector<Wrap>& wraps) {
+void parse_post_processor(const JsonTree& config, const std::string& file, const FieldPath& path, int depth,
+                          std::vector<Wrap>& wraps) {
   if (config.is_null()) return;
-  VERL_CHECK_AS(CheckpointError, config.is_object() && config.contains("type") && config["type"].is_string(), file,
-                ": ", field, " must be null or an object with a \"type\"");
-  const std::string type = config["type"].get<std::string>();
+  const std::string& type = component_type(config, file, path);
   if (type == "ByteLevel") return;  // only adjusts offsets
   if (type == "Sequence") {
-    VERL_CHECK_AS(CheckpointError, config.contains("processors") && config["processors"].is_array(), file, ": ", field,
-                  ".processors must be an array");
-    for (std::size_t i = 0; i < config["processors"].size(); ++i) {
-      parse_post_processor(config["processors"][i], file, field + ".processors[" + std::to_string(i) + "]", wraps);
+    check_sequence_depth(depth, file, path);
+    const JsonTree& list = require_array(config, "processors", file, path);
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const FieldPath item(path, "processors", i);
+      parse_post_processor(list[i], file, item, depth + 1, wraps);
     }
     return;
   }
   if (type == "BertProcessing" || type == "RobertaProcessing") {
-    VERL_CHECK_AS(CheckpointError, config.contains("cls") && config.contains("sep"), file, ": ", field,
-                  " needs \"cls\" and \"sep\"");
-    wraps.push_back(Wrap{{token_and_id(config["cls"], file, field + ".cls").second},
-                         {token_and_id(config["sep"], file, field + ".sep").second}});
+    wraps.push_back(Wrap{{special_id(config, "cls", file, path)}, {special_id(config, "sep", file, path)}});
     return;
   }
   if (type == "TemplateProcessing") {
-    VERL_CHECK_AS(CheckpointError, config.contains("single") && config["single"].is_array(), file, ": ", field,
-                  ".single must be an array");
-    const JsonTree specials = config.value("special_tokens", JsonTree::object());
+    // "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}]
+    // "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}
+    const JsonTree& single = require_array(config, "single", file, path);
+    const JsonTree* specials = find_set(config, "special_tokens");
+    if (specials != nullptr) {
+      const FieldPath specials_path(path, "special_tokens");
+      require_object(*specials, file, specials_path);
+    }
     Wrap wrap;
     bool seen_sequence = false;
-    for (std::size_t i = 0; i < config["single"].size(); ++i) {
-      const JsonTree& piece = config["single"][i];
-      const std::string where = field + ".single[" + std::to_string(i) + "]";
-      if (piece.contains("Sequence")) {
+    for (std::size_t i = 0; i < single.size(); ++i) {
+      const JsonTree& piece = single[i];
+      const FieldPath where(path, "single", i);
+      if (find(piece, "Sequence") != nullptr) {
         VERL_CHECK(!seen_sequence, file, ": ", where, ": a single-sequence template may use its sequence only once");
         seen_sequence = true;
         continue;
       }
-      VERL_CHECK_AS(CheckpointError, piece.contains("SpecialToken") && piece["SpecialToken"].contains("id"), file, ": ",
-                    where, " must be {\"Sequence\": ...} or {\"SpecialToken\": ...}");
-      const std::string name = piece["SpecialToken"]["id"].get<std::string>();
-      VERL_CHECK_AS(CheckpointError, specials.contains(name) && specials[name].contains("ids"), file, ": ", field,
-                    ".special_tokens has no entry '", name, "'");
+      const JsonTree* special = find(piece, "SpecialToken");
+      VERL_CHECK_AS(CheckpointError, special != nullptr, file, ": ", where,
+                    " must be {\"Sequence\": ...} or {\"SpecialToken\": ...}, got ", describe(piece));
+      const FieldPath special_path(where, "SpecialToken");
+      const std::string& name = require_string(*special, "id", file, special_path);
+      const JsonTree* entry = specials != nullptr ? find(*specials, name) : nullptr;
+      VERL_CHECK_AS(CheckpointError, entry != nullptr, file, ": ", path, ".special_tokens has no entry '", printable(name),
+                    "'");
+      VERL_CHECK_AS(CheckpointError, entry->is_object(), file, ": ", path, ".special_tokens['", printable(name),
+                    "'] must be an object, got ", describe(*entry));
+      const JsonTree* ids = find(*entry, "ids");
+      VERL_CHECK_AS(CheckpointError, ids != nullptr && ids->is_array(), file, ": ", path, ".special_tokens['",
+                    printable(name), "'].ids must be an array of ids, got ", ids ? describe(*ids) : std::string("nothing"));
       auto& target = seen_sequence ? wrap.after : wrap.before;
-      for (const JsonTree& id : specials[name]["ids"]) target.push_back(id.get<std::int32_t>());
+      for (std::size_t k = 0; k < ids->size(); ++k) {
+        const std::optional<std::int32_t> id = as_id((*ids)[k]);
+        VERL_CHECK_AS(CheckpointError, id.has_value(), file, ": ", path, ".special_tokens['", printable(name), "'].ids[", k,
+                      "] must be an id in [0, 2^31), got ", describe((*ids)[k]));
+        target.push_back(*id);
+      }
     }
     wraps.push_back(std::move(wrap));
     return;
   }
-  VERL_FAIL(InvalidArgument, file, ": ", field, ".type '", type,
+  VERL_FAIL(InvalidArgument, file, ": ", path, ".type '", printable(type),
             "' is not supported (supported post-processors: ByteLevel, TemplateProcessing, BertProcessing, "
             "RobertaProcessing, Sequence)");
-}
-
-bool get_flag(const JsonTree& entry, const char* key, bool fallback, const std::string& file, const std::string& field) {
-  if (!entry.contains(key) || entry[key].is_null()) return fallback;
-  VERL_CHECK_AS(CheckpointError, entry[key].is_boolean(), file, ": ", field, ".", key, " must be a boolean");
-  return entry[key].get<bool>();
 }
 
 // A special-token value of tokenizer_config.json: "text" or {"content": "text", ...}.
@@ -243,7 +258,7 @@ struct Tokenizer::Impl {
   std::unique_ptr<BpeModel> model;
   int nfc_steps = 0;
   std::unique_ptr<PreTokenizer> pre_tokenizer;
-  std::vector<Wrap> post_processor;
+  Wrap post_processor;  // every step of the post-processor folded into one (see load)
   bool byte_level_decoder = false;
 
   // Added vocabulary, as HF's AddedVocabulary keeps it.
@@ -284,6 +299,7 @@ struct Tokenizer::Impl {
     return model->id_to_token(id);
   }
 
+  // Only for ids from the tries, which are all added tokens' ids (at() cannot throw).
   const AddedToken& added_by_id(std::int32_t id) const { return added[id_to_added.at(id)]; }
 
   // HF's AddedVocabulary::add_tokens for the file's list, then refresh_added_tokens.
@@ -387,7 +403,8 @@ struct Tokenizer::Impl {
       VERL_FAIL(InvalidArgument, "Tokenizer.encode: the text is not valid UTF-8 (byte ", bad, ")");
     }
     std::vector<std::int32_t> ids;
-    ids.reserve(text.size() / 3 + 4);
+    ids.reserve(text.size() / 3 + 4 + post_processor.before.size() + post_processor.after.size());
+    if (add_special_tokens) ids = post_processor.before;
     std::vector<Segment> raw_segments, segments;
     std::vector<std::string> pieces;
     std::string storage;
@@ -408,12 +425,7 @@ struct Tokenizer::Impl {
         }
       }
     }
-    if (add_special_tokens) {
-      for (const Wrap& wrap : post_processor) {
-        ids.insert(ids.begin(), wrap.before.begin(), wrap.before.end());
-        ids.insert(ids.end(), wrap.after.begin(), wrap.after.end());
-      }
-    }
+    if (add_special_tokens) ids.insert(ids.end(), post_processor.after.begin(), post_processor.after.end());
     return ids;
   }
 
@@ -464,54 +476,66 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::load(std::string_view tokenize
                                                        const Json* config, const std::string& config_file) {
   auto impl = std::make_shared<Impl>();
   impl->file = file;
-  const JsonTree root = parse_json<JsonTree>(tokenizer_json, file);
+  const JsonTree root = parse_json_file(tokenizer_json, file);
   VERL_CHECK_AS(CheckpointError, root.is_object(), file, ": not a tokenizer.json (top level is not an object)");
-  VERL_CHECK_AS(CheckpointError, root.contains("model") && root["model"].is_object(), file,
+  const JsonTree* model = find(root, "model");
+  VERL_CHECK_AS(CheckpointError, model != nullptr && model->is_object(), file,
                 ": the \"model\" field is missing or not an object");
-  const JsonTree& model = root["model"];
   std::string model_type;
-  if (model.contains("type")) {
-    VERL_CHECK_AS(CheckpointError, model["type"].is_string(), file, ": model.type must be a string");
-    model_type = model["type"].get<std::string>();
-  } else if (model.contains("merges")) {
+  if (const JsonTree* type = find(*model, "type")) {
+    VERL_CHECK_AS(CheckpointError, type->is_string(), file, ": model.type must be a string, got ", describe(*type));
+    model_type = type->get<std::string>();
+  } else if (find(*model, "merges") != nullptr) {
     model_type = "BPE";  // files written before models were tagged
   }
-  VERL_CHECK(model_type == "BPE", file, ": model.type '", model_type,
+  VERL_CHECK(model_type == "BPE", file, ": model.type '", printable(model_type),
              "' is not supported (only BPE models, e.g. GPT-2/Llama-3/Qwen byte-level BPE)");
-  impl->model = std::make_unique<BpeModel>(model, file);
+  impl->model = std::make_unique<BpeModel>(*model, file);
 
-  parse_normalizer(root.value("normalizer", JsonTree()), file, "normalizer", impl->nfc_steps);
-  if (root.contains("pre_tokenizer") && !root["pre_tokenizer"].is_null()) {
-    impl->pre_tokenizer = make_pre_tokenizer(root["pre_tokenizer"], file, "pre_tokenizer");
+  // Components are read in place (never copied: a copy of a JSON value recurses).
+  if (const JsonTree* normalizer = find_set(root, "normalizer")) {
+    parse_normalizer(*normalizer, file, FieldPath("normalizer"), 0, impl->nfc_steps);
   }
-  parse_post_processor(root.value("post_processor", JsonTree()), file, "post_processor", impl->post_processor);
-  if (root.contains("decoder") && !root["decoder"].is_null()) {
-    const JsonTree& decoder = root["decoder"];
-    VERL_CHECK_AS(CheckpointError, decoder.is_object() && decoder.contains("type") && decoder["type"].is_string(), file,
-                  ": decoder must be null or an object with a \"type\"");
-    const std::string type = decoder["type"].get<std::string>();
-    VERL_CHECK(type == "ByteLevel", file, ": decoder.type '", type, "' is not supported (supported decoders: ByteLevel)");
+  if (const JsonTree* pre_tokenizer = find_set(root, "pre_tokenizer")) {
+    impl->pre_tokenizer = make_pre_tokenizer(*pre_tokenizer, file, FieldPath("pre_tokenizer"));
+  }
+  if (const JsonTree* post_processor = find_set(root, "post_processor")) {
+    std::vector<Wrap> wraps;
+    parse_post_processor(*post_processor, file, FieldPath("post_processor"), 0, wraps);
+    // Steps w1..wN fold into wN.before ... w1.before [text] w1.after ... wN.after, built once here
+    // in linear time: applying N steps per encode (inserting at the front each time) was
+    // quadratic in N, which an untrusted file chooses.
+    for (auto it = wraps.rbegin(); it != wraps.rend(); ++it) {
+      impl->post_processor.before.insert(impl->post_processor.before.end(), it->before.begin(), it->before.end());
+    }
+    for (const Wrap& wrap : wraps) {
+      impl->post_processor.after.insert(impl->post_processor.after.end(), wrap.after.begin(), wrap.after.end());
+    }
+  }
+  if (const JsonTree* decoder = find_set(root, "decoder")) {
+    const std::string& type = component_type(*decoder, file, FieldPath("decoder"));
+    VERL_CHECK(type == "ByteLevel", file, ": decoder.type '", printable(type),
+               "' is not supported (supported decoders: ByteLevel)");
     impl->byte_level_decoder = true;
   }
 
   std::vector<AddedToken> added;
-  if (root.contains("added_tokens") && !root["added_tokens"].is_null()) {
-    const JsonTree& list = root["added_tokens"];
-    VERL_CHECK_AS(CheckpointError, list.is_array(), file, ": added_tokens must be an array");
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const JsonTree& entry = list[i];
-      const std::string field = "added_tokens[" + std::to_string(i) + "]";
-      VERL_CHECK_AS(CheckpointError, entry.is_object() && entry.contains("content") && entry["content"].is_string(), file,
-                    ": ", field, ".content is missing");
+  if (const JsonTree* list = find_set(root, "added_tokens")) {
+    VERL_CHECK_AS(CheckpointError, list->is_array(), file, ": added_tokens must be an array, got ", describe(*list));
+    const FieldPath list_path("added_tokens");
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const JsonTree& entry = (*list)[i];
+      const FieldPath path(list_path, nullptr, i);
       AddedToken token;
-      token.content = entry["content"].get<std::string>();
-      VERL_CHECK_AS(CheckpointError, unicode::find_invalid_utf8(token.content) == std::string::npos, file, ": ", field,
+      token.content = require_string(entry, "content", file, path);
+      // (nlohmann's parser already refuses strings that are not UTF-8; kept as a guard.)
+      VERL_CHECK_AS(CheckpointError, unicode::find_invalid_utf8(token.content) == std::string::npos, file, ": ", path,
                     ".content is not valid UTF-8");
-      token.single_word = get_flag(entry, "single_word", false, file, field);
-      token.lstrip = get_flag(entry, "lstrip", false, file, field);
-      token.rstrip = get_flag(entry, "rstrip", false, file, field);
-      token.normalized = get_flag(entry, "normalized", true, file, field);
-      token.special = get_flag(entry, "special", false, file, field);
+      token.single_word = optional_bool(entry, "single_word", false, file, path);
+      token.lstrip = optional_bool(entry, "lstrip", false, file, path);
+      token.rstrip = optional_bool(entry, "rstrip", false, file, path);
+      token.normalized = optional_bool(entry, "normalized", true, file, path);
+      token.special = optional_bool(entry, "special", false, file, path);
       added.push_back(std::move(token));
     }
   }
@@ -526,11 +550,16 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::load(std::string_view tokenize
         if (const auto content = token_content((*config)[name])) impl->special_tokens.emplace_back(name, *content);
       }
     }
-    for (const auto& [key, value] : config->items()) {
+    for (const auto& item : config->items()) {
+      // Not a structured binding: clang before 16 cannot capture one in the lambda below.
+      const std::string& key = item.key();
+      const Json& value = item.value();
       const bool named = std::any_of(std::begin(kNamedSpecialTokens), std::end(kNamedSpecialTokens),
                                      [&](const char* n) { return key == n; });
       if (named || key.size() <= 6 || key.compare(key.size() - 6, 6, "_token") != 0) continue;
-      if (value.is_string() || (value.is_object() && value.value("__type", "") == "AddedToken")) {
+      // (value("__type", "") would throw nlohmann's type_error for a "__type" that is not a string.)
+      const bool added_token = value.is_object() && value.contains("__type") && value["__type"] == "AddedToken";
+      if (value.is_string() || added_token) {
         if (const auto content = token_content(value)) extra.emplace_back(key, *content);
       }
     }
@@ -565,7 +594,7 @@ Tokenizer::Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) 
 
 Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view tokenizer_config_json) {
   std::optional<Json> config;
-  if (!tokenizer_config_json.empty()) config = parse_json<Json>(tokenizer_config_json, "<tokenizer_config.json>");
+  if (!tokenizer_config_json.empty()) config = untrusted::parse_json<CheckpointError>(tokenizer_config_json, "<tokenizer_config.json>");
   return Tokenizer(Impl::load(tokenizer_json, "<tokenizer.json>", config ? &*config : nullptr, "<tokenizer_config.json>"));
 }
 
@@ -573,7 +602,7 @@ Tokenizer Tokenizer::from_file(const std::string& path) {
   fs::path file = path;
   std::error_code ec;
   if (fs::is_directory(file, ec)) file /= "tokenizer.json";
-  VERL_CHECK_AS(CheckpointError, fs::is_regular_file(file, ec), "tokenizer file '", file.string(),
+  VERL_CHECK_AS(CheckpointError, fs::is_regular_file(file, ec), "tokenizer file '", display_name(file),
                 "' does not exist (pass a tokenizer.json or the directory holding it)");
   const fs::path dir = file.parent_path();
   const std::string text = read_file(file);
@@ -581,31 +610,39 @@ Tokenizer Tokenizer::from_file(const std::string& path) {
   std::optional<Json> config;
   const fs::path config_path = dir / "tokenizer_config.json";
   if (fs::is_regular_file(config_path, ec)) {
-    config = parse_json<Json>(read_file(config_path), config_path.string());
+    config = untrusted::parse_json<CheckpointError>(read_file(config_path), display_name(config_path));
     // Legacy special_tokens_map.json: transformers merges it over the config when the config has
     // no added_tokens_decoder.
     const fs::path legacy = dir / "special_tokens_map.json";
     if (config->is_object() && !config->contains("added_tokens_decoder") && fs::is_regular_file(legacy, ec)) {
-      const Json map = parse_json<Json>(read_file(legacy), legacy.string());
+      const Json map = untrusted::parse_json<CheckpointError>(read_file(legacy), display_name(legacy));
       if (map.is_object()) {
         for (const auto& [key, value] : map.items()) (*config)[key] = value;
       }
     }
   }
-  auto impl = Impl::load(text, file.string(), config ? &*config : nullptr, config_path.string());
+  auto impl = Impl::load(text, display_name(file), config ? &*config : nullptr, display_name(config_path));
 
   // Template files beside the tokenizer replace the config's templates (transformers' rule).
   std::vector<std::pair<std::string, std::string>> files;
   const fs::path jinja = dir / "chat_template.jinja";
-  if (fs::is_regular_file(jinja, ec)) files.emplace_back("default", read_file(jinja));
+  if (fs::is_regular_file(jinja, ec)) files.emplace_back("default", read_template(jinja));
   const fs::path extra_dir = dir / "additional_chat_templates";
   if (fs::is_directory(extra_dir, ec)) {
+    // error_code overloads throughout: a filesystem_error would escape as a library exception.
     std::vector<fs::path> extra;
-    for (const auto& entry : fs::directory_iterator(extra_dir)) {
-      if (entry.is_regular_file() && entry.path().extension() == ".jinja") extra.push_back(entry.path());
+    for (auto it = fs::directory_iterator(extra_dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      std::error_code file_ec;
+      if (it->is_regular_file(file_ec) && it->path().extension() == ".jinja") extra.push_back(it->path());
     }
+    VERL_CHECK_AS(CheckpointError, !ec, "cannot list '", display_name(extra_dir), "': ", ec.message());
     std::sort(extra.begin(), extra.end());
-    for (const auto& p : extra) files.emplace_back(p.stem().string(), read_file(p));
+    for (const auto& p : extra) {
+      const std::string name = p.stem().string();
+      VERL_CHECK_AS(CheckpointError, unicode::find_invalid_utf8(name) == std::string::npos, "chat template file '",
+                    display_name(p), "': the name is not valid UTF-8");
+      files.emplace_back(name, read_template(p));
+    }
   }
   if (!files.empty()) impl->templates = std::move(files);
   return Tokenizer(std::move(impl));

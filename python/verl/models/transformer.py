@@ -15,6 +15,8 @@ from typing import Any, Mapping
 import torch
 
 from verl import _C
+from verl.errors import CheckpointError
+from verl.utils.dataset.reader import read_json_file
 
 __all__ = ["CausalLM", "ValueModel", "KVCache", "load_model_config"]
 
@@ -36,8 +38,10 @@ def _config_dict(config: str | os.PathLike | Mapping[str, Any]) -> dict[str, Any
     path = os.fspath(config)
     if os.path.isdir(path):
         path = os.path.join(path, "config.json")
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    config = read_json_file(path, CheckpointError)
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{path}: a model config must be a JSON object, got {type(config).__name__}")
+    return config
 
 
 class CausalLM:

@@ -8,13 +8,16 @@
 
 A checkpoint is written into a temporary directory beside its final place and renamed into place only when
 complete, then the iteration file is replaced atomically: a crash mid-save leaves the previous checkpoint and
-the iteration file as they were (a crash that kills the process outright leaves a hidden ``.global_step_*``
-directory, removed by the next save). ``resume_dir`` implements ``trainer.resume_mode`` = ``auto`` (the
+the iteration file as they were. A checkpoint is deleted (pruned, or replaced by a re-save of its step) by renaming
+it out of sight first, so a ``global_step_N`` directory is always complete. A process killed outright leaves at most
+hidden debris -- a ``.global_step_*`` staging or ``.old_global_step_*`` doomed directory, the iteration file's
+temporary -- which the next save removes. ``resume_dir`` implements ``trainer.resume_mode`` = ``auto`` (the
 newest checkpoint, if any) | ``disable`` | ``resume_path`` (``trainer.resume_from_path``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -23,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import CheckpointError, ConfigError
+from ..utils.dataset.reader import read_json_file
 
 __all__ = ["CheckpointDirectory", "write_atomic", "read_json", "write_json", "tokenizer_dir", "ITERATION_FILE"]
 
@@ -55,12 +59,9 @@ def write_json(path: str, value: Any) -> None:
 
 
 def read_json(path: str) -> Any:
-    """The JSON value in ``path``; ``verl.CheckpointError`` naming the file when it cannot be read."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError) as e:
-        raise CheckpointError(f"cannot read {path}: {e}") from e
+    """The JSON value in ``path``; ``verl.CheckpointError`` naming the file when it cannot be read, is not UTF-8
+    or not JSON, or nests deeper than any checkpoint file does."""
+    return read_json_file(path, CheckpointError)
 
 
 class CheckpointDirectory:
@@ -90,8 +91,7 @@ class CheckpointDirectory:
         try:
             write(tmp)
             if os.path.exists(final):  # re-saving a step: move the old one aside first, drop it after
-                old = tempfile.mkdtemp(prefix=f".old_{_STEP_PREFIX}{step}.", dir=self.root)
-                os.replace(final, os.path.join(old, "ckpt"))
+                old = self._move_aside(step)
                 os.replace(tmp, final)
                 shutil.rmtree(old, ignore_errors=True)
             else:
@@ -103,17 +103,30 @@ class CheckpointDirectory:
         self.prune(max_to_keep)
         return final
 
+    def _move_aside(self, step: int) -> str:
+        """Renames ``global_step_<step>`` into a new hidden directory and returns that directory, for deletion. The
+        rename is atomic: a process killed while deleting never leaves a half-deleted ``global_step_N`` that
+        ``steps()`` would list (and ``resume_path`` load) as a checkpoint."""
+        aside = tempfile.mkdtemp(prefix=f".old_{_STEP_PREFIX}{step}.", dir=self.root)
+        os.replace(self.step_dir(step), os.path.join(aside, "ckpt"))
+        return aside
+
     def _remove_stale_temporaries(self) -> None:
+        """Removes what saves killed outright left: staging and doomed directories, iteration-file temporaries."""
         for name in os.listdir(self.root):
+            path = os.path.join(self.root, name)
             if name.startswith((f".{_STEP_PREFIX}", f".old_{_STEP_PREFIX}")):
-                shutil.rmtree(os.path.join(self.root, name), ignore_errors=True)
+                shutil.rmtree(path, ignore_errors=True)
+            elif name.startswith(f"{ITERATION_FILE}.tmp."):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(path)
 
     def prune(self, max_to_keep: int | None) -> None:
         """Deletes all but the newest ``max_to_keep`` checkpoints (None or <= 0: keeps all)."""
         if not max_to_keep or int(max_to_keep) <= 0:
             return
         for old in self.steps()[:-int(max_to_keep)]:
-            shutil.rmtree(self.step_dir(old), ignore_errors=True)
+            shutil.rmtree(self._move_aside(old), ignore_errors=True)
 
     def latest(self) -> str | None:
         """The checkpoint the iteration file names, or None when there is none. ``verl.CheckpointError`` when the

@@ -31,6 +31,7 @@ import warnings
 from typing import Any, Iterable, Mapping, TextIO
 
 from verl.errors import ConfigError
+from verl.utils.dataset.reader import decode_utf8
 
 SUPPORTED_BACKENDS = ("console", "file", "tensorboard", "wandb")
 
@@ -283,13 +284,14 @@ def tracking_from_config(config: Any, total_steps: int | None = None) -> Trackin
 def read_metrics(path: str) -> list[tuple[int, dict[str, Any]]]:
     """The (step, metrics) records of a JSONL metrics file, in file order."""
     records = []
-    with open(path, encoding="utf-8") as f:
-        for line_number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                records.append((int(record["step"]), dict(record["data"])))
-            except (ValueError, KeyError, TypeError) as e:
-                raise ValueError(f"{path}:{line_number}: not a metrics record ({e})") from None
+    with open(path, "rb") as f:
+        text = decode_utf8(f.read(), path, ValueError)
+    for line_number, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            records.append((int(record["step"]), dict(record["data"])))
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
+            raise ValueError(f"{path}:{line_number}: not a metrics record ({e})") from None
     return records

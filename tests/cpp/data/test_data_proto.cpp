@@ -1,9 +1,12 @@
 // verl::DataProto: verl's operations and invariants.
 #include <catch2/catch.hpp>
+#include <torch/serialize.h>
 #include <torch/torch.h>
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "verl/core/error.h"
 #include "verl/data/data_proto.h"
@@ -215,6 +218,84 @@ TEST_CASE("DataProto: save_to_disk / load_from_disk round trip, and a bad file i
   std::ofstream((dir / "garbage.pt").string()) << "not a pickle";
   CHECK_THROWS_AS(DataProto::load_from_disk((dir / "garbage.pt").string()), verl::CheckpointError);
   CHECK_THROWS_WITH(DataProto::load_from_disk((dir / "missing.pt").string()), Catch::Contains("missing.pt"));
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// The fields of a DataProto file as save_to_disk writes them, for damaging one at a time.
+c10::impl::GenericDict file_fields() {
+  c10::Dict<std::string, torch::Tensor> tensors;
+  tensors.insert("ids", torch::arange(2));
+  c10::impl::GenericDict payload(c10::StringType::get(), c10::AnyType::get());
+  payload.insert("format", std::string("verl-cpp.DataProto/1"));
+  payload.insert("tensors", tensors);
+  payload.insert("non_tensor_batch", std::string(R"({"labels": ["a", "b"]})"));
+  payload.insert("meta_info", std::string(R"({"info": "x"})"));
+  return payload;
+}
+
+std::string write_fields(const std::filesystem::path& path, const c10::impl::GenericDict& payload) {
+  const std::vector<char> bytes = torch::pickle_save(c10::IValue(payload));
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return path.string();
+}
+
+}  // namespace
+
+// Issue 21: a damaged or hand-made DataProto file is a CheckpointError naming the file and the field, never a
+// c10 or JSON library exception, nor a stack overflow on deeply nested JSON.
+TEST_CASE("DataProto: load_from_disk checks every field of an untrusted file") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "verl_test_data_proto_untrusted";
+  fs::create_directories(dir);
+  const std::string good = write_fields(dir / "good.pt", file_fields());
+  DataProto loaded = DataProto::load_from_disk(good);
+  CHECK(loaded.size() == 2);
+  CHECK(loaded.column("labels")[1] == "b");
+
+  auto damaged = [&](const std::string& field, c10::IValue value, const std::string& expected) {
+    c10::impl::GenericDict payload = file_fields();
+    payload.insert_or_assign(field, std::move(value));
+    const std::string path = write_fields(dir / "damaged.pt", payload);
+    CHECK_THROWS_AS(DataProto::load_from_disk(path), verl::CheckpointError);
+    CHECK_THROWS_WITH(DataProto::load_from_disk(path), Catch::Contains(path) && Catch::Contains(expected));
+  };
+  damaged("non_tensor_batch", c10::IValue(int64_t{3}), "DataProto field 'non_tensor_batch' is not a string");
+  damaged("meta_info", c10::IValue(std::string("[1, 2]")), "field 'meta_info' must hold a JSON object, got array");
+  damaged("meta_info", c10::IValue(std::string(100000, '[') + std::string(100000, ']')), "deeper than 128");
+  damaged("non_tensor_batch", c10::IValue(std::string(R"({"labels": )")),
+          "DataProto field 'non_tensor_batch' is not valid JSON");
+  damaged("non_tensor_batch", c10::IValue(std::string(R"({"labels": 1})")),
+          "non-tensor column 'labels' must be a JSON array, got integer");
+  damaged("non_tensor_batch", c10::IValue(std::string(R"({"labels": ["a", "b", "c"]})")), "inconsistent DataProto");
+  damaged("tensors", c10::IValue(std::string("x")), "DataProto field 'tensors' is not a dict");
+  c10::impl::GenericDict not_tensors(c10::StringType::get(), c10::AnyType::get());
+  not_tensors.insert("ids", int64_t{1});
+  damaged("tensors", c10::IValue(not_tensors), "must map names to tensors");
+  c10::Dict<std::string, torch::Tensor> odd_name;
+  odd_name.insert("ids\xff", torch::arange(2));
+  damaged("tensors", c10::IValue(odd_name), "tensor name 'ids\\xff' is not valid UTF-8");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("DataProto: messages quote values instead of dumping them; unsavable strings are CheckpointErrors") {
+  // a string that is not UTF-8 (possible from C++) made dump() throw a JSON type_error inside the message
+  DataProto a = DataProto::from_dict({{"ids", torch::arange(2)}}, {}, Json{{"k", "\xff"}});
+  DataProto b = DataProto::from_dict({{"ids", torch::arange(2)}}, {}, Json{{"k", "ok"}});
+  CHECK_THROWS_WITH(DataProto::concat({a, b}),
+                    Catch::Contains("meta_info key 'k' has conflicting values \"\\xff\" and \"ok\""));
+  DataProto metrics = DataProto::from_dict({{"ids", torch::arange(2)}}, {}, Json{{"metrics", Json::array({"\xfe"})}});
+  CHECK_THROWS_WITH(DataProto::concat({metrics, metrics}),
+                    Catch::Contains("meta_info metrics must be dicts, got \"\\xfe\""));
+
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "verl_test_data_proto_unsavable";
+  fs::create_directories(dir);
+  DataProto column = DataProto::from_dict({{"ids", torch::arange(1)}}, {{"text", {Json("\xff")}}});
+  const std::string path = (dir / "batch.pt").string();
+  CHECK_THROWS_AS(column.save_to_disk(path), verl::CheckpointError);
+  CHECK_THROWS_WITH(column.save_to_disk(path), Catch::Contains("cannot save DataProto to '" + path + "'"));
   fs::remove_all(dir);
 }
 

@@ -239,3 +239,72 @@ TEST_CASE("rl_dataset: JSONL and JSON files", "[data]") {
                     Catch::Contains("not found") && Catch::Contains("missing.jsonl"));
   CHECK_THROWS_AS(RLHFDataset::from_file(tmp.write("x.parquet", "PAR1"), arith_tokenizer(), options(32)), DataError);
 }
+
+// Issue 21 (fuzzing): hostile data files end in a DataError naming file:line, with a message that is valid
+// UTF-8 and bounded, never a crash, a library exception or a recursive dump of the row.
+TEST_CASE("rl_dataset: hostile files are DataErrors naming file:line", "[data]") {
+  TempDir tmp;
+  const std::string line0 = arith_row("Compute 1+2.", "3", 0).dump();
+
+  // bytes that are not UTF-8, in a message (the fuzzer flipped one byte to 0xff)
+  std::string flipped = arith_row("Compute 4+4.", "8", 1).dump();
+  const size_t at = flipped.find('+');
+  flipped[at] = '\xff';
+  const std::string not_utf8 = tmp.write("not_utf8.jsonl", line0 + "\n" + flipped + "\n");
+  CHECK_THROWS_WITH(RLHFDataset::from_file(not_utf8, arith_tokenizer(), options(32)),
+                    not_utf8 + ":2: not valid UTF-8 (byte 0xff at column " + std::to_string(at + 1) +
+                        "); data files must be UTF-8 text");
+  CHECK_THROWS_AS(RLHFDataset::from_file(not_utf8, arith_tokenizer(), options(32)), DataError);
+
+  // nesting: 128 levels in all are accepted, 129 refused (untrusted::kMaxJsonDepth), and 100,000 levels end in the
+  // same DataError rather than a stack overflow
+  auto nested = [](size_t depth) {  // the row object and reward_model add two levels
+    return "{\"prompt\": [{\"role\": \"user\", \"content\": \"hi\"}], \"reward_model\": {\"ground_truth\": " +
+           std::string(depth, '[') + std::string(depth, ']') + "}}";
+  };
+  RLHFDataset deepest =
+      RLHFDataset::from_file(tmp.write("ok.jsonl", nested(126) + "\n"), arith_tokenizer(), options(32));
+  CHECK(deepest.size() == 1);
+  for (size_t depth : {size_t{127}, size_t{1000}, size_t{100000}}) {
+    const std::string deep = tmp.write("deep.jsonl", line0 + "\n\n" + nested(depth) + "\n");
+    CHECK_THROWS_WITH(RLHFDataset::from_file(deep, arith_tokenizer(), options(32)),
+                      Catch::StartsWith(deep + ":3: invalid JSON: ") && Catch::Contains("nesting deeper than 128"));
+  }
+  const std::string deep_array =
+      tmp.write("deep.json", "[" + line0 + ",\n" + std::string(100000, '[') + std::string(100000, ']') + "]");
+  CHECK_THROWS_WITH(RLHFDataset::from_file(deep_array, arith_tokenizer(), options(32)),
+                    Catch::StartsWith(deep_array + ": file is not valid JSON") && Catch::Contains("deeper than 128"));
+
+  // a lone surrogate escape is not text: refused while parsing, as the Python reader refuses it
+  std::string surrogate = arith_row("Compute 4+4.", "8", 1).dump();
+  surrogate.replace(surrogate.find('+'), 1, "\\ud800");
+  const std::string lone = tmp.write("lone.jsonl", line0 + "\n" + surrogate + "\n");
+  CHECK_THROWS_WITH(RLHFDataset::from_file(lone, arith_tokenizer(), options(32)),
+                    Catch::StartsWith(lone + ":2: invalid JSON: ") && Catch::Contains("surrogate"));
+
+  // lines split on '\n' only: U+2028 and U+0085 are allowed raw inside strings; "\r\n" endings work
+  const std::string seps = tmp.write("seps.jsonl", arith_row("a\u2028b\u0085c", "1", 0).dump() + "\r\n" + line0);
+  RLHFDataset split = RLHFDataset::from_file(seps, arith_tokenizer(), options(32));
+  REQUIRE(split.size() == 2);
+  CHECK(split.row(0)["prompt"][0]["content"] == "a\u2028b\u0085c");
+  CHECK(split.origin(1) == seps + ":2");
+
+  // a malformed prompt is quoted, bounded and escaped, not dumped whole
+  Json huge = arith_row("x", "1", 0);
+  huge["prompt"] = Json::array();
+  for (int i = 0; i < 100000; ++i) huge["prompt"].push_back("\xff\xfe");
+  try {
+    RLHFDataset({huge}, arith_tokenizer(), options(32), {"big.jsonl:1"});
+    FAIL("expected a DataError");
+  } catch (const DataError& e) {
+    const std::string message = e.what();
+    CHECK(message.size() < 400);
+    CHECK_THAT(message, Catch::StartsWith("big.jsonl:1: 'prompt' must be a non-empty list") &&
+                            Catch::Contains("\"\\xff\\xfe\"") && Catch::Contains("(100000 items)"));
+  }
+
+  // a path that is not UTF-8 is escaped in the message
+  const std::string odd_path = (tmp.path / "odd\xff.jsonl").string();
+  CHECK_THROWS_WITH(RLHFDataset::from_file(odd_path, arith_tokenizer(), options(32)),
+                    Catch::Contains("data file not found") && Catch::Contains("odd\\xff.jsonl"));
+}

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "verl/core/error.h"
@@ -260,4 +261,141 @@ TEST_CASE("load_pretrained errors name the file", "[model]") {
   fs::remove(dir / shard);
   CHECK_THROWS_AS(load_pretrained(dir), verl::CheckpointError);
   CHECK_THROWS_WITH(load_pretrained(dir), Catch::Contains(shard));
+}
+
+// ---- issue 21: fuzzing findings (untrusted config.json beside the weights) --------------------
+
+namespace {
+
+template <typename ErrorT, typename F>
+std::string error_of(F&& action) {
+  try {
+    action();
+  } catch (const ErrorT& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    FAIL("wrong exception type: " << e.what());
+  }
+  FAIL("no exception");
+  return "";
+}
+
+void rewrite_config(const fs::path& dir, const std::function<void(verl::Json&)>& edit) {
+  verl::Json cfg = read_json(dir / "config.json");
+  edit(cfg);
+  write_text(dir / "config.json", cfg.dump());
+}
+
+}  // namespace
+
+TEST_CASE("bug 3: config.json with num_hidden_layers 1e9 fails naming the field before allocating", "[model]") {
+  TempDir tmp;
+  const fs::path dir = tmp.path / "ckpt";
+  save_pretrained(*tiny_model("qwen2", false), dir);
+  const std::string saved = read_text(dir / "config.json");
+  for (const char* field : {"num_hidden_layers", "hidden_size", "vocab_size", "intermediate_size",
+                            "num_attention_heads"}) {
+    write_text(dir / "config.json", saved);
+    rewrite_config(dir, [&](verl::Json& c) { c[field] = int64_t{1'000'000'000}; });
+    const std::string message = error_of<verl::ConfigError>([&] { load_pretrained(dir); });
+    INFO(message);
+    CHECK(message.find(std::string("'") + field + "'") != std::string::npos);
+    CHECK(message.find((dir / "config.json").string()) != std::string::npos);
+  }
+}
+
+TEST_CASE("bug 3: a config.json that does not fit the weights fails on their headers, before allocating",
+          "[model]") {
+  TempDir tmp;
+  const fs::path dir = tmp.path / "ckpt";
+  save_pretrained(*tiny_model("qwen2", false), dir);
+  const std::string weights = (dir / "model.safetensors").string();
+  const std::string config = (dir / "config.json").string();
+  // Every size at its bound: building this model would need ~2^56 parameters, so passing here
+  // (a CheckpointError, not an allocation failure) shows nothing was allocated first.
+  rewrite_config(dir, [](verl::Json& c) {
+    c["vocab_size"] = int64_t{1} << 24;
+    c["hidden_size"] = int64_t{1} << 17;
+    c["intermediate_size"] = int64_t{1} << 20;
+    c["num_hidden_layers"] = 4096;
+    c["num_attention_heads"] = 1024;
+    c["num_key_value_heads"] = 1024;
+  });
+  std::string message = error_of<verl::CheckpointError>([&] { load_pretrained(dir); });
+  INFO(message);
+  CHECK(message.find(weights) != std::string::npos);
+  CHECK(message.find(config) != std::string::npos);
+  CHECK(message.find("model.embed_tokens.weight (checkpoint [64, 32] in '" + weights + "', config [16777216, 131072])") !=
+        std::string::npos);
+  CHECK(message.find("missing: [model.layers.2.self_attn.q_proj.weight") != std::string::npos);
+  CHECK(message.find("more)") != std::string::npos);  // tens of thousands of names are counted, not listed
+  CHECK(message.size() < 8000);
+
+  // One field off: the message names the tensor and both shapes.
+  rewrite_config(dir, [](verl::Json& c) {
+    c = tiny_json("qwen2", false);
+    c["intermediate_size"] = 50;
+  });
+  message = error_of<verl::CheckpointError>([&] { load_pretrained(dir); });
+  CHECK(message.find("shape mismatch: [model.layers.0.mlp.gate_proj.weight (checkpoint [48, 32] in '" + weights +
+                     "', config [50, 32])") != std::string::npos);
+}
+
+TEST_CASE("bug 9 / 11: deep, out-of-range and unreadable config.json are CheckpointErrors naming it", "[model]") {
+  TempDir tmp;
+  const fs::path dir = tmp.path / "ckpt";
+  save_pretrained(*tiny_model("llama", false), dir);
+  const fs::path config = dir / "config.json";
+  verl::Json good = read_json(config);
+  // The fuzzer's input: a value nested 100,000 deep (the config was copied recursively).
+  std::string text = good.dump();
+  text.insert(1, R"("my_custom_key": )" + std::string(100000, '[') + std::string(100000, ']') + ",");
+  write_text(config, text);
+  CHECK_THROWS_WITH(load_pretrained(dir), Catch::Contains(config.string()) && Catch::Contains("nesting deeper"));
+  text = good.dump();
+  text.insert(1, R"("rope_theta": 1e400,)");
+  write_text(config, text);
+  CHECK_THROWS_WITH(load_pretrained(dir), Catch::Contains(config.string()) && Catch::Contains("not valid JSON"));
+  CHECK_THROWS_AS(load_pretrained(dir), verl::CheckpointError);
+  fs::remove(config);
+  fs::create_symlink("config.json", config);  // a loop
+  const std::string message = error_of<verl::CheckpointError>([&] { load_pretrained(dir); });
+  CHECK(message.find(config.string()) != std::string::npos);
+  CHECK(message.find("symbolic links") != std::string::npos);
+  // A checkpoint directory whose name is not UTF-8 is named escaped.
+  CHECK_THROWS_WITH(load_pretrained(tmp.path / "ckpt\xff"), Catch::Contains("ckpt\\xff"));
+}
+
+TEST_CASE("bug 13: load_pretrained does not follow weight_map outside the checkpoint", "[model]") {
+  TempDir tmp;
+  auto m = tiny_model("qwen3", false);
+  const fs::path dir = tmp.path / "ckpt";
+  save_pretrained(*m, dir, {.max_shard_bytes = 20000});
+  // The attacker's copy of one shard, outside the directory, and an index pointing at it.
+  verl::Json index = read_json(dir / kSafeWeightsIndexName);
+  const std::string shard = index["weight_map"]["model.norm.weight"];
+  fs::copy_file(dir / shard, tmp.path / shard);
+  for (auto& [name, file] : index["weight_map"].items())
+    if (file == shard) file = "../" + shard;
+  write_text(dir / kSafeWeightsIndexName, index.dump());
+  const std::string message = error_of<verl::CheckpointError>([&] { load_pretrained(dir); });
+  CHECK(message.find((dir / kSafeWeightsIndexName).string()) != std::string::npos);
+  CHECK(message.find("\"../" + shard + "\"") != std::string::npos);
+}
+
+TEST_CASE("a checkpoint of symlinks (the Hugging Face hub cache) loads", "[model]") {
+  TempDir tmp;
+  auto m = tiny_model("qwen2", true);
+  const fs::path staged = tmp.path / "staged";
+  save_pretrained(*m, staged, {.max_shard_bytes = 20000});
+  const fs::path blobs = tmp.path / "hub" / "blobs", snapshot = tmp.path / "hub" / "snapshots" / "0123abc";
+  fs::create_directories(blobs);
+  fs::create_directories(snapshot);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(staged)) files.push_back(e.path());
+  for (const fs::path& f : files) {
+    fs::rename(f, blobs / ("sha-" + f.filename().string()));
+    fs::create_symlink(fs::path("../../blobs") / ("sha-" + f.filename().string()), snapshot / f.filename());
+  }
+  CHECK(torch::equal(logits(*load_pretrained(snapshot)), logits(*m)));
 }

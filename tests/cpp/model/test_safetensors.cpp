@@ -332,3 +332,203 @@ TEST_CASE("sharded checkpoints: missing shard, tensor missing from its shard, no
   CHECK_THROWS_WITH(verl::model::load_checkpoint_dir(empty),
                     Catch::Contains(empty.string()) && Catch::Contains("has neither model.safetensors nor"));
 }
+
+// ---- issue 21: fuzzing findings (untrusted headers and indexes) ------------------------------
+
+namespace {
+
+// Whether `s` is valid UTF-8 (what a message must be to reach Python as str).
+bool valid_utf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    i += n;
+  }
+  return true;
+}
+
+// The CheckpointError message of `action` (FAILs when it throws nothing or another type).
+template <typename F>
+std::string checkpoint_error(F&& action) {
+  try {
+    action();
+  } catch (const CheckpointError& e) {
+    return e.what();
+  }
+  FAIL("no CheckpointError");
+  return "";
+}
+
+void write_text(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+// A two-shard checkpoint ("a" in shard 1, "b" in shard 2) whose index is then rewritten by the test.
+fs::path sharded_checkpoint(const std::string& name) {
+  const fs::path dir = test_dir(name);
+  verl::model::save_sharded(dir, NamedTensors{{"a", torch::ones(4)}, {"b", torch::full({4}, 2.0)}}, 16);
+  return dir;
+}
+
+void write_index(const fs::path& dir, const verl::Json& weight_map) {
+  write_text(dir / "model.safetensors.index.json", verl::Json{{"weight_map", weight_map}}.dump());
+}
+
+}  // namespace
+
+TEST_CASE("bug 9: a shape nested 100,000 deep is refused, not dumped recursively", "[model][safetensors]") {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  check_rejected(write_raw("deep.safetensors", R"({"w":{"dtype":"F32","shape":)" + deep + R"(,"data_offsets":[0,4]}})", 4),
+                 "nesting deeper than 128 levels");
+  // Nested just under the parser's limit: the message quotes a bounded prefix of the value.
+  const std::string nested = std::string(100, '[') + "1" + std::string(100, ']');
+  const fs::path path =
+      write_raw("nested.safetensors", R"({"w":{"dtype":"F32","shape":[)" + nested + R"(],"data_offsets":[0,4]}})", 4);
+  const std::string message = checkpoint_error([&] { SafeTensorsFile file(path); });
+  CHECK(message.find("tensor 'w': shape has a non-integer dimension [[[") != std::string::npos);
+  CHECK(message.size() < 1000);
+  // So are data_offsets holding something other than two numbers.
+  check_rejected(write_raw("offsets.safetensors",
+                           R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[[0],{"a":[4]}]}})", 4),
+                 "data_offsets [[0], {\"a\": [4]}] is not a pair of non-negative integers");
+  // And a rank no tensor has (100 dimensions of size 1).
+  std::string ones = "1";
+  for (int i = 1; i < 100; ++i) ones += ",1";
+  check_rejected(write_raw("rank.safetensors", R"({"w":{"dtype":"F32","shape":[)" + ones + R"(],"data_offsets":[0,4]}})", 4),
+                 "shape has 100 dimensions, more than 64");
+}
+
+TEST_CASE("bug 11: numbers out of range and invalid bytes in a header are CheckpointErrors", "[model][safetensors]") {
+  check_rejected(write_raw("e400.safetensors", R"({"w":{"dtype":"F32","shape":[1e400],"data_offsets":[0,4]}})", 4),
+                 "header is not valid JSON");
+  const fs::path bad_utf8 = write_raw("utf8.safetensors", "{\"w\xff\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
+  const std::string message = checkpoint_error([&] { SafeTensorsFile file(bad_utf8); });
+  CHECK(message.find("header is not valid JSON") != std::string::npos);
+  CHECK(valid_utf8(message));
+}
+
+TEST_CASE("untrusted names, keys and dtypes are escaped in messages", "[model][safetensors]") {
+  // JSON strings may hold any control character; the message shows them escaped.
+  check_rejected(write_raw("ctrl.safetensors", R"({"w\u0001\n":{"dtype":"F32\u0000","shape":[1],"data_offsets":[0,4]}})", 4),
+                 "tensor 'w\\x01\\n': unknown dtype 'F32\\x00'");
+  check_rejected(write_raw("metakey.safetensors", R"({"__metadata__":{"k\u007f":1}})"), "__metadata__['k\\x7f']");
+  // A file path that is not UTF-8 (Linux names are bytes) reaches the message escaped.
+  const fs::path dir = test_dir("binary_name");
+  const fs::path path = dir / "w\xff.safetensors";
+  write_text(path, "short");
+  const std::string message = checkpoint_error([&] { SafeTensorsFile file(path); });
+  CHECK(message.find("w\\xff.safetensors") != std::string::npos);
+  CHECK(valid_utf8(message));
+  SafeTensorsFile ok(write_raw("ok.safetensors", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4));
+  CHECK_THROWS_WITH(ok.get(std::string("missing\xfe")), Catch::Contains("no tensor 'missing\\xfe'"));
+}
+
+TEST_CASE("bug 13: weight_map shard names must be plain file names inside the checkpoint", "[model][safetensors]") {
+  const fs::path dir = sharded_checkpoint("traversal");
+  // A valid safetensors file outside the checkpoint directory: before the fix the load succeeded.
+  const fs::path outside = dir.parent_path() / "outside.safetensors";
+  verl::model::save_file(outside, NamedTensors{{"b", torch::full({4}, 7.0)}});
+  const std::string shard1 = "model-00001-of-00002.safetensors";
+  const std::string index = (dir / "model.safetensors.index.json").string();
+  struct Case {
+    std::string shard;
+    std::string shown;  // how the message quotes it
+    std::string why;
+  };
+  const std::vector<Case> cases = {
+      {"../outside.safetensors", "\"../outside.safetensors\"", "is a path"},
+      {outside.string(), "\"" + outside.string() + "\"", "is a path"},
+      {"sub/model.safetensors", "\"sub/model.safetensors\"", "is a path"},
+      {"./" + shard1, "\"./" + shard1 + "\"", "is a path"},
+      {"", "\"\"", "is empty"},
+      {".", "\".\"", "is not a file name"},
+      {"..", "\"..\"", "is not a file name"},
+      {std::string("a\0b", 3), "\"a\\x00b\"", "contains a NUL byte"},
+  };
+  for (const Case& c : cases) {
+    INFO("shard name " << c.shown);
+    write_index(dir, {{"a", shard1}, {"b", c.shard}});
+    const std::string message = checkpoint_error([&] { verl::model::load_checkpoint_dir(dir); });
+    INFO(message);
+    CHECK(message.find(index) != std::string::npos);
+    CHECK(message.find("weight_map['b'] names shard " + c.shown) != std::string::npos);
+    CHECK(message.find(c.why) != std::string::npos);
+  }
+}
+
+TEST_CASE("bug 7: a shard name longer than 255 bytes is a CheckpointError naming the index", "[model][safetensors]") {
+  const fs::path dir = sharded_checkpoint("long_name");
+  write_index(dir, {{"a", "model-00001-of-00002.safetensors"}, {"b", std::string(300, 'x') + ".safetensors"}});
+  const std::string message = checkpoint_error([&] { verl::model::load_checkpoint_dir(dir); });
+  CHECK(message.find((dir / "model.safetensors.index.json").string()) != std::string::npos);
+  CHECK(message.find("longer than 255 bytes") != std::string::npos);
+  CHECK(message.size() < 2000);
+  // 255 bytes is a legal name: it is looked for (and here missing), not refused.
+  write_index(dir, {{"a", "model-00001-of-00002.safetensors"}, {"b", std::string(255, 'y')}});
+  CHECK_THROWS_WITH(verl::model::load_checkpoint_dir(dir), Catch::Contains("does not exist"));
+}
+
+TEST_CASE("bug 11: symlink loops and other filesystem trouble are CheckpointErrors naming the path",
+          "[model][safetensors]") {
+  const fs::path dir = sharded_checkpoint("loops");
+  const fs::path shard2 = dir / "model-00002-of-00002.safetensors";
+  fs::remove(shard2);
+  fs::create_symlink(shard2.filename(), shard2);  // points at itself
+  std::string message = checkpoint_error([&] { verl::model::load_checkpoint_dir(dir); });
+  CHECK(message.find(shard2.string()) != std::string::npos);
+  CHECK(message.find("symbolic links") != std::string::npos);
+  // The index itself a loop.
+  const fs::path index = dir / "model.safetensors.index.json";
+  fs::remove(index);
+  fs::create_symlink(index.filename(), index);
+  message = checkpoint_error([&] { verl::model::load_checkpoint_dir(dir); });
+  CHECK(message.find(index.string()) != std::string::npos);
+  CHECK(message.find("symbolic links") != std::string::npos);
+  // model.safetensors a loop (and no index): opened, so the error says why.
+  fs::remove(index);
+  fs::create_symlink("model.safetensors", dir / "model.safetensors");
+  message = checkpoint_error([&] { verl::model::load_checkpoint_dir(dir); });
+  CHECK(message.find((dir / "model.safetensors").string()) != std::string::npos);
+  CHECK(message.find("symbolic links") != std::string::npos);
+  // The index as a directory, and an index nested too deep or holding 1e400.
+  fs::remove(dir / "model.safetensors");
+  fs::create_directory(index);
+  CHECK_THROWS_AS(verl::model::load_checkpoint_dir(dir), CheckpointError);
+  fs::remove(index);
+  write_text(index, R"({"weight_map": )" + std::string(100000, '[') + std::string(100000, ']') + "}");
+  CHECK_THROWS_WITH(verl::model::load_checkpoint_dir(dir),
+                    Catch::Contains(index.string()) && Catch::Contains("nesting deeper than 128 levels"));
+  write_text(index, R"({"metadata": {"total_size": 1e400}, "weight_map": {}})");
+  CHECK_THROWS_WITH(verl::model::load_checkpoint_dir(dir),
+                    Catch::Contains(index.string()) && Catch::Contains("not valid JSON"));
+  write_index(dir, {{"a", verl::Json::array({verl::Json::array({std::string(1000, 'z')})})}});
+  message = checkpoint_error([&] { verl::model::load_checkpoint_dir(dir); });
+  CHECK(message.find("weight_map['a'] is not a file name but array") != std::string::npos);
+  CHECK(message.size() < 1000);
+}
+
+TEST_CASE("symlinked shard files keep working (the Hugging Face hub cache layout)", "[model][safetensors]") {
+  // hub/models--org--name/snapshots/<rev>/<file> -> ../../blobs/<hash>
+  const fs::path root = test_dir("hub_cache");
+  const fs::path blobs = root / "blobs", snapshot = root / "snapshots" / "abc123";
+  fs::create_directories(snapshot);
+  const fs::path staged = sharded_checkpoint("hub_cache_staging");
+  fs::create_directories(blobs);
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(staged)) files.push_back(entry.path());
+  REQUIRE(files.size() == 3);
+  for (const fs::path& file : files) {
+    const std::string hash = "blob-" + file.filename().string();
+    fs::rename(file, blobs / hash);
+    fs::create_symlink(fs::path("../../blobs") / hash, snapshot / file.filename());
+  }
+  const auto loaded = verl::model::load_checkpoint_dir(snapshot);
+  REQUIRE(loaded.size() == 2);
+  CHECK(torch::equal(loaded.at("b"), torch::full({4}, 2.0)));
+  const verl::model::SafeTensorsDir opened(snapshot);
+  CHECK(opened.weights_path() == snapshot / "model.safetensors.index.json");
+  CHECK(opened.info("b").shape == std::vector<int64_t>{4});
+  CHECK(opened.file("a").path() == snapshot / "model-00001-of-00002.safetensors");
+}

@@ -101,7 +101,9 @@ class DataProto {
   // One file, readable by load_from_disk and by torch.load(path, weights_only=False): a pickled dict
   // {format, tensors, non_tensor_batch (JSON), meta_info (JSON)}. Tensors are saved from the CPU.
   // Written to a temporary file and renamed, so a crash never leaves a half-written file.
-  // Throws CheckpointError naming the file.
+  // Throws CheckpointError naming the file: for a file that cannot be written, a non-tensor value holding a
+  // string that is not UTF-8 (JSON cannot hold it), and on load for any damage (not a pickled dict, fields of
+  // the wrong type, JSON nested deeper than 128 levels, columns of different lengths).
   void save_to_disk(const std::string& path) const;
   static DataProto load_from_disk(const std::string& path);
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "verl/core/json.h"
@@ -52,9 +53,17 @@ struct ModelConfig {
   Json source_json = Json::object();
 
   // Parses an HF config.json object; `source` names the file in error messages.
-  // Unknown model_type, missing required fields and unsupported features throw ConfigError.
+  // Unknown model_type, missing required fields, values of the wrong type and unsupported
+  // features throw ConfigError naming the field and `source`. A config.json is untrusted input
+  // (it comes with downloaded checkpoints) and its sizes decide what gets allocated, so every
+  // size field is also bounded (e.g. num_hidden_layers <= 4096, hidden_size <= 131072,
+  // vocab_size <= 2^24) and the whole model's size must fit int64: absurd values fail here,
+  // naming the field, before any tensor exists.
   static ModelConfig from_json(const Json& j, const std::string& source = "<config.json>");
-  // Reads a config.json file, or the config.json inside a directory.
+  // Parses config.json text with the depth-limited parser (core/untrusted.h), then from_json:
+  // every failure, invalid JSON and deep nesting included, is a ConfigError naming `source`.
+  static ModelConfig from_json_text(std::string_view text, const std::string& source = "<config.json>");
+  // Reads a config.json file, or the config.json inside a directory (as from_json_text).
   static ModelConfig from_file(const std::string& path);
   // A config.json that transformers (4.x and 5.x) loads into the same architecture: source_json's
   // keys, with every modelled field overwritten (rope in both spellings: rope_theta + rope_scaling

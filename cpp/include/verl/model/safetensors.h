@@ -88,9 +88,37 @@ std::map<std::string, torch::Tensor> load_file(const std::filesystem::path& path
 inline constexpr const char* kSafeWeightsName = "model.safetensors";
 inline constexpr const char* kSafeWeightsIndexName = "model.safetensors.index.json";
 
-// Loads a Hugging Face checkpoint directory: model.safetensors, or else the shards listed by
-// model.safetensors.index.json's weight_map (the weight_map decides which tensors are returned;
-// a missing shard file or a tensor missing from its shard is a CheckpointError naming both).
+// The weights of a Hugging Face checkpoint directory, opened but not read: model.safetensors, or
+// else the shards listed by model.safetensors.index.json's weight_map (the weight_map decides
+// which tensors there are). Opening maps every file and validates every header, and nothing
+// else: no tensor data is touched or allocated, so callers can compare names and shapes with
+// what they expect (load_pretrained: with config.json) before committing memory.
+// The index is untrusted: a shard name must be a plain file name inside `dir` (not empty, ".",
+// "..", a path with '/', or longer than 255 bytes); a shard FILE may be a symlink (the HF hub
+// cache links snapshots to ../../blobs). Every failure (a missing shard, a tensor missing from its
+// shard, a symlink loop, invalid or too deeply nested JSON) is a CheckpointError naming the file.
+class SafeTensorsDir {
+ public:
+  explicit SafeTensorsDir(const std::filesystem::path& dir);
+
+  // model.safetensors, or the index json of a sharded checkpoint: the file to name in messages.
+  const std::filesystem::path& weights_path() const { return weights_path_; }
+  // Tensor names, sorted.
+  std::vector<std::string> keys() const;
+  bool contains(const std::string& name) const { return files_.count(name) != 0; }
+  // The header entry of `name` (dtype, shape) and the file holding it; CheckpointError if absent.
+  const TensorInfo& info(const std::string& name) const;
+  const SafeTensorsFile& file(const std::string& name) const;
+  // As SafeTensorsFile::get / load_all.
+  torch::Tensor get(const std::string& name) const;
+  std::map<std::string, torch::Tensor> load_all() const;
+
+ private:
+  std::filesystem::path weights_path_;
+  std::map<std::string, std::shared_ptr<const SafeTensorsFile>> files_;  // tensor name -> its file
+};
+
+// Convenience: SafeTensorsDir(dir).load_all().
 std::map<std::string, torch::Tensor> load_checkpoint_dir(const std::filesystem::path& dir);
 
 // Saves as transformers' save_pretrained does: shards split by huggingface_hub's rule (in the

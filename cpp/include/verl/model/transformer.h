@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/torch.h>
@@ -196,5 +197,11 @@ class CausalLM : public torch::nn::Module {
 
 // The llama3-scaled (or plain) RoPE inverse frequencies (head_dim / 2,) float32.
 torch::Tensor rope_inv_freq(const ModelConfig& c);
+
+// The HF names and shapes of CausalLM(c, head).named_parameters(), in the same order, computed
+// from the config alone (nothing allocated): load_pretrained compares them with a checkpoint's
+// headers before building the model, so a config.json that does not fit its weights fails
+// without first allocating the model it describes.
+std::vector<std::pair<std::string, std::vector<int64_t>>> parameter_shapes(const ModelConfig& c, HeadKind head);
 
 }  // namespace verl::model

@@ -43,7 +43,10 @@ class Tokenizer {
   // (if present) supplies the named special tokens (bos/eos/pad/...) and the chat template(s);
   // chat_template.jinja and additional_chat_templates/*.jinja beside it are read as transformers
   // does. Throws CheckpointError (unreadable or malformed file, naming it and the field) or
-  // InvalidArgument (a component this implementation does not support).
+  // InvalidArgument (a component this implementation does not support). The files are untrusted
+  // input: JSON nested deeper than 128 levels, Sequence components nested deeper than 16, vocab
+  // ids outside [0, 2^28) and template files that are not UTF-8 are refused (CheckpointError);
+  // sparse vocab ids load as in HF without sizing a table by the largest id.
   static Tokenizer from_file(const std::string& path);
   // The same from the texts of tokenizer.json and (optionally, "" for none) tokenizer_config.json.
   static Tokenizer from_json(std::string_view tokenizer_json, std::string_view tokenizer_config_json = "");

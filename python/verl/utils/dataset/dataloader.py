@@ -18,7 +18,8 @@ from typing import Any
 
 import torch
 
-from ...errors import ConfigError, DataError
+from ...errors import DataError
+from .rl_dataset import TORCH_SEED_MIN, _cfg, _cfg_bool, _cfg_int, _cfg_seed, check_bool, check_int, check_seed
 from .rl_dataset import collate_fn as default_collate_fn
 
 __all__ = ["ResumableDataLoader", "create_rl_dataloader"]
@@ -31,17 +32,16 @@ class ResumableDataLoader:
 
     def __init__(self, dataset: Any, batch_size: int, shuffle: bool = False, seed: int | None = None,
                  drop_last: bool = False, collate_fn: Callable[[list], Any] | None = None) -> None:
-        if not isinstance(batch_size, int) or batch_size <= 0:
-            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
+        # ConfigErrors naming the argument, not TypeErrors from torch (the values often come from a config)
         self.dataset = dataset
-        self.batch_size = batch_size
-        self.shuffle = shuffle
-        self.seed = seed
-        self.drop_last = drop_last
+        self.batch_size = check_int("batch_size", batch_size, minimum=1)
+        self.shuffle = check_bool("shuffle", shuffle)
+        self.seed = check_seed("seed", seed, minimum=TORCH_SEED_MIN)
+        self.drop_last = check_bool("drop_last", drop_last)
         self.collate_fn = collate_fn or default_collate_fn
         self.generator = torch.Generator()
-        if seed is not None:
-            self.generator.manual_seed(int(seed))
+        if self.seed is not None:
+            self.generator.manual_seed(self.seed)
         self._epoch = 0
         self._epoch_start_state: torch.Tensor | None = None  # generator state before this epoch's permutation
         self._batches_done = 0  # batches handed out in the current epoch
@@ -95,16 +95,29 @@ class ResumableDataLoader:
 
     def load_state_dict(self, state: dict) -> None:
         """Continues from ``state``; ``DataError`` when it was saved for another dataset size / batch size."""
-        if state.get("version") != _STATE_VERSION:
-            raise DataError(f"dataloader state version {state.get('version')!r} is not {_STATE_VERSION}")
+        # The state comes back from a checkpoint file: every field is checked, so a damaged one is a DataError.
+        if not isinstance(state, dict) or state.get("version") != _STATE_VERSION:
+            version = state.get("version") if isinstance(state, dict) else state
+            raise DataError(f"dataloader state version {version!r} is not {_STATE_VERSION}")
         mine_by_key = {"dataset_len": len(self.dataset), "batch_size": self.batch_size, "shuffle": self.shuffle}
         for key, mine in mine_by_key.items():
             if state.get(key) != mine:
                 raise DataError(f"dataloader state was saved with {key}={state.get(key)!r}, this loader has {mine!r}")
-        self._epoch = int(state["epoch"])
-        self._epoch_start_state = torch.tensor(state["generator_state"], dtype=torch.uint8)
-        self._batches_done = int(state["batches_done"])
-        self.generator.set_state(self._epoch_start_state)
+        counts = {key: state.get(key) for key in ("epoch", "batches_done")}
+        generator_state = state.get("generator_state")
+        if (any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in counts.values())
+                or not isinstance(generator_state, list)
+                or not all(type(b) is int and 0 <= b < 256 for b in generator_state)):
+            raise DataError("dataloader state is damaged: epoch and batches_done must be non-negative integers and "
+                            "generator_state a list of bytes")
+        start_state = torch.tensor(generator_state, dtype=torch.uint8)
+        try:
+            self.generator.set_state(start_state)
+        except RuntimeError as e:  # a list of the wrong length
+            raise DataError(f"dataloader state is damaged: generator_state: {e}") from e
+        self._epoch = counts["epoch"]
+        self._epoch_start_state = start_state
+        self._batches_done = counts["batches_done"]
 
 
 def create_rl_dataloader(dataset: Any, data_config: Any, train: bool = True,
@@ -113,14 +126,13 @@ def create_rl_dataloader(dataset: Any, data_config: Any, train: bool = True,
     ``shuffle``, ``seed``, drop_last; validation -> ``val_batch_size`` (None: the whole set), ``validation_shuffle``,
     keep the last batch."""
 
-    def get(key: str, default: Any = None) -> Any:
-        value = data_config.get(key, default) if hasattr(data_config, "get") else getattr(data_config, key, default)
-        return default if value is None else value
-
+    # every value read through the typed getters: a bad one is a ConfigError naming its data.* key
+    seed = _cfg_seed(data_config)
     if train:
-        batch_size = int(get("gen_batch_size", get("train_batch_size")))
-        return ResumableDataLoader(dataset, batch_size, shuffle=bool(get("shuffle", True)), seed=get("seed"),
-                                   drop_last=True, collate_fn=collate_fn)
-    batch_size = int(get("val_batch_size", len(dataset)))
-    return ResumableDataLoader(dataset, batch_size, shuffle=bool(get("validation_shuffle", False)), seed=get("seed"),
-                               drop_last=False, collate_fn=collate_fn)
+        key = "gen_batch_size" if _cfg(data_config, "gen_batch_size", None) is not None else "train_batch_size"
+        return ResumableDataLoader(dataset, _cfg_int(data_config, key, None, minimum=1),
+                                   shuffle=_cfg_bool(data_config, "shuffle", True), seed=seed, drop_last=True,
+                                   collate_fn=collate_fn)
+    return ResumableDataLoader(dataset, _cfg_int(data_config, "val_batch_size", len(dataset), minimum=1),
+                               shuffle=_cfg_bool(data_config, "validation_shuffle", False), seed=seed, drop_last=False,
+                               collate_fn=collate_fn)

@@ -21,17 +21,17 @@ start). ``filter_overlong_prompts`` drops them at load time instead.
 
 from __future__ import annotations
 
-import json
+import numbers
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
-from ...errors import ConfigError, DataError
+from ...errors import ConfigError, ConfigTypeError, DataError
 from ...protocol import DataProto
+from .reader import RowOrigin, read_rows
 
 __all__ = ["RLHFDataset", "create_rl_dataset", "collate_fn", "collate_to_dataproto", "compute_position_id_with_mask",
            "TRUNCATION_MODES", "RowOrigin", "read_rows", "check_messages", "render_chat", "render_prompt",
@@ -72,17 +72,6 @@ def collate_to_dataproto(data_list: list[dict]) -> DataProto:
     return DataProto.from_single_dict(collate_fn(data_list))
 
 
-@dataclass(frozen=True)
-class RowOrigin:
-    """Where a row came from, for error messages: ``file:line`` (Parquet: the 1-based row number)."""
-
-    path: str
-    line: int
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}"
-
-
 def _cfg(config: Any, key: str, default: Any) -> Any:
     if config is None:
         return default
@@ -92,51 +81,74 @@ def _cfg(config: Any, key: str, default: Any) -> Any:
     return default if value is None else value
 
 
-def _read_json_rows(path: str) -> list[tuple[Any, int]]:
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    stripped = text.lstrip()
-    if path.endswith(".json") and stripped.startswith("["):  # a JSON array file
-        try:
-            rows = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise DataError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from e
-        # line numbers of array items are not tracked; report item positions (1-based) instead
-        return [(row, i + 1) for i, row in enumerate(rows)]
-    rows = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append((json.loads(line), lineno))
-        except json.JSONDecodeError as e:
-            raise DataError(f"{path}:{lineno}: invalid JSON: {e.msg} (column {e.colno})") from e
-    return rows
+# -- config values, type-checked -------------------------------------------------------------------------
+# The data section may be a plain dict that nothing validated: every value the datasets use is checked here, so a
+# wrong one is a ConfigError naming its key rather than a TypeError deep inside numpy or torch (a fuzzer found
+# ``{"shuffle": True, "seed": "x"}`` failing in numpy's default_rng).
+
+def _shown(value: Any) -> str:
+    text = repr(value)  # repr escapes what cannot be printed (lone surrogates, control characters)
+    return f"{type(value).__name__} {text if len(text) <= 80 else text[:77] + '...'}"
 
 
-def _read_parquet_rows(path: str) -> list[tuple[Any, int]]:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError as e:
-        raise DataError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow), or convert the file to JSONL") \
-            from e
-    try:
-        rows = pq.read_table(path).to_pylist()
-    except Exception as e:
-        raise DataError(f"{path}: cannot read Parquet: {type(e).__name__}: {e}") from e
-    return [(row, i + 1) for i, row in enumerate(rows)]
+def check_int(name: str, value: Any, minimum: int | None = None) -> int:
+    """``value`` as an int; ConfigTypeError naming ``name`` unless it is an integer (bool is not), ConfigError
+    when below ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ConfigTypeError(f"{name} must be an integer, got {_shown(value)}")
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, got {int(value)}")
+    return int(value)
 
 
-def read_rows(path: str) -> list[tuple[Any, int]]:
-    """(row, line) pairs of a .jsonl / .json / .parquet file."""
-    expanded = os.path.expanduser(path)
-    if not os.path.isfile(expanded):
-        raise DataError(f"data file not found: {path}")
-    if expanded.endswith(".parquet"):
-        return _read_parquet_rows(expanded)
-    if expanded.endswith((".jsonl", ".json")):
-        return _read_json_rows(expanded)
-    raise DataError(f"Unsupported file format: {path} (expected .jsonl, .json or .parquet)")
+# The seeds torch's Generator.manual_seed takes (the loaders); numpy's default_rng takes those >= 0 only.
+TORCH_SEED_MIN = -(2**63)
+
+
+def check_seed(name: str, value: Any, minimum: int = 0) -> int | None:
+    """A seed: None, or an integer in [minimum, 2**64); ConfigTypeError / ConfigError naming ``name`` otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ConfigTypeError(f"{name} must be an integer or null, got {_shown(value)}")
+    if not minimum <= value < 2**64:
+        raise ConfigError(f"{name} must be an integer in [{minimum}, 2**64), got {int(value)}")
+    return int(value)
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """``value`` as a bool; ConfigTypeError naming ``name`` unless it is one (``bool("false")`` is True)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ConfigTypeError(f"{name} must be true or false, got {_shown(value)}")
+    return bool(value)
+
+
+def _cfg_int(config: Any, key: str, default: int, minimum: int | None = None) -> int:
+    return check_int(f"data.{key}", _cfg(config, key, default), minimum)
+
+
+def _cfg_bool(config: Any, key: str, default: bool) -> bool:
+    return check_bool(f"data.{key}", _cfg(config, key, default))
+
+
+def _cfg_seed(config: Any, minimum: int = TORCH_SEED_MIN) -> int | None:
+    return check_seed("data.seed", _cfg(config, "seed", None), minimum)
+
+
+def _cfg_str(config: Any, key: str, default: str, choices: Sequence[str] | None = None) -> str:
+    value = _cfg(config, key, default)
+    if not isinstance(value, str) or not value:
+        raise ConfigTypeError(f"data.{key} must be a non-empty string, got {_shown(value)}")
+    if choices is not None and value not in choices:
+        raise ConfigError(f"data.{key} must be one of {list(choices)}, got {value!r}")
+    return value
+
+
+def _cfg_mapping(config: Any, key: str) -> dict:
+    value = _cfg(config, key, {})
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise ConfigTypeError(f"data.{key} must be a mapping of keyword arguments, got {_shown(value)}")
+    return dict(value)
 
 
 def check_messages(messages: Any, key: str, origin: RowOrigin) -> None:
@@ -163,15 +175,21 @@ def render_prompt(tokenizer: Any, messages: list[dict], chat_template_kwargs: di
     special tokens. Returns (text, ids). The SFT dataset renders its prompts with this too, so a model
     warm-started by SFT sees exactly the prompts RL gives it."""
     text = render_chat(tokenizer, messages, chat_template_kwargs, origin, add_generation_prompt=True)
-    return text, list(tokenizer.encode(text, add_special_tokens=False))
+    try:
+        return text, list(tokenizer.encode(text, add_special_tokens=False))
+    except UnicodeEncodeError as e:  # a lone surrogate that did not come from a data file (read_rows refuses those)
+        raise DataError(f"{origin}: the rendered prompt is not valid Unicode text ({e.reason}: "
+                        f"{e.object[e.start:e.end]!r})") from e
 
 
-def select_max_samples(total: int, max_samples: int, shuffle: bool, seed: Any) -> list[int]:
+def select_max_samples(total: int, max_samples: int, shuffle: bool, seed: int | None) -> list[int]:
     """verl's ``max_samples``: all rows when ``max_samples`` is not in (0, total), else the first ones or, with
     ``shuffle``, a seeded random choice (numpy ``default_rng(seed).choice``)."""
+    max_samples = check_int("max_samples", max_samples)
     if not 0 < max_samples < total:
         return list(range(total))
     if shuffle:
+        seed = check_seed("data.seed", seed)  # numpy refuses negative seeds with a ValueError
         rng = np.random.default_rng(*((seed,) if seed is not None else ()))
         return rng.choice(total, size=max_samples, replace=False).tolist()
     return list(range(max_samples))
@@ -186,12 +204,14 @@ class RLHFDataset:
             ``pad_token_id`` / ``eos_token_id``).
         config: the ``data`` section (a ``verl.Config`` node or dict): ``prompt_key``, ``max_prompt_length``,
             ``truncation``, ``filter_overlong_prompts``, ``return_raw_chat``, ``return_full_prompt``,
-            ``apply_chat_template_kwargs``, ``reward_fn_key``.
+            ``apply_chat_template_kwargs``, ``reward_fn_key``, ``shuffle``, ``seed``.
         max_samples: keep only this many rows (-1: all); the first ones, or a seeded random choice when
             ``config.shuffle`` (as verl).
 
-    Raises ``verl.DataError`` naming ``file:line`` for a row that is not an object, lacks ``prompt`` (chat messages)
-    or ``reward_model.ground_truth``; ``verl.ConfigError`` for a bad truncation mode.
+    Raises ``verl.DataError`` naming ``file:line`` for a file that is not UTF-8 or not JSON (or nests deeper than
+    128 levels, or holds a lone surrogate: see ``reader``), and for a row that is not an object, lacks ``prompt``
+    (chat messages) or ``reward_model.ground_truth``; ``verl.ConfigError`` naming the key for a config value of
+    the wrong type or range (a truncation mode, a seed, a flag that is not a bool, ...).
     """
 
     def __init__(self, data_files: str | os.PathLike | Sequence[str | os.PathLike], tokenizer: Any, config: Any = None,
@@ -203,21 +223,17 @@ class RLHFDataset:
         self.data_files = [os.fspath(p) for p in data_files]
         self.tokenizer = tokenizer
         self.config = config
-        self.max_samples = max_samples
-        self.prompt_key = _cfg(config, "prompt_key", "prompt")
-        self.reward_fn_key = _cfg(config, "reward_fn_key", "data_source")
-        self.max_prompt_length = int(_cfg(config, "max_prompt_length", 1024))
-        self.truncation = _cfg(config, "truncation", "error")
-        self.filter_overlong_prompts = bool(_cfg(config, "filter_overlong_prompts", False))
-        self.return_raw_chat = bool(_cfg(config, "return_raw_chat", False))
-        self.return_full_prompt = bool(_cfg(config, "return_full_prompt", False))
-        self.apply_chat_template_kwargs = dict(_cfg(config, "apply_chat_template_kwargs", {}))
-        self.shuffle = bool(_cfg(config, "shuffle", False))
-        self.seed = _cfg(config, "seed", None)
-        if self.truncation not in TRUNCATION_MODES:
-            raise ConfigError(f"data.truncation must be one of {list(TRUNCATION_MODES)}, got {self.truncation!r}")
-        if self.max_prompt_length <= 0:
-            raise ConfigError(f"data.max_prompt_length must be positive, got {self.max_prompt_length}")
+        self.max_samples = check_int("max_samples", max_samples)
+        self.prompt_key = _cfg_str(config, "prompt_key", "prompt")
+        self.reward_fn_key = _cfg_str(config, "reward_fn_key", "data_source")
+        self.max_prompt_length = _cfg_int(config, "max_prompt_length", 1024, minimum=1)
+        self.truncation = _cfg_str(config, "truncation", "error", choices=TRUNCATION_MODES)
+        self.filter_overlong_prompts = _cfg_bool(config, "filter_overlong_prompts", False)
+        self.return_raw_chat = _cfg_bool(config, "return_raw_chat", False)
+        self.return_full_prompt = _cfg_bool(config, "return_full_prompt", False)
+        self.apply_chat_template_kwargs = _cfg_mapping(config, "apply_chat_template_kwargs")
+        self.shuffle = _cfg_bool(config, "shuffle", False)
+        self.seed = _cfg_seed(config)
         pad = getattr(tokenizer, "pad_token_id", None)
         self.pad_token_id = pad if pad is not None else (getattr(tokenizer, "eos_token_id", None) or 0)
 
@@ -321,16 +337,17 @@ def create_rl_dataset(data_paths: str | Sequence[str], data_config: Any, tokeniz
     """verl's ``create_rl_dataset`` (main_ppo): ``data.custom_cls.path/name`` when configured (a class taking
     ``data_files, tokenizer, config, processor, max_samples``), else ``RLHFDataset``; ``max_samples`` defaults to
     ``data.train_max_samples`` / ``data.val_max_samples``."""
-    custom_path = _cfg(data_config, "custom_cls", {}).get("path")
+    custom_cls = _cfg_mapping(data_config, "custom_cls")
+    custom_path = custom_cls.get("path")
     if custom_path:
         from ...trainer.ppo.reward import load_extern_object
 
-        dataset_cls = load_extern_object(custom_path, _cfg(data_config, "custom_cls", {}).get("name"))
+        dataset_cls = load_extern_object(custom_path, custom_cls.get("name"))
         if not isinstance(dataset_cls, type):
             raise ConfigError(f"data.custom_cls '{custom_path}' names {dataset_cls!r}, not a class")
     else:
         dataset_cls = RLHFDataset
     if max_samples is None:
-        max_samples = int(_cfg(data_config, "train_max_samples" if is_train else "val_max_samples", -1))
+        max_samples = _cfg_int(data_config, "train_max_samples" if is_train else "val_max_samples", -1)
     return dataset_cls(data_files=data_paths, tokenizer=tokenizer, config=data_config, processor=processor,
                        max_samples=max_samples)

@@ -33,7 +33,9 @@ from typing import Any
 import torch
 
 from ...errors import ConfigError, DataError
-from .rl_dataset import RowOrigin, _cfg, check_messages, read_rows, render_chat, render_prompt, select_max_samples
+from .reader import RowOrigin, read_rows
+from .rl_dataset import (_cfg_bool, _cfg_int, _cfg_mapping, _cfg_seed, _cfg_str, check_int, check_messages, render_chat,
+                         render_prompt, select_max_samples)
 
 __all__ = ["SFTDataset", "collate_sft", "SFT_TRUNCATION_MODES"]
 
@@ -76,10 +78,12 @@ class SFTDataset:
         max_samples: keep only this many rows (-1: all); the first ones, or a seeded random choice when
             ``config.shuffle`` (as verl).
 
-    Raises ``verl.DataError`` naming ``file:line`` for a row that is not an object, has neither chat messages nor
-    a prompt and a string response, whose chat messages are malformed or hold no assistant turn, or that is
-    longer than ``max_length`` under ``truncation=error``; ``verl.ConfigError`` for a bad truncation mode or
-    max_length, or a tokenizer without an EOS token.
+    Raises ``verl.DataError`` naming ``file:line`` for a file that is not UTF-8 or not JSON (or nests deeper than
+    128 levels, or holds a lone surrogate: see ``reader``), for a row that is not an object, has neither chat
+    messages nor a prompt and a string response, whose chat messages are malformed or hold no assistant turn, or
+    that is longer than ``max_length`` under ``truncation=error``; ``verl.ConfigError`` naming the key for a
+    config value of the wrong type or range (truncation mode, max_length, seed, ...), or a tokenizer without an EOS
+    token.
     """
 
     def __init__(self, data_files: str | os.PathLike | Sequence[str | os.PathLike], tokenizer: Any,
@@ -88,17 +92,15 @@ class SFTDataset:
             data_files = [data_files]
         self.data_files = [os.fspath(p) for p in data_files]
         self.tokenizer = tokenizer
-        self.messages_key = _cfg(config, "messages_key", "messages")
-        self.prompt_key = _cfg(config, "prompt_key", "prompt")
-        self.response_key = _cfg(config, "response_key", "response")
-        self.max_length = int(_cfg(config, "max_length", 1024))
-        self.truncation = _cfg(config, "truncation", "error")
-        self.apply_chat_template_kwargs = dict(_cfg(config, "apply_chat_template_kwargs", {}))
-        if self.truncation not in SFT_TRUNCATION_MODES:
-            raise ConfigError(f"data.truncation must be one of {list(SFT_TRUNCATION_MODES)} for SFT, got "
-                              f"{self.truncation!r}")
-        if self.max_length <= 0:
-            raise ConfigError(f"data.max_length must be positive, got {self.max_length}")
+        self.messages_key = _cfg_str(config, "messages_key", "messages")
+        self.prompt_key = _cfg_str(config, "prompt_key", "prompt")
+        self.response_key = _cfg_str(config, "response_key", "response")
+        self.max_length = _cfg_int(config, "max_length", 1024, minimum=1)
+        self.truncation = _cfg_str(config, "truncation", "error", choices=SFT_TRUNCATION_MODES)
+        self.apply_chat_template_kwargs = _cfg_mapping(config, "apply_chat_template_kwargs")
+        max_samples = check_int("max_samples", max_samples)
+        shuffle = _cfg_bool(config, "shuffle", False)
+        seed = _cfg_seed(config)
         self.eos_token_id = getattr(tokenizer, "eos_token_id", None)
         if self.eos_token_id is None:
             raise ConfigError("SFTDataset: the tokenizer has no EOS token (eos_token in tokenizer_config.json); the "
@@ -109,8 +111,7 @@ class SFTDataset:
         rows: list[tuple[Any, RowOrigin]] = []
         for path in self.data_files:
             rows.extend((row, RowOrigin(path, line)) for row, line in read_rows(path))
-        keep = select_max_samples(len(rows), int(max_samples), bool(_cfg(config, "shuffle", False)),
-                                  _cfg(config, "seed", None))
+        keep = select_max_samples(len(rows), max_samples, shuffle, seed)
         self.origins: list[RowOrigin] = [rows[i][1] for i in keep]
         self.input_ids: list[torch.Tensor] = []
         self.loss_masks: list[torch.Tensor] = []
