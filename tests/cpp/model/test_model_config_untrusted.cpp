@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/untrusted.h"
 #include "verl/core/error.h"
 #include "verl/model/init_weights.h"
 #include "verl/model/transformer.h"
@@ -25,20 +26,6 @@ verl::Json tiny_json(const std::string& type = "qwen2") {
                   {"num_key_value_heads", 2}, {"rms_norm_eps", 1e-6},   {"max_position_embeddings", 128}};
   if (type == "qwen3") j["head_dim"] = 16;
   return j;
-}
-
-// Whether `s` is valid UTF-8 (what a message must be to reach Python as str).
-bool valid_utf8(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-    i += n;
-  }
-  return true;
 }
 
 // The ConfigError message from_json(j, source) throws ("" if it does not throw one).
@@ -175,11 +162,11 @@ TEST_CASE("bug 11: numbers out of range and invalid bytes in config.json text ar
   // Bytes that are not UTF-8 in a string: the parser's message quotes them; ours escapes them.
   message = config_text_error("{\"model_type\": \"qwen2\xff\xfe\"}");
   CHECK(message.find("not valid JSON") != std::string::npos);
-  CHECK(valid_utf8(message));
+  CHECK(verl::untrusted::is_utf8(message));
   // A source name that is not UTF-8 (a Linux path is any bytes) is escaped as well.
   message = config_text_error("{}", "dir\xff/config.json");
   CHECK(message.find("dir\\xff/config.json") != std::string::npos);
-  CHECK(valid_utf8(message));
+  CHECK(verl::untrusted::is_utf8(message));
 }
 
 TEST_CASE("parameter_shapes lists CausalLM's parameters in order without allocating them", "[model]") {

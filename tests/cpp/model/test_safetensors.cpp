@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/untrusted.h"
 #include "verl/core/error.h"
 #include "verl/core/json.h"
 #include "verl/model/safetensors.h"
@@ -337,20 +338,6 @@ TEST_CASE("sharded checkpoints: missing shard, tensor missing from its shard, no
 
 namespace {
 
-// Whether `s` is valid UTF-8 (what a message must be to reach Python as str).
-bool valid_utf8(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-    i += n;
-  }
-  return true;
-}
-
 // The CheckpointError message of `action` (FAILs when it throws nothing or another type).
 template <typename F>
 std::string checkpoint_error(F&& action) {
@@ -406,7 +393,7 @@ TEST_CASE("bug 11: numbers out of range and invalid bytes in a header are Checkp
   const fs::path bad_utf8 = write_raw("utf8.safetensors", "{\"w\xff\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
   const std::string message = checkpoint_error([&] { SafeTensorsFile file(bad_utf8); });
   CHECK(message.find("header is not valid JSON") != std::string::npos);
-  CHECK(valid_utf8(message));
+  CHECK(verl::untrusted::is_utf8(message));
 }
 
 TEST_CASE("untrusted names, keys and dtypes are escaped in messages", "[model][safetensors]") {
@@ -420,7 +407,7 @@ TEST_CASE("untrusted names, keys and dtypes are escaped in messages", "[model][s
   write_text(path, "short");
   const std::string message = checkpoint_error([&] { SafeTensorsFile file(path); });
   CHECK(message.find("w\\xff.safetensors") != std::string::npos);
-  CHECK(valid_utf8(message));
+  CHECK(verl::untrusted::is_utf8(message));
   SafeTensorsFile ok(write_raw("ok.safetensors", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4));
   CHECK_THROWS_WITH(ok.get(std::string("missing\xfe")), Catch::Contains("no tensor 'missing\\xfe'"));
 }

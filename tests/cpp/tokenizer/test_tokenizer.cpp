@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "error_text.h"
 #include "verl/core/error.h"
 #include "verl/tokenizer/tokenizer.h"
 
@@ -62,16 +63,6 @@ std::string replaced(std::string text, const std::string& from, const std::strin
   const std::size_t at = text.find(from);
   REQUIRE(at != std::string::npos);
   return text.replace(at, from.size(), to);
-}
-
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

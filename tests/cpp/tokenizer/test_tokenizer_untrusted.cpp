@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/untrusted.h"
+#include "error_text.h"
 #include "verl/core/error.h"
 #include "verl/tokenizer/tokenizer.h"
 
@@ -65,16 +67,6 @@ json roberta_tokenizer() {
   return doc;
 }
 
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // The outcome of loading `text`: "" if it loads; else the message of a verl::CheckpointError or
 // verl::InvalidArgument; any other exception fails the test with its message.
 std::string load_outcome(const std::string& text) {
@@ -89,27 +81,6 @@ std::string load_outcome(const std::string& text) {
     FAIL("a library exception escaped: " << e.what());
   }
   return "";
-}
-
-bool valid_utf8(const std::string& s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    std::uint32_t cp = n == 1 ? c : c & (0x7F >> n);
-    for (std::size_t k = 1; k < n; ++k) {
-      const auto b = static_cast<unsigned char>(s[i + k]);
-      if ((b & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (b & 0x3F);
-    }
-    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += n;
-  }
-  return true;
 }
 
 // "[[[...[1]...]]]" nested `depth` deep.
@@ -404,7 +375,7 @@ TEST_CASE("tokenizer untrusted: untrusted strings in messages are escaped and bo
   text.replace(text.find("\"1.0\""), 5, "\"1.0\xff\xfe\"");
   message = load_outcome(text);
   CHECK_THAT(message, Catch::StartsWith("<tokenizer.json>: malformed JSON"));
-  CHECK(valid_utf8(message));
+  CHECK(verl::untrusted::is_utf8(message));
 
   // A chat template file that is not UTF-8 (it reached Python as UnicodeDecodeError).
   const auto dir = std::filesystem::temp_directory_path() / ("verl_tok_untrusted_tpl_" + std::to_string(::getpid()));
@@ -427,7 +398,7 @@ TEST_CASE("tokenizer untrusted: tokenizer_config.json values of odd types do not
                              R"({"a": )", "{\"a\": \"\xff\"}"}) {
     INFO(config);
     CHECK_THROWS_AS(Tokenizer::from_json(tokenizer, config), verl::CheckpointError);
-    CHECK(valid_utf8(error_of([&] { Tokenizer::from_json(tokenizer, config); })));
+    CHECK(verl::untrusted::is_utf8(error_of([&] { Tokenizer::from_json(tokenizer, config); })));
   }
   CHECK_THAT(error_of([&] { Tokenizer::from_json(tokenizer, nested_array(1001)); }),
              Catch::Contains("<tokenizer_config.json>") && Catch::Contains("nesting deeper than 128"));
@@ -478,14 +449,14 @@ TEST_CASE("tokenizer untrusted: encode of arbitrary bytes, decode of arbitrary i
       }
     }
     if (!text.empty() && round % 2 == 1) text[static_cast<std::size_t>(byte(rng)) % text.size()] = static_cast<char>(byte(rng));
-    const bool is_valid = valid_utf8(text);
+    const bool is_valid = verl::untrusted::is_utf8(text);
     (is_valid ? valid : invalid) += 1;
     for (const Tokenizer* tok : tokenizers) {
       INFO("text bytes: " << text.size() << ", round " << round);
       if (is_valid) {
         const Ids ids = tok->encode(text);
         const std::string decoded = tok->decode(ids);
-        CHECK(valid_utf8(decoded));
+        CHECK(verl::untrusted::is_utf8(decoded));
         // (The rich fixture's unk token stands for every unknown character: no round trip.)
         if (tok != &rich) CHECK(tok->encode(decoded) == ids);
       } else {
@@ -506,8 +477,8 @@ TEST_CASE("tokenizer untrusted: encode of arbitrary bytes, decode of arbitrary i
     for (int round = 0; round < 300; ++round) {
       Ids ids;
       for (int i = 0; i < 20; ++i) ids.push_back(i % 2 ? any_id(rng) : near_id(rng));
-      CHECK(valid_utf8(tok->decode(ids)));
-      CHECK(valid_utf8(tok->decode(ids, true)));
+      CHECK(verl::untrusted::is_utf8(tok->decode(ids)));
+      CHECK(verl::untrusted::is_utf8(tok->decode(ids, true)));
       for (const std::int32_t id : ids) {
         // Both vocabularies are dense: every id below vocab_size() names a token, no other does.
         CHECK(tok->id_to_token(id).has_value() == (id >= 0 && id < static_cast<std::int32_t>(tok->vocab_size())));
