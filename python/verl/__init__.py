@@ -10,6 +10,15 @@ import os as _os
 
 import torch as _torch  # noqa: F401  (loads LibTorch and its CUDA libraries before verl._C needs them)
 
+from ._torch_version import check_torch as _check_torch
+
+try:
+    from ._build_info import torch_version as _built_torch_version
+except ModuleNotFoundError:  # a source tree with verl._C linked in by hand, not an installed build
+    _built_torch_version = None
+if _built_torch_version is not None:
+    _check_torch(_torch.__version__, _built_torch_version)  # before verl._C, which a wrong torch would crash
+
 from . import errors
 from ._C import __version__
 from .config import Config, load_config, load_sft_config
