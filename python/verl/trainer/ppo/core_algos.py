@@ -10,6 +10,13 @@ name raises ``ValueError``.
 
 ``index`` (group ids) may be a numpy object array of uid strings (verl's ``uid`` column), a list,
 or an integer array / tensor; it is turned into int64 group ids in one C++ pass.
+
+Signatures follow verl 0.9.1 parameter for parameter, ``**kwargs`` included: verl's
+``compute_advantage`` calls every estimator but GAE and GRPO with the same keyword set
+(``token_level_rewards``, ``response_mask``, ``config``, plus ``index`` and ``reward_baselines`` when
+the batch has them), so estimators that take ``**kwargs`` in verl drop the keywords they do not use,
+as verl's do. ``compute_grpo_outcome_advantage`` / ``compute_grpo_vectorized_outcome_advantage``
+take no ``**kwargs`` in verl and take none here.
 """
 
 from __future__ import annotations
@@ -180,7 +187,8 @@ def get_adv_estimator_fn(name_or_enum: str | AdvantageEstimator) -> Callable:
     """The estimator registered under a name; ``ValueError`` listing the known names otherwise."""
     name = _name(name_or_enum)
     if name not in ADV_ESTIMATOR_REGISTRY:
-        raise ValueError(f"Unknown advantage estimator: {name}. Registered: {sorted(ADV_ESTIMATOR_REGISTRY)}")
+        # verl's wording ("... simply: name"), which code written against verl matches on.
+        raise ValueError(f"Unknown advantage estimator simply: {name}. Registered: {sorted(ADV_ESTIMATOR_REGISTRY)}")
     return ADV_ESTIMATOR_REGISTRY[name]
 
 
@@ -238,7 +246,23 @@ def compute_gae_advantage_return(token_level_rewards, values, response_mask, gam
 
 
 def _grpo_like(cpp_fn: Callable) -> Callable:
-    def estimator(token_level_rewards, response_mask, index, epsilon=1e-6, norm_adv_by_std_in_grpo=True, config=None):
+    # verl's GRPO takes no **kwargs and uses its own norm_adv_by_std_in_grpo argument; an explicit
+    # argument therefore wins over config. None (not passed) reads config.norm_adv_by_std_in_grpo,
+    # and defaults to True, verl's default, without one.
+    def estimator(token_level_rewards, response_mask, index, epsilon=1e-6, norm_adv_by_std_in_grpo=None, config=None):
+        if norm_adv_by_std_in_grpo is None:
+            norm_adv_by_std_in_grpo = _get(config, "norm_adv_by_std_in_grpo", True)
+        ids = _index(index, token_level_rewards.device)
+        return cpp_fn(token_level_rewards, response_mask, ids, float(epsilon), bool(norm_adv_by_std_in_grpo))
+
+    return _builtin(estimator)
+
+
+def _grpo_passk(cpp_fn: Callable) -> Callable:
+    # verl's Pass@k reads norm_adv_by_std_in_grpo from config (which wins over the argument) and
+    # ignores unknown keywords.
+    def estimator(token_level_rewards, response_mask, index, epsilon=1e-6, norm_adv_by_std_in_grpo=True, config=None,
+                  **kwargs):
         if config is not None:
             norm_adv_by_std_in_grpo = _get(config, "norm_adv_by_std_in_grpo", True)
         ids = _index(index, token_level_rewards.device)
@@ -248,7 +272,9 @@ def _grpo_like(cpp_fn: Callable) -> Callable:
 
 
 def _grouped(cpp_fn: Callable) -> Callable:
-    def estimator(token_level_rewards, response_mask, index, epsilon=1e-6, config=None):
+    # epsilon and config are in verl's signature but unused by these estimators' math (there too);
+    # **kwargs takes the rest of compute_advantage's keyword set (reward_baselines, ...).
+    def estimator(token_level_rewards, response_mask, index, epsilon=1e-6, config=None, **kwargs):
         return cpp_fn(token_level_rewards, response_mask, _index(index, token_level_rewards.device))
 
     return _builtin(estimator)
@@ -259,7 +285,7 @@ compute_grpo_vectorized_outcome_advantage = register_adv_est(AdvantageEstimator.
     _grpo_like(_algo.compute_grpo_vectorized_outcome_advantage)
 )
 compute_grpo_passk_outcome_advantage = register_adv_est(AdvantageEstimator.GRPO_PASSK)(
-    _grpo_like(_algo.compute_grpo_passk_outcome_advantage)
+    _grpo_passk(_algo.compute_grpo_passk_outcome_advantage)
 )
 compute_rloo_outcome_advantage = register_adv_est(AdvantageEstimator.RLOO)(_grouped(_algo.compute_rloo_outcome_advantage))
 compute_rloo_vectorized_outcome_advantage = register_adv_est(AdvantageEstimator.RLOO_VECTORIZED)(
@@ -280,12 +306,18 @@ for _fn, _verl_name in (
 ):
     _fn.__name__ = _fn.__qualname__ = _verl_name
     _fn.__doc__ = f"verl's {_verl_name}: (advantages, returns), each (bs, response_length)."
+for _fn in (compute_grpo_outcome_advantage, compute_grpo_vectorized_outcome_advantage):
+    _fn.__doc__ += (
+        " norm_adv_by_std_in_grpo: an explicit value wins, as in verl; not passed (None), it is read from"
+        " config.norm_adv_by_std_in_grpo, True without a config (verl's default)."
+    )
 
 
 @register_adv_est(AdvantageEstimator.REINFORCE_PLUS_PLUS)
 @_builtin
-def compute_reinforce_plus_plus_outcome_advantage(token_level_rewards, response_mask, config=None):
-    """REINFORCE++: discounted returns (gamma = config.gamma), whitened over the batch."""
+def compute_reinforce_plus_plus_outcome_advantage(token_level_rewards, response_mask, config=None, **kwargs):
+    """REINFORCE++: discounted returns (gamma = config.gamma), whitened over the batch. Other keywords
+    (index, reward_baselines, as compute_advantage passes them) are not used, as in verl."""
     if config is None:
         raise ValueError("compute_reinforce_plus_plus_outcome_advantage needs config (for config.gamma)")
     return _algo.compute_reinforce_plus_plus_outcome_advantage(token_level_rewards, response_mask, float(_number(_get(config, "gamma"))))
@@ -293,15 +325,17 @@ def compute_reinforce_plus_plus_outcome_advantage(token_level_rewards, response_
 
 @register_adv_est(AdvantageEstimator.REMAX)
 @_builtin
-def compute_remax_outcome_advantage(token_level_rewards, reward_baselines, response_mask, config=None):
-    """ReMax: returns minus the greedy-rollout baseline reward_baselines (bs,)."""
+def compute_remax_outcome_advantage(token_level_rewards, reward_baselines, response_mask, config=None, **kwargs):
+    """ReMax: returns minus the greedy-rollout baseline reward_baselines (bs,). index is not used, as in verl."""
     return _algo.compute_remax_outcome_advantage(token_level_rewards, reward_baselines, response_mask)
 
 
 @register_adv_est(AdvantageEstimator.GPG)
 @_builtin
-def compute_gpg_outcome_advantage(token_level_rewards, response_mask, index, epsilon=1e-6, f_norm=1.0, alpha=1.0, config=None):
-    """GPG: group-mean baseline scaled by alpha = bs / #groups with signal, divided by f_norm."""
+def compute_gpg_outcome_advantage(token_level_rewards, response_mask, index, epsilon=1e-6, f_norm=1.0, alpha=1.0, config=None,
+                                  **kwargs):
+    """GPG: group-mean baseline scaled by alpha = bs / #nonzero scores, divided by f_norm. As in verl, the
+    alpha argument is overwritten by that ratio and epsilon is unused, so neither changes the result."""
     return _algo.compute_gpg_outcome_advantage(token_level_rewards, response_mask, _index(index, token_level_rewards.device), float(f_norm))
 
 
