@@ -10,10 +10,9 @@ import os
 
 import numpy as np
 import pytest
-import torch
 
 import verl
-from verl.utils.dataset import RLHFDataset, ResumableDataLoader, SFTDataset, create_rl_dataloader
+from verl.utils.dataset import RLHFDataset, SFTDataset
 from verl.utils.dataset.reader import MAX_JSON_DEPTH, load_json, read_rows
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -224,62 +223,3 @@ def test_sft_config_values_of_the_wrong_type_are_config_type_errors(tmp_path, to
     path = write(tmp_path / "sft.jsonl", good_line(SFT_ROW) * 3)
     with pytest.raises(verl.ConfigTypeError, match=rf"^{key} must be "):
         SFTDataset(path, tokenizer, config, max_samples=2)
-
-
-# -- the loader: its config values, and a damaged state from a checkpoint ----------------------------------
-class Numbers:
-    def __init__(self, n):
-        self.n = n
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        return {"x": torch.tensor([i])}
-
-
-@pytest.mark.parametrize("overrides, match", [
-    ({"train_batch_size": "4"}, r"^data\.train_batch_size must be an integer, got str '4'"),
-    ({"train_batch_size": 4, "gen_batch_size": 2.5}, r"^data\.gen_batch_size must be an integer"),
-    ({"train_batch_size": 0}, r"^data\.train_batch_size must be at least 1, got 0"),
-    ({"train_batch_size": 4, "seed": "x"}, r"^data\.seed must be an integer or null, got str 'x'"),
-    ({"train_batch_size": 4, "shuffle": "no"}, r"^data\.shuffle must be true or false"),
-])
-def test_create_rl_dataloader_config_values(overrides, match):
-    with pytest.raises(verl.ConfigError, match=match):
-        create_rl_dataloader(Numbers(10), overrides, train=True)
-
-
-def test_loader_arguments_are_checked():
-    with pytest.raises(verl.ConfigTypeError, match=r"^data\.validation_shuffle must be true or false"):
-        create_rl_dataloader(Numbers(10), {"validation_shuffle": "no"}, train=False)
-    with pytest.raises(verl.ConfigTypeError, match=r"^seed must be an integer or null, got float 1\.5"):
-        ResumableDataLoader(Numbers(10), 2, shuffle=True, seed=1.5)
-    with pytest.raises(verl.ConfigTypeError, match=r"^batch_size must be an integer, got bool True"):
-        ResumableDataLoader(Numbers(10), True)
-
-
-def test_loader_keeps_torch_seed_semantics():
-    # negative seeds are torch seeds (libverl's loader takes them too): the order is torch's
-    loader = ResumableDataLoader(Numbers(6), 3, shuffle=True, seed=-5)
-    generator = torch.Generator()
-    generator.manual_seed(-5)
-    expected = torch.randperm(6, generator=generator).tolist()
-    assert [b["x"].flatten().tolist() for b in loader] == [expected[:3], expected[3:]]
-
-
-@pytest.mark.parametrize("damage", [
-    {"epoch": "1"}, {"batches_done": -1}, {"generator_state": [1, 2, 3]}, {"generator_state": "x"},
-    {"generator_state": [256] * 5056}, {"batches_done": None},
-])
-def test_damaged_loader_state_is_a_data_error(damage):
-    loader = ResumableDataLoader(Numbers(6), 2, shuffle=True, seed=1)
-    next(iter(loader))
-    state = dict(loader.state_dict(), **damage)
-    fresh = ResumableDataLoader(Numbers(6), 2, shuffle=True, seed=1)
-    with pytest.raises(verl.DataError, match="dataloader state is damaged"):
-        fresh.load_state_dict(state)
-    with pytest.raises(verl.DataError, match="dataloader state version"):
-        fresh.load_state_dict(["not", "a", "dict"])
-    fresh.load_state_dict(loader.state_dict())  # the undamaged state still loads and resumes
-    assert len([b for b in fresh]) == 2

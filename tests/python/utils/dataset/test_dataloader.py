@@ -110,3 +110,51 @@ def test_create_rl_dataloader_from_config():
     assert val.batch_size == 3 and not val.shuffle and not val.drop_last and len(val) == 4
     whole = create_rl_dataloader(Numbers(10), verl.load_config().data, train=False)
     assert whole.batch_size == 10  # val_batch_size null: the whole set
+
+
+# -- config values of the loader, and a damaged state from a checkpoint (issue 21) ----------------------------------
+@pytest.mark.parametrize("overrides, match", [
+    ({"train_batch_size": "4"}, r"^data\.train_batch_size must be an integer, got str '4'"),
+    ({"train_batch_size": 4, "gen_batch_size": 2.5}, r"^data\.gen_batch_size must be an integer"),
+    ({"train_batch_size": 0}, r"^data\.train_batch_size must be at least 1, got 0"),
+    ({"train_batch_size": 4, "seed": "x"}, r"^data\.seed must be an integer or null, got str 'x'"),
+    ({"train_batch_size": 4, "shuffle": "no"}, r"^data\.shuffle must be true or false"),
+])
+def test_create_rl_dataloader_config_values(overrides, match):
+    with pytest.raises(verl.ConfigError, match=match):
+        create_rl_dataloader(Numbers(10), overrides, train=True)
+
+
+def test_loader_arguments_are_checked():
+    with pytest.raises(verl.ConfigTypeError, match=r"^data\.validation_shuffle must be true or false"):
+        create_rl_dataloader(Numbers(10), {"validation_shuffle": "no"}, train=False)
+    with pytest.raises(verl.ConfigTypeError, match=r"^seed must be an integer or null, got float 1\.5"):
+        ResumableDataLoader(Numbers(10), 2, shuffle=True, seed=1.5)
+    with pytest.raises(verl.ConfigTypeError, match=r"^batch_size must be an integer, got bool True"):
+        ResumableDataLoader(Numbers(10), True)
+
+
+def test_loader_keeps_torch_seed_semantics():
+    # negative seeds are torch seeds (libverl's loader takes them too): the order is torch's
+    loader = ResumableDataLoader(Numbers(6), 3, shuffle=True, seed=-5)
+    generator = torch.Generator()
+    generator.manual_seed(-5)
+    expected = torch.randperm(6, generator=generator).tolist()
+    assert [b["x"].flatten().tolist() for b in loader] == [expected[:3], expected[3:]]
+
+
+@pytest.mark.parametrize("damage", [
+    {"epoch": "1"}, {"batches_done": -1}, {"generator_state": [1, 2, 3]}, {"generator_state": "x"},
+    {"generator_state": [256] * 5056}, {"batches_done": None},
+])
+def test_damaged_loader_state_is_a_data_error(damage):
+    loader = ResumableDataLoader(Numbers(6), 2, shuffle=True, seed=1)
+    next(iter(loader))
+    state = dict(loader.state_dict(), **damage)
+    fresh = ResumableDataLoader(Numbers(6), 2, shuffle=True, seed=1)
+    with pytest.raises(verl.DataError, match="dataloader state is damaged"):
+        fresh.load_state_dict(state)
+    with pytest.raises(verl.DataError, match="dataloader state version"):
+        fresh.load_state_dict(["not", "a", "dict"])
+    fresh.load_state_dict(loader.state_dict())  # the undamaged state still loads and resumes
+    assert len([b for b in fresh]) == 2
