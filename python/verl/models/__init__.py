@@ -1,9 +1,12 @@
 """Models for verl-cpp: LibTorch decoders with Hugging Face names (``verl.models.transformer``),
-Hugging Face checkpoint directories (``verl.models.checkpoint``: ``load_model``, ``save_pretrained``)
-and safetensors files (``verl.models.safetensors``)."""
+Hugging Face checkpoint directories (``verl.models.checkpoint``: ``load_model``, ``save_pretrained``),
+safetensors files (``verl.models.safetensors``), and the tutorials' policy constructors (``verl.models.actor``:
+``get_actor_model``, ``HFActor``)."""
 
 from . import safetensors
+from .actor import HFActor, get_actor_model
 from .checkpoint import load_model, save_pretrained
 from .transformer import CausalLM, ValueModel, init_weights
 
-__all__ = ["safetensors", "load_model", "save_pretrained", "CausalLM", "ValueModel", "init_weights"]
+__all__ = ["safetensors", "load_model", "save_pretrained", "CausalLM", "ValueModel", "init_weights", "get_actor_model",
+           "HFActor"]

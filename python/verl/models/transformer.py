@@ -48,6 +48,9 @@ class CausalLM:
     """Decoder-only LM. ``config``: an HF config dict, a transformers config, or a config.json path."""
 
     _value_head = False
+    #: The checkpoint directory the model was loaded from (transformers' attribute), or None; trainers find the
+    #: tokenizer there.
+    name_or_path: str | None = None
 
     def __init__(self, config: str | os.PathLike | Mapping[str, Any]) -> None:
         self._module = _C.model.CausalLM(json.dumps(_config_dict(config)), self._value_head)
