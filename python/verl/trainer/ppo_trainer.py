@@ -31,7 +31,7 @@ from ..errors import ConfigError, DataError
 from ..protocol import DataProto
 from .checkpointing import CheckpointDirectory, read_json, tokenizer_dir, write_json
 from .ppo.metric_utils import validation_metric_dict
-from .ppo.reward import compute_reward, get_custom_reward_fn_path, load_reward_manager
+from .ppo.reward import compute_reward, get_custom_reward_fn_path, load_reward_manager, reward_max_concurrent
 from .reward_fn import build_reward_manager
 from .rl_config import RLConfig
 
@@ -183,7 +183,8 @@ class PPOTrainer:
             return reward_fn
         if reward_fn is None:
             return load_reward_manager(self.config, self.tokenizer, num_examine=num_examine)
-        return build_reward_manager(reward_fn, self.tokenizer, num_examine=num_examine, reward_fn_key=reward_key)
+        return build_reward_manager(reward_fn, self.tokenizer, num_examine=num_examine, reward_fn_key=reward_key,
+                                    max_concurrent=reward_max_concurrent(self.config))
 
     def _reward_model_worker(self, reward_fn: Any) -> Any:
         """The RM worker when ``reward_model.enable`` (or ``reward.reward_model.enable``) and no custom reward

@@ -3,16 +3,20 @@
 ``RewardFunction(fn)`` wraps any of these forms (the first rule that applies wins):
 
 1. ``fn.batched = True`` / ``False`` (an attribute on the function) forces the batched / per-sample form.
-2. **Batched** when a parameter is named ``responses``, ``solution_strs``, ``ground_truths``,
+2. **Batched, one dict** when the only required parameter is named ``data_batch`` (the tutorials'
+   ``compute_reward(data_batch)``): it gets ``{"prompts": [...], "responses": [...], "ground_truth": [...],
+   "data_source": [...], "extra_info": [...]}`` (one entry per sample in each list) and returns a sequence of
+   rewards as below.
+3. **Batched** when a parameter is named ``responses``, ``solution_strs``, ``ground_truths``,
    ``data_sources``, ``extra_infos`` or ``prompts``. The function gets lists (one entry per sample) for the
    names it declares and returns a sequence of rewards of the same length (list, tuple, numpy array, 1-D
    tensor), e.g. ``def f(responses, ground_truths): return [float(r == g) for r, g in zip(...)]`` or
    verl's batch signature ``f(data_sources, solution_strs, ground_truths, extra_infos, **kwargs)``.
-3. **Per-sample by keyword** when every parameter without a default has a known name: ``response`` (or
+4. **Per-sample by keyword** when every parameter without a default has a known name: ``response`` (or
    verl's ``solution_str``), ``ground_truth``, ``data_source``, ``extra_info``, ``prompt``. verl's
    ``compute_score(data_source, solution_str, ground_truth, extra_info=None)`` is this form. A function
    taking only ``**kwargs`` gets verl's four keywords.
-4. **Per-sample by position**, from the number of required positional parameters:
+5. **Per-sample by position**, from the number of required positional parameters:
    1 -> ``f(response)``, 2 -> ``f(response, ground_truth)``, 3 -> ``f(data_source, solution_str,
    ground_truth)``, 4 -> ``f(data_source, solution_str, ground_truth, extra_info)`` (verl's order).
    With explicit ``batched = True`` the same counts apply to lists. A parameter with a known name must sit at
@@ -20,6 +24,10 @@
 
 Anything else (no parameters, only ``*args``, a required parameter with an unknown name beyond these
 counts) is an ``InvalidArgumentError`` at wrap time, naming the function.
+
+Any form may be ``async def`` (or return a coroutine from an ``async __call__``): a batched one is awaited once
+per batch, a per-sample one is awaited for every sample concurrently, at most ``max_concurrent`` at once
+(``reward.max_concurrent``, verl 0.9.1's name for the bound, default ``DEFAULT_MAX_CONCURRENT``).
 
 A reward is a number (bool, int, float, numpy scalar, one-element tensor) or a dict with a ``"score"`` entry
 (the other entries go to ``reward_extra_info``). An exception inside the function, a NaN / inf, or a
@@ -31,18 +39,25 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Sequence
+import signal
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import torch
 
-from ..errors import InvalidArgumentError, RewardError
+from ..errors import ConfigError, InvalidArgumentError, RewardError
+from ..utils.async_run import TimedOut, gather_bounded, run_coroutine
 
 __all__ = ["RewardFunction", "ScoreTimeout", "build_reward_manager", "check_reward", "split_score",
-           "sample_description", "RESPONSE_PREVIEW_CHARS"]
+           "sample_description", "check_max_concurrent", "RESPONSE_PREVIEW_CHARS", "DEFAULT_MAX_CONCURRENT"]
 
 RESPONSE_PREVIEW_CHARS = 200
+
+#: How many samples an async per-sample reward function scores at once when ``reward.max_concurrent`` is unset
+#: (verl's default bound for concurrent sandbox requests, ``sandbox_fusion.max_concurrent``).
+DEFAULT_MAX_CONCURRENT = 64
 
 # per-sample keyword name -> the field it receives; the batched names receive lists of the same fields
 _SAMPLE_NAMES = {
@@ -67,6 +82,10 @@ _POSITIONAL_FIELDS = {
     3: ("data_source", "response", "ground_truth"),
     4: ("data_source", "response", "ground_truth", "extra_info"),
 }
+#: the one parameter of the dict-batched form, and the keys of the dict it receives -> fields
+_DICT_BATCH_PARAM = "data_batch"
+_DICT_BATCH_KEYS = {"prompts": "prompt", "responses": "response", "ground_truth": "ground_truth",
+                    "data_source": "data_source", "extra_info": "extra_info"}
 _VERL_KEYWORDS = {"data_source": "data_source", "solution_str": "response", "ground_truth": "ground_truth",
                   "extra_info": "extra_info"}
 _VERL_BATCH_KEYWORDS = {"data_sources": "data_source", "solution_strs": "response", "ground_truths": "ground_truth",
@@ -74,8 +93,50 @@ _VERL_BATCH_KEYWORDS = {"data_sources": "data_source", "solution_strs": "respons
 
 
 class ScoreTimeout(TimeoutError):
-    """Raised into a scorer by the naive manager's per-sample timeout; passes through ``RewardFunction`` so the
-    manager can score the sample 0.0 (a TimeoutError the scorer raises itself is an error like any other)."""
+    """A sample's scoring ran past the per-sample timeout (``RewardFunction.score_each``'s ``timeout``, the naive
+    manager's ``compute_score_timeout``): put in that sample's place so the manager can score it 0.0 (a
+    TimeoutError the scorer raises itself is an error like any other)."""
+
+
+@contextmanager
+def _score_timeout(seconds: float | None):
+    """ScoreTimeout raised into the block when it runs past ``seconds`` (SIGALRM: main thread only, a no-op
+    elsewhere). One pathological rollout (catastrophic regex backtracking, a slow symbolic check) must not stall
+    training; verl scores such a sample 0.0 and goes on."""
+    if not seconds or seconds <= 0:
+        yield
+        return
+
+    def _handler(signum, frame):
+        raise ScoreTimeout(f"compute_score timed out after {seconds}s")
+
+    try:
+        previous = signal.signal(signal.SIGALRM, _handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def check_max_concurrent(value: Any, key: str = "reward.max_concurrent") -> int:
+    """The concurrency bound as an int >= 1; ``ConfigError`` naming ``key`` otherwise (None: the default)."""
+    if value is None:
+        return DEFAULT_MAX_CONCURRENT
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ConfigError(f"{key} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def _is_async(fn: Any) -> bool:
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)
+    return not inspect.isfunction(fn) and not inspect.ismethod(fn) and inspect.iscoroutinefunction(call)
 
 
 def sample_description(index: int, data_source: Any, response: str) -> str:
@@ -129,9 +190,9 @@ class RewardFunction:
             fn = fn.fn
         if not callable(fn):
             raise InvalidArgumentError(f"reward_fn must be callable, got {type(fn).__name__}")
-        if inspect.iscoroutinefunction(fn):
-            raise InvalidArgumentError(f"reward_fn {_name(fn)} is async; pass a plain function")
         self.fn = fn
+        #: whether calls return coroutines (``async def``), awaited by the scoring methods
+        self.is_async = _is_async(fn)
         self.name = _name(fn)
         try:
             signature = inspect.signature(fn)
@@ -143,7 +204,8 @@ class RewardFunction:
         params = [p for p in signature.parameters.values() if p.name not in self.bound_kwargs]
         self.batched, self._keywords, self._positional = self._resolve(params, getattr(fn, "batched", None))
         #: whether the function reads the decoded prompt (managers skip decoding prompts otherwise)
-        self.wants_prompt = "prompt" in self._keywords.values() or "prompt" in self._positional
+        self.wants_prompt = ("prompt" in self._keywords.values() or "prompt" in self._positional
+                             or _DICT_BATCH_PARAM in self._positional)
 
     # -- detection --------------------------------------------------------------------------------
     def _resolve(self, params: list[inspect.Parameter], forced: Any) -> tuple[bool, dict[str, str], tuple[str, ...]]:
@@ -155,6 +217,9 @@ class RewardFunction:
         batched = forced if forced is not None else bool(names & _BATCH_NAMES.keys())
         known = _BATCH_NAMES if batched else _SAMPLE_NAMES
         required = [p for p in params if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if forced is not False and [p.name for p in required] == [_DICT_BATCH_PARAM] and \
+                required[0].kind in (required[0].POSITIONAL_ONLY, required[0].POSITIONAL_OR_KEYWORD):
+            return True, {}, (_DICT_BATCH_PARAM,)
 
         unknown = [p.name for p in required if p.name not in known]
         if (names & known.keys() or (not names and has_var_kw)) and not unknown:
@@ -183,6 +248,8 @@ class RewardFunction:
 
     # -- calls ------------------------------------------------------------------------------------
     def _call(self, fields: dict[str, Any]) -> Any:
+        if self._positional == (_DICT_BATCH_PARAM,):
+            return self.fn({key: fields[f] for key, f in _DICT_BATCH_KEYS.items()}, **self.bound_kwargs)
         args = [fields[f] for f in self._positional]
         kwargs = {name: fields[f] for name, f in self._keywords.items()}
         return self.fn(*args, **{**kwargs, **self.bound_kwargs})
@@ -196,27 +263,65 @@ class RewardFunction:
         fields = {"response": response, "ground_truth": ground_truth, "data_source": data_source,
                   "extra_info": extra_info, "prompt": prompt}
         try:
-            return self._call(fields)
+            value = self._call(fields)
+            return run_coroutine(value) if self.is_async else value
         except (RewardError, ScoreTimeout):
             raise
         except Exception as e:
-            raise RewardError(f"reward function {self.name} raised {type(e).__name__}: {e} on "
-                              f"{sample_description(index, data_source, response)}") from e
+            raise self._sample_error(e, index, fields) from e
+
+    def _sample_error(self, e: Exception, index: int, fields: Mapping[str, Any]) -> RewardError:
+        return RewardError(f"reward function {self.name} raised {type(e).__name__}: {e} on "
+                           f"{sample_description(index, fields.get('data_source'), fields.get('response'))}")
+
+    def score_each(self, samples: Sequence[Mapping[str, Any]], first_index: int = 0, timeout: float | None = None,
+                   max_concurrent: int = DEFAULT_MAX_CONCURRENT) -> list[Any]:
+        """Every sample (a dict of ``response``, ``ground_truth``, ``data_source``, ``extra_info``, ``prompt``)
+        through a per-sample function: one after the other for a plain function, concurrently for an async one
+        (at most ``max_concurrent`` awaiting at once). The raw values in sample order; a sample that ran past
+        ``timeout`` seconds has a ``ScoreTimeout`` in its place. The first failing sample (by index) raises
+        ``RewardError`` naming it. (A batched function gets one call per sample.)"""
+        if self.batched or not self.is_async:
+            results = []
+            for i, fields in enumerate(samples):
+                try:
+                    with _score_timeout(timeout):
+                        results.append(self.score(first_index + i, **fields))
+                except ScoreTimeout as e:
+                    results.append(e)
+            return results
+
+        def factory(fields: Mapping[str, Any]) -> Callable[[], Any]:
+            return lambda: self._call(fields)
+
+        results = run_coroutine(gather_bounded([factory(f) for f in samples], max_concurrent, timeout))
+        for i, (fields, result) in enumerate(zip(samples, results)):
+            if isinstance(result, TimedOut):
+                results[i] = ScoreTimeout(f"compute_score timed out after {result.seconds}s")
+            elif isinstance(result, RewardError):
+                raise result
+            elif isinstance(result, BaseException):
+                raise self._sample_error(result, first_index + i, fields) from result
+        return results
 
     def score_batch(self, responses: Sequence[str], ground_truths: Sequence[Any], data_sources: Sequence[Any],
                     extra_infos: Sequence[Any], prompts: Sequence[str | None] | None = None,
-                    first_index: int = 0) -> list[Any]:
-        """Every sample: one call to a batched function, or one call per sample; a list of raw values."""
+                    first_index: int = 0, max_concurrent: int = DEFAULT_MAX_CONCURRENT) -> list[Any]:
+        """Every sample: one call to a batched function, or one call per sample (``score_each``); a list of raw
+        values."""
         n = len(responses)
         prompts = list(prompts) if prompts is not None else [None] * n
         if not self.batched:
-            return [self.score(first_index + i, response=responses[i], ground_truth=ground_truths[i],
-                               data_source=data_sources[i], extra_info=extra_infos[i], prompt=prompts[i])
-                    for i in range(n)]
+            return self.score_each([{"response": responses[i], "ground_truth": ground_truths[i],
+                                     "data_source": data_sources[i], "extra_info": extra_infos[i],
+                                     "prompt": prompts[i]} for i in range(n)], first_index=first_index,
+                                   max_concurrent=max_concurrent)
         fields = {"response": list(responses), "ground_truth": list(ground_truths), "data_source": list(data_sources),
                   "extra_info": list(extra_infos), "prompt": prompts}
         try:
             values = self._call(fields)
+            if self.is_async:
+                values = run_coroutine(values)
         except RewardError:
             raise
         except Exception as e:

@@ -7,6 +7,8 @@
   (``reward_model.reward_manager`` when set, else ``reward.reward_manager.name``; ``source: importlib`` loads
   the class from ``reward.reward_manager.module.path``) with the custom function or ``default_compute_score``.
 - ``compute_reward(data, reward_fn)``: ``(reward_tensor, reward_extra_infos_dict)``.
+- ``reward_max_concurrent(config)``: ``reward.max_concurrent`` (verl 0.9.1's name, added with
+  ``+reward.max_concurrent=N``): how many samples an ``async def`` reward function scores at once.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from ...errors import ConfigError
 from ...protocol import DataProto
 from ...utils.reward_score import get_default_compute_score
 from ...workers.reward_manager import get_reward_manager_cls
-from ..reward_fn import RewardFunction
+from ..reward_fn import RewardFunction, check_max_concurrent
 
-__all__ = ["get_custom_reward_fn", "get_custom_reward_fn_path", "load_reward_manager", "compute_reward", "load_extern_object"]
+__all__ = ["get_custom_reward_fn", "get_custom_reward_fn_path", "load_reward_manager", "compute_reward",
+           "load_extern_object", "reward_max_concurrent"]
 
 _MISSING = object()
 
@@ -104,6 +107,12 @@ def get_custom_reward_fn(config: Any) -> RewardFunction | None:
     return RewardFunction(raw_fn, bound_kwargs=reward_kwargs)
 
 
+def reward_max_concurrent(config: Any) -> int:
+    """``reward.max_concurrent`` as an int >= 1 (``DEFAULT_MAX_CONCURRENT`` when absent); ConfigError naming the
+    key for anything else."""
+    return check_max_concurrent(_select(config, "reward.max_concurrent"))
+
+
 def _manager_name(config: Any) -> str:
     return _select(config, "reward_model.reward_manager") or _select(config, "reward.reward_manager.name", "naive")
 
@@ -144,6 +153,8 @@ def load_reward_manager(config: Any, tokenizer: Any, num_examine: int = 0, **rew
         reward_kwargs.setdefault("overlong_buffer_cfg", _plain(overlong) if overlong is not None else None)
         reward_kwargs.setdefault("max_resp_len", configured.pop("max_resp_len", None)
                                  or _select(config, "data.max_response_length"))
+    if "max_concurrent" in accepted:
+        reward_kwargs.setdefault("max_concurrent", reward_max_concurrent(config))
     for key, value in configured.items():
         reward_kwargs.setdefault(key, value)
 

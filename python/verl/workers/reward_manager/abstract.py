@@ -37,6 +37,11 @@ class DecodedSample:
     ground_truth: Any
     extra_info: dict
 
+    def fields(self) -> dict[str, Any]:
+        """The reward function's inputs (``RewardFunction.score_each``'s sample dict)."""
+        return {"response": self.response, "ground_truth": self.ground_truth, "data_source": self.data_source,
+                "extra_info": self.extra_info, "prompt": self.prompt}
+
 
 def ground_truth_of(reward_model: Any, index: int) -> Any:
     """``reward_model["ground_truth"]`` of sample ``index``; ``DataError`` naming the sample when missing."""

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from ...protocol import DataProto
-from ...trainer.reward_fn import RewardFunction, split_score
+from ...trainer.reward_fn import DEFAULT_MAX_CONCURRENT, RewardFunction, check_max_concurrent, split_score
 from ...utils.reward_score import default_compute_score
 from .abstract import AbstractRewardManager, decode_samples, place_scores, print_examined
 from .registry import register
@@ -27,16 +27,18 @@ class BatchRewardManager(AbstractRewardManager):
     """Batched scoring: ``compute_score(data_sources=[...], solution_strs=[...], ground_truths=[...],
     extra_infos=[...], **reward_kwargs)`` returns one score (number or dict) per sample. Any batched form of
     ``verl.trainer.reward_fn`` works; a per-sample function is called once per sample. Also sets
-    ``data.batch["acc"]`` (bs,) to the scores, as verl does."""
+    ``data.batch["acc"]`` (bs,) to the scores, as verl does. ``max_concurrent``: how many samples an ``async def``
+    per-sample scorer scores at once (an async batched scorer is awaited once)."""
 
     def __init__(self, tokenizer: Any, num_examine: int, compute_score: Any = None, reward_fn_key: str = "data_source",
-                 **reward_kwargs: Any) -> None:
+                 max_concurrent: int = DEFAULT_MAX_CONCURRENT, **reward_kwargs: Any) -> None:
         self.tokenizer = tokenizer
         self.num_examine = num_examine
         self.compute_score = compute_score or default_batch_compute_score
         self.reward_kwargs = reward_kwargs
         self.reward_fn = RewardFunction(self.compute_score, bound_kwargs=reward_kwargs)
         self.reward_fn_key = reward_fn_key
+        self.max_concurrent = check_max_concurrent(max_concurrent)
 
     def verify(self, data: DataProto) -> list:
         """The raw scores of every sample (one batched call)."""
@@ -51,7 +53,7 @@ class BatchRewardManager(AbstractRewardManager):
         return self.reward_fn.score_batch(
             responses=[s.response for s in samples], ground_truths=[s.ground_truth for s in samples],
             data_sources=[s.data_source for s in samples], extra_infos=[s.extra_info for s in samples],
-            prompts=[s.prompt for s in samples])
+            prompts=[s.prompt for s in samples], max_concurrent=self.max_concurrent)
 
     def __call__(self, data: DataProto, return_dict: bool = False) -> torch.Tensor | dict[str, Any]:
         from_rm = self._extract_reward_from_rm_scores(data, return_dict)

@@ -14,7 +14,7 @@ import torch
 
 from ...errors import ConfigError
 from ...protocol import DataProto
-from ...trainer.reward_fn import RewardFunction, split_score
+from ...trainer.reward_fn import DEFAULT_MAX_CONCURRENT, RewardFunction, check_max_concurrent, split_score
 from ...utils.reward_score import default_compute_score
 from .abstract import AbstractRewardManager, decode_samples, place_scores, print_examined
 from .registry import register
@@ -36,15 +36,17 @@ class DAPORewardManager(AbstractRewardManager):
     """Args as ``NaiveRewardManager``, plus ``max_resp_len`` (data.max_response_length) and
     ``overlong_buffer_cfg`` (``enable``, ``len``, ``penalty_factor``, ``log``; a dict or config node).
     A non-dict score is also logged as ``reward_extra_info["acc"]``; with ``log`` the penalty is logged as
-    ``overlong_reward`` and ``overlong`` (bool)."""
+    ``overlong_reward`` and ``overlong`` (bool). ``max_concurrent``: as the naive manager's."""
 
     def __init__(self, tokenizer: Any, num_examine: int, compute_score: Any = None, reward_fn_key: str = "data_source",
-                 max_resp_len: int | None = None, overlong_buffer_cfg: Any = None) -> None:
+                 max_resp_len: int | None = None, overlong_buffer_cfg: Any = None,
+                 max_concurrent: int = DEFAULT_MAX_CONCURRENT) -> None:
         self.tokenizer = tokenizer
         self.num_examine = num_examine
         self.compute_score = compute_score or default_compute_score
         self.reward_fn = RewardFunction(self.compute_score)
         self.reward_fn_key = reward_fn_key
+        self.max_concurrent = check_max_concurrent(max_concurrent)
         self.overlong_buffer_cfg = overlong_buffer_cfg
         self.max_resp_len = max_resp_len
         self.overlong_enabled = overlong_buffer_cfg is not None and bool(_field(overlong_buffer_cfg, "enable", False))
@@ -79,13 +81,12 @@ class DAPORewardManager(AbstractRewardManager):
         samples = decode_samples(data, self.tokenizer, self.reward_fn_key, strip_eos=True,
                                  decode_prompts=self.num_examine > 0 or self.reward_fn.wants_prompt)
         rollout_scores = data.non_tensor_batch.get("reward_scores")
-        seen: dict = {}
-        rewards = []
         for i, sample in enumerate(samples):
             sample.extra_info["rollout_reward_scores"] = rollout_scores[i] if rollout_scores is not None else {}
-            result = self.reward_fn.score(i, response=sample.response, ground_truth=sample.ground_truth,
-                                          data_source=sample.data_source, extra_info=sample.extra_info,
-                                          prompt=sample.prompt)
+        results = self.reward_fn.score_each([s.fields() for s in samples], max_concurrent=self.max_concurrent)
+        seen: dict = {}
+        rewards = []
+        for i, (sample, result) in enumerate(zip(samples, results)):
             score, as_dict = split_score(result, i, sample.data_source, sample.response)
             if as_dict is not None:
                 for key, value in as_dict.items():

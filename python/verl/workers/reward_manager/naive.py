@@ -2,47 +2,18 @@
 
 from __future__ import annotations
 
-import signal
 from collections import defaultdict
-from contextlib import contextmanager
 from typing import Any
 
 import torch
 
 from ...protocol import DataProto
-from ...trainer.reward_fn import RewardFunction, ScoreTimeout, split_score
+from ...trainer.reward_fn import DEFAULT_MAX_CONCURRENT, RewardFunction, ScoreTimeout, check_max_concurrent, split_score
 from ...utils.reward_score import default_compute_score
 from .abstract import AbstractRewardManager, decode_samples, place_scores, print_examined
 from .registry import register
 
 __all__ = ["NaiveRewardManager"]
-
-
-@contextmanager
-def _score_timeout(seconds: float | None):
-    """TimeoutError when the block runs past ``seconds`` (SIGALRM: main thread only, a no-op elsewhere).
-
-    One pathological rollout (catastrophic regex backtracking, a slow symbolic check) must not stall training;
-    verl scores such a sample 0.0 and goes on.
-    """
-    if not seconds or seconds <= 0:
-        yield
-        return
-
-    def _handler(signum, frame):
-        raise ScoreTimeout(f"compute_score timed out after {seconds}s")
-
-    try:
-        previous = signal.signal(signal.SIGALRM, _handler)
-    except ValueError:  # not the main thread
-        yield
-        return
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @register("naive")
@@ -57,16 +28,18 @@ class NaiveRewardManager(AbstractRewardManager):
             ``default_compute_score``.
         reward_fn_key: the non-tensor column holding the data source.
         compute_score_timeout: seconds per sample; a sample over it scores 0.0 (as in verl).
+        max_concurrent: how many samples an ``async def`` scorer scores at once (``reward.max_concurrent``).
     """
 
     def __init__(self, tokenizer: Any, num_examine: int, compute_score: Any = None, reward_fn_key: str = "data_source",
-                 compute_score_timeout: float | None = None) -> None:
+                 compute_score_timeout: float | None = None, max_concurrent: int = DEFAULT_MAX_CONCURRENT) -> None:
         self.tokenizer = tokenizer
         self.num_examine = num_examine
         self.compute_score = compute_score or default_compute_score
         self.reward_fn = RewardFunction(self.compute_score)
         self.reward_fn_key = reward_fn_key
         self.compute_score_timeout = compute_score_timeout
+        self.max_concurrent = check_max_concurrent(max_concurrent)
 
     def __call__(self, data: DataProto, return_dict: bool = False) -> torch.Tensor | dict[str, Any]:
         from_rm = self._extract_reward_from_rm_scores(data, return_dict)
@@ -79,17 +52,15 @@ class NaiveRewardManager(AbstractRewardManager):
                                  decode_prompts=self.num_examine > 0 or self.reward_fn.wants_prompt)
         num_turns = data.non_tensor_batch.get("__num_turns__")
         rollout_scores = data.non_tensor_batch.get("reward_scores")
-        seen: dict = {}
-        scores = []
         for i, sample in enumerate(samples):
             sample.extra_info["num_turns"] = num_turns[i] if num_turns is not None else None
             sample.extra_info["rollout_reward_scores"] = rollout_scores[i] if rollout_scores is not None else {}
-            try:
-                with _score_timeout(self.compute_score_timeout):
-                    result = self.reward_fn.score(i, response=sample.response, ground_truth=sample.ground_truth,
-                                                  data_source=sample.data_source, extra_info=sample.extra_info,
-                                                  prompt=sample.prompt)
-            except ScoreTimeout:
+        results = self.reward_fn.score_each([s.fields() for s in samples], timeout=self.compute_score_timeout,
+                                            max_concurrent=self.max_concurrent)
+        seen: dict = {}
+        scores = []
+        for i, (sample, result) in enumerate(zip(samples, results)):
+            if isinstance(result, ScoreTimeout):
                 print(f"[NaiveRewardManager] compute_score exceeded {self.compute_score_timeout}s for "
                       f"data_source={sample.data_source}; assigning reward 0.0 and continuing.")
                 result = 0.0

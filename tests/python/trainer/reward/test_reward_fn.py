@@ -54,6 +54,13 @@ def f_batched_flag(rs, gts):
 f_batched_flag.batched = True
 
 
+def compute_reward(data_batch):
+    """The tutorials' form: one dict of lists in, one reward per sample out."""
+    assert sorted(data_batch) == ["data_source", "extra_info", "ground_truth", "prompts", "responses"]
+    return [float(r == g) + 10 * ("plus" in p)
+            for p, r, g in zip(data_batch["prompts"], data_batch["responses"], data_batch["ground_truth"])]
+
+
 class Scorer:
     def __call__(self, response, gt):
         return 2.0 * (response == gt)
@@ -74,6 +81,8 @@ class Scorer:
         (f_batched, [1.0, 0.0, 0.0], True),
         (f_batched_verl, [1.0, 0.0, 0.0], True),
         (f_batched_flag, [1.0, 0.0, 0.0], True),
+        (compute_reward, [1.0, 10.0, 0.0], True),
+        (lambda data_batch: [len(r) for r in data_batch["responses"]], [2.0, 1.0, 13.0], True),
     ],
 )
 def test_each_form(fn, expected, batched, batch_maker, tokenizer):
@@ -112,15 +121,9 @@ def test_undetectable_signatures_are_rejected(fn):
         RewardFunction(fn)
 
 
-def test_non_callable_and_async_rejected():
+def test_non_callable_rejected():
     with pytest.raises(verl.InvalidArgumentError, match="callable"):
         RewardFunction(3)
-
-    async def scorer(response):
-        return 1.0
-
-    with pytest.raises(verl.InvalidArgumentError, match="async"):
-        RewardFunction(scorer)
 
 
 LONG = "step " * 60 + "answer"  # 306 characters
@@ -195,6 +198,27 @@ def test_build_reward_manager_picks_the_manager(batch_maker, tokenizer):
     assert isinstance(per_sample, NaiveRewardManager) and per_sample(data).sum(-1).tolist() == [1.0, 0.0, 0.0]
     default = build_reward_manager(None, tokenizer)  # default_compute_score: gsm8k's "####" rule
     assert default(batch_maker(PROMPTS, ["#### 72", "2", "x"], TRUTHS)).sum(-1).tolist() == [1.0, 0.0, 0.0]
+
+
+def test_dict_batch_form(batch_maker, tokenizer):
+    from verl.trainer.reward_fn import build_reward_manager
+
+    data = batch_maker(PROMPTS, RESPONSES, TRUTHS, data_sources=["a", "b", "a"],
+                       extra_infos=[{"i": i} for i in range(3)])
+    seen = {}
+
+    def f(data_batch, scale=2.0):  # an optional parameter beside data_batch keeps the form
+        seen.update(data_batch)
+        return [scale * len(r) for r in data_batch["responses"]]
+
+    manager = build_reward_manager(f, tokenizer)
+    assert isinstance(manager, BatchRewardManager)
+    assert manager(data).sum(-1).tolist() == [4.0, 2.0, 26.0]
+    assert seen["data_source"] == ["a", "b", "a"] and seen["ground_truth"] == TRUTHS
+    assert [e["i"] for e in seen["extra_info"]] == [0, 1, 2]
+    assert [p.endswith(q) for p, q in zip(seen["prompts"], PROMPTS)] == [True] * 3
+    with pytest.raises(verl.RewardError, match="returned 1 rewards for 3 samples"):
+        build_reward_manager(lambda data_batch: [1.0], tokenizer)(data)
 
 
 def test_naive_timeout_scores_zero_and_continues(batch_maker, tokenizer, capsys):
