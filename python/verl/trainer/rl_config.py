@@ -12,8 +12,10 @@ and the verl keys it sets (some set several: ``clip_epsilon`` sets ``clip_ratio`
 ``ConfigTypeError`` naming the verl key.
 
 From a dict (``RLConfig.from_dict``): keys are short names, dotted verl keys (``"data.shuffle": False``), verl
-sections given as mappings (``{"trainer": {"save_freq": 5}}``) and ``"overrides"``. From a YAML file
-(``RLConfig.from_yaml`` or ``RLConfig("run.yaml")``): a verl config file, or a mapping in the dict form above.
+sections given as mappings (``{"trainer": {"save_freq": 5}}``) and ``"overrides"``; or the tutorials' shape
+(``model.name_or_path``, ``algorithm.name`` / ``algorithm.grpo.*``, ``training.*``, ``generation.*``,
+``reward.type``: see ``verl.trainer.tutorial_config``). From a YAML file (``RLConfig.from_yaml`` or
+``RLConfig("run.yaml")``): a verl config file, or a mapping in one of the dict forms above.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 from ..config import Config, load_config
 from ..errors import ConfigError
+from .tutorial_config import is_tutorial_shape, translate
 
 __all__ = ["RLConfig", "SHORT_NAMES"]
 
@@ -185,6 +188,8 @@ class RLConfig:
             base = mapping
         if not isinstance(base, Mapping):
             raise ConfigError(f"RLConfig: config must be a path, dict or verl.Config, got {type(base).__name__}")
+        if is_tutorial_shape(base):
+            base = translate(base)
         cfg = load_config()
         extra_overrides: list[str] = []
         short: dict[str, Any] = {}
@@ -260,7 +265,8 @@ class RLConfig:
 
 
 def _yaml_mapping_with_short_names(path: str) -> dict | None:
-    """The file as a dict when its top level uses short names or ``overrides``; None for a plain verl file."""
+    """The file as a dict when its top level uses short names, ``overrides`` or the tutorials' shape; None for a
+    plain verl file."""
     import yaml
 
     with open(path, encoding="utf-8") as f:
@@ -272,4 +278,4 @@ def _yaml_mapping_with_short_names(path: str) -> dict | None:
         return None
     uses_short = any(k == "overrides" or (k in SHORT_NAMES and not (k in _SECTIONS and isinstance(v, Mapping)))
                      for k, v in data.items())
-    return data if uses_short else None
+    return data if uses_short or is_tutorial_shape(data) else None
