@@ -28,7 +28,7 @@ from .tokenizer import Tokenizer, load_tokenizer
 from .trainer.rl_config import RLConfig
 from .trainer.ppo_trainer import PPOTrainer
 from .trainer.sft_trainer import SFTTrainer
-from . import models, rollout, trainer, utils  # reachable as verl.models, ... after `import verl`, as in verl
+from . import data, envs, models, rollout, trainer, utils  # reachable as verl.models, ... after `import verl`
 
 #: Directory to put on CMAKE_PREFIX_PATH for ``find_package(verl)`` (the C++ SDK shipped in the wheel).
 cmake_prefix_path = _os.path.join(_os.path.dirname(__file__), "lib", "cmake")

@@ -13,9 +13,11 @@ def test_trainer_classes_import_from_verl_trainer():
 
 
 def test_subpackages_are_attributes_of_verl():
-    for name in ("models", "rollout", "trainer", "utils"):
+    for name in ("models", "rollout", "data", "envs", "trainer", "utils"):
         assert getattr(verl, name).__name__ == f"verl.{name}"
     assert verl.trainer.PPOTrainer is verl.PPOTrainer
+    assert callable(verl.data.get_dataloader) and callable(verl.models.get_actor_model)
+    assert isinstance(verl.envs.LanguageModelEnv, type) and isinstance(verl.models.HFActor, type)
 
 
 def test_unknown_trainer_attribute_is_an_attribute_error():

@@ -12,6 +12,12 @@ called back), log-probs, reference, values, advantages, critic and actor updates
 driver adds around it: datasets and the resumable dataloader, reward managers and reward-function adaptation,
 validation (``val-core/<data_source>/acc/mean@N``), tracking (console line + JSONL metrics file, TensorBoard /
 W&B when configured), the end-of-run plot and checkpoints.
+
+The tutorials' forms run too: ``PPOTrainer(actor=verl.models.get_actor_model(...), reward_fn=f,
+rollout_batch_size=8, num_epochs=1)`` with ``result = trainer.step(rows)`` on dataset rows (a ``StepResult``:
+formats as the policy loss, ``.metrics`` holds the rest), and ``PPOTrainer(config=RLConfig(...), env=env)`` with
+``collect_rollouts()`` -> trajectories, ``compute_rewards(trajectories)`` -> one reward per trajectory,
+``optimize(trajectories, rewards)`` -> metrics.
 """
 
 from __future__ import annotations
@@ -29,11 +35,13 @@ from .. import _C
 from ..config import Config, load_config
 from ..errors import ConfigError, DataError
 from ..protocol import DataProto
+from .batch_defaults import fill_batch_defaults
 from .checkpointing import CheckpointDirectory, read_json, tokenizer_dir, write_json
 from .ppo.metric_utils import validation_metric_dict
 from .ppo.reward import compute_reward, get_custom_reward_fn_path, load_reward_manager, reward_max_concurrent
 from .reward_fn import build_reward_manager
 from .rl_config import RLConfig
+from .step_result import StepResult
 
 __all__ = ["PPOTrainer", "as_config"]
 
@@ -91,19 +99,42 @@ def _cpp_module(model: Any, what: str) -> Any:
     return module
 
 
-def _as_prompt_batch(batch: Any) -> DataProto:
+def _as_prompt_batch(batch: Any, tokenizer: Any, data_config: Any) -> DataProto:
+    """A prompt batch from a DataProto, verl's collated dict, tokenized dataset items, or rows in verl's schema
+    (rendered with the chat template and tokenized here, as ``RLHFDataset`` does)."""
     if isinstance(batch, DataProto):
         return batch
     if isinstance(batch, _C.DataProto):
         return DataProto.from_cpp(batch)
     if isinstance(batch, Mapping):
         return DataProto.from_single_dict(dict(batch))
-    if isinstance(batch, Sequence) and batch and isinstance(batch[0], Mapping):  # dataset rows
-        from ..utils.dataset import collate_fn
+    if isinstance(batch, Sequence) and batch and all(isinstance(row, Mapping) for row in batch):
+        from ..utils.dataset import RLHFDataset, collate_fn
 
-        return DataProto.from_single_dict(collate_fn(list(batch)))
-    raise DataError(f"a prompt batch must be a DataProto, a collated dict or a list of dataset rows, got "
+        rows = [dict(row) for row in batch]
+        if not all("input_ids" in row for row in rows):  # raw rows: render and tokenize them
+            dataset = RLHFDataset.from_rows(rows, tokenizer, data_config, source="step rows")
+            rows = [dataset[i] for i in range(len(dataset))]
+        return DataProto.from_single_dict(collate_fn(rows))
+    raise DataError(f"a prompt batch must be a DataProto, a collated dict or a non-empty list of dataset rows, got "
                     f"{type(batch).__name__}")
+
+
+def _scores_as_token_level(rewards: Any, batch: DataProto) -> torch.Tensor:
+    """``rewards`` (bs,) placed on each trajectory's last response token, or (bs, response_length) as they are:
+    the ``token_level_scores`` the optimizer reads."""
+    responses = batch.batch["responses"]
+    rewards = torch.as_tensor(rewards, dtype=torch.float32).to(responses.device)
+    if rewards.shape == responses.shape:
+        return rewards
+    if rewards.shape != (responses.shape[0],):
+        raise DataError(f"rewards must have shape ({responses.shape[0]},) (one per trajectory) or "
+                        f"{tuple(responses.shape)} (per token), got {tuple(rewards.shape)}")
+    lengths = batch.batch["response_mask"].sum(-1).long() if "response_mask" in batch.batch else \
+        batch.batch["attention_mask"][:, -responses.shape[1]:].sum(-1).long()
+    scores = torch.zeros(responses.shape, dtype=torch.float32, device=responses.device)
+    scores[torch.arange(len(rewards), device=responses.device), (lengths - 1).clamp(min=0)] = rewards
+    return scores
 
 
 class PPOTrainer:
@@ -122,14 +153,33 @@ class PPOTrainer:
             ``actor_rollout_ref.model.path`` (the reference is a frozen copy of the actor and the critic the
             actor's backbone with a new value head when not given and needed).
         val_reward_fn: reward for validation (default: the same function, printing one sample per source).
+        actor: the tutorials' name for ``model``; either may also be a transformers ``PreTrainedModel`` (copied
+            through ``verl.models.HFActor``). Its checkpoint directory (``name_or_path``) is the model path and
+            tokenizer directory when the config names none.
+        env: a ``verl.envs.LanguageModelEnv``: its model, tokenizer, reward function and prompts (the training set)
+            stand in for those not given otherwise.
+        rollout_batch_size / num_epochs: ``data.train_batch_size`` / ``trainer.total_epochs``, over the config.
+
+    Batch sizes left unset are derived and oversized ones clipped (``verl.trainer.batch_defaults``;
+    ``batch_notes`` lists what was changed).
     """
 
     def __init__(self, config: Any = None, reward_fn: Any = None, train_dataset: Any = None, val_dataset: Any = None,
                  tokenizer: Any = None, *, model: Any = None, ref_model: Any = None, critic_model: Any = None,
-                 val_reward_fn: Any = None) -> None:
+                 val_reward_fn: Any = None, actor: Any = None, env: Any = None, rollout_batch_size: int | None = None,
+                 num_epochs: int | None = None) -> None:
         self.config = as_config(config)
         cfg = self.config
-        self.device = _device(cfg)
+        for key, value in (("data.train_batch_size", rollout_batch_size), ("trainer.total_epochs", num_epochs)):
+            if value is not None:
+                cfg[key] = value
+        cfg.validate()
+        self.env = env
+        model = self._given_model(model, actor, env)
+        if env is not None:
+            tokenizer = tokenizer if tokenizer is not None else env.tokenizer
+            reward_fn = reward_fn if reward_fn is not None else env.reward_fn
+        self.device = _device(cfg) if model is None else str(model.device)
         model_path = cfg.get("actor_rollout_ref.model.path")
         if model is None:
             if not model_path:
@@ -137,7 +187,7 @@ class PPOTrainer:
             model = _load_model(str(model_path), _model_dtype(cfg), self.device)
         self.model = model
         if tokenizer is None:
-            tok_path = self._tokenizer_dir()
+            tok_path = self._tokenizer_dir() or tokenizer_dir(getattr(model, "name_or_path", None))
             if tok_path is not None:
                 from ..tokenizer import load_tokenizer
 
@@ -153,8 +203,14 @@ class PPOTrainer:
         self.val_reward_fn = self._reward_manager(val_reward_fn if val_reward_fn is not None else reward_fn,
                                                   num_examine=1, reward_key=reward_key)
 
+        if train_dataset is None and env is not None:
+            from ..utils.dataset import RLHFDataset
+
+            train_dataset = RLHFDataset.from_rows(env.rows, self.tokenizer, cfg.data, source="LanguageModelEnv.prompts")
         self.train_dataset = self._dataset(train_dataset, "train_files", "train_max_samples")
         self.val_dataset = self._dataset(val_dataset, "val_files", "val_max_samples")
+        #: the batch sizes settled for the user (verl.trainer.batch_defaults), one note per change
+        self.batch_notes = fill_batch_defaults(cfg, len(self.train_dataset) if self.train_dataset is not None else None)
         self.train_dataloader = None
         if self.train_dataset is not None:
             from ..utils.dataset import create_rl_dataloader
@@ -174,8 +230,25 @@ class PPOTrainer:
         self.global_steps = 0
         self.epoch = 0
         self.tracker = None
+        self._batches = None  # collect_rollouts()'s iterator over the training set
 
     # -- construction helpers -----------------------------------------------------------------------
+    def _given_model(self, model: Any, actor: Any, env: Any) -> Any:
+        """The policy given as ``model``, ``actor`` or ``env.model`` as a verl model (None: load the config's)."""
+        from ..errors import InvalidArgumentError
+        from ..models.actor import as_actor
+
+        if model is not None and actor is not None:
+            raise InvalidArgumentError("PPOTrainer: pass the policy as model= or actor=, not both")
+        given = model if model is not None else actor if actor is not None else getattr(env, "model", None)
+        if given is None:
+            return None
+        given = as_actor(given)
+        path = getattr(given, "name_or_path", None)
+        configured = self.config.get("actor_rollout_ref.model.path")
+        if path and not (configured and os.path.isdir(os.path.expanduser(str(configured)))):
+            self.config["actor_rollout_ref.model.path"] = path  # where checkpoints copy the tokenizer from
+        return given
     def _reward_manager(self, reward_fn: Any, num_examine: int, reward_key: str) -> Any:
         from ..workers.reward_manager.abstract import AbstractRewardManager
 
@@ -233,25 +306,61 @@ class PPOTrainer:
         return reward_tensor, {k: list(v) for k, v in extra.items()}
 
     # -- one step and its stages ---------------------------------------------------------------------------
-    def step(self, batch: Any) -> dict[str, float]:
-        """One training step on a prompt batch (DataProto, collated dict or dataset rows); verl's metrics."""
-        prompts = _as_prompt_batch(batch)
+    def _prompt_batch(self, batch: Any) -> DataProto:
+        return _as_prompt_batch(batch, self.tokenizer, self.config.data)
+
+    def step(self, batch: Any) -> StepResult:
+        """One training step on a prompt batch: a DataProto, verl's collated dict, or a list of dataset rows (raw
+        rows in verl's schema are rendered and tokenized). Returns the step's metrics as a ``StepResult`` (formats
+        as ``actor/pg_loss``)."""
+        prompts = self._prompt_batch(batch)
         prompts.meta_info.setdefault("epoch", self.epoch)
-        metrics = dict(self._trainer.step(prompts.to_cpp()))
+        metrics = StepResult(self._trainer.step(prompts.to_cpp()))
         self.global_steps = self._trainer.global_step
         return metrics
 
-    def collect_rollouts(self, batch: Any) -> DataProto:
-        """uid per prompt, ``rollout.n`` responses each (interleaved), balanced; the rollout batch."""
-        return DataProto.from_cpp(self._trainer.collect_rollouts(_as_prompt_batch(batch).to_cpp()))
+    def _next_prompt_batch(self) -> Any:
+        """The training set's next batch (a new epoch after the last one)."""
+        if self.train_dataloader is None:
+            raise ConfigError("collect_rollouts: no prompts (pass a batch, an env, a train_dataset or set "
+                              "data.train_files)")
+        for _ in range(2):
+            if self._batches is None:
+                self._batches = iter(self.train_dataloader)
+            try:
+                return next(self._batches)
+            except StopIteration:
+                self._batches = None
+                self.epoch += 1
+        raise DataError("collect_rollouts: the training dataloader yields no batch")
 
-    def compute_rewards(self, batch: DataProto) -> DataProto:
-        """``token_level_scores`` (and the reward's extra columns) for a rollout batch."""
-        return DataProto.from_cpp(self._trainer.compute_rewards(batch.to_cpp()))
+    def collect_rollouts(self, batch: Any = None) -> DataProto:
+        """The trajectories of a prompt batch (default: the training set's / env's next batch): uid per prompt,
+        ``rollout.n`` responses each (interleaved), balanced."""
+        prompts = self._prompt_batch(batch if batch is not None else self._next_prompt_batch())
+        prompts.meta_info.setdefault("epoch", self.epoch)
+        return DataProto.from_cpp(self._trainer.collect_rollouts(prompts.to_cpp()))
 
-    def optimize(self, batch: DataProto) -> dict[str, float]:
-        """Log-probs, reference, values, advantages, critic and actor updates on a scored rollout batch."""
-        metrics = dict(self._trainer.optimize(batch.to_cpp()))
+    def compute_rewards(self, trajectories: DataProto) -> torch.Tensor:
+        """Scores ``trajectories`` with the reward function: adds ``token_level_scores`` (and the reward's extra
+        columns) to it in place and returns one reward per trajectory, (bs,) float32."""
+        scored = DataProto.from_cpp(self._trainer.compute_rewards(trajectories.to_cpp()))
+        for key, value in scored.batch.items():
+            trajectories.batch[key] = value
+        trajectories.non_tensor_batch.update(scored.non_tensor_batch)
+        trajectories.meta_info.update(scored.meta_info)
+        return scored.batch["token_level_scores"].sum(-1)
+
+    def optimize(self, trajectories: DataProto, rewards: Any = None) -> StepResult:
+        """Log-probs, reference, values, advantages, critic and actor updates on scored trajectories. ``rewards``:
+        (bs,) one per trajectory (placed on its last response token) or (bs, response_length) per token; they
+        replace the scores ``compute_rewards`` wrote. Without them the trajectories must be scored already."""
+        if rewards is not None:
+            trajectories.batch["token_level_scores"] = _scores_as_token_level(rewards, trajectories)
+        elif "token_level_scores" not in trajectories.batch:
+            raise DataError("optimize: the trajectories have no rewards; call compute_rewards(trajectories) first or "
+                            "pass rewards=")
+        metrics = StepResult(self._trainer.optimize(trajectories.to_cpp()))
         self.global_steps = self._trainer.global_step
         return metrics
 
@@ -358,7 +467,8 @@ class PPOTrainer:
         (std > 0) or that have one sample, appended to ``pending`` (verl's DAPO recipe). Raises when
         ``max_num_gen_batches`` (> 0) batches did not give ``data.train_batch_size`` prompts."""
         cfg = self.config
-        batch = self.compute_rewards(self.collect_rollouts(prompts))
+        batch = self.collect_rollouts(prompts)
+        self.compute_rewards(batch)
         metric = str(cfg.get("algorithm.filter_groups.metric"))
         if metric in batch.non_tensor_batch:
             values = np.asarray(batch.non_tensor_batch[metric].tolist(), dtype=np.float64)

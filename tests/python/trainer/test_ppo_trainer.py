@@ -168,9 +168,10 @@ def test_stage_methods_compose_to_a_step(tiny_model_dir, toy_data, tmp_path):
     rows = [trainer.train_dataset[i] for i in range(4)]
     rollouts = trainer.collect_rollouts(rows)
     assert len(rollouts) == 16 and "responses" in rollouts.batch and "uid" in rollouts.non_tensor_batch
-    scored = trainer.compute_rewards(rollouts)
-    assert scored.batch["token_level_scores"].shape == rollouts.batch["responses"].shape
-    metrics = trainer.optimize(scored)
+    rewards = trainer.compute_rewards(rollouts)  # one per trajectory; the token-level scores go into rollouts
+    assert rewards.shape == (16,)
+    assert torch.equal(rollouts.batch["token_level_scores"].sum(-1), rewards)
+    metrics = trainer.optimize(rollouts)
     check_metrics(metrics)
     assert trainer.global_steps == 1
 

@@ -7,6 +7,11 @@ A row is a JSON object (JSONL / JSON files) or a Parquet record::
      "reward_model": {"style": "rule", "ground_truth": "72"},
      "extra_info": {"index": 0, ...}, ...}
 
+The ground truth may sit in ``extra_info.ground_truth`` instead (the tutorials' rows): it is moved to
+``reward_model`` (``{"style": "rule", "ground_truth": ...}``) when the row is loaded. ``RLHFDataset.from_rows`` takes
+rows already in memory (a trainer's ``step(rows)``, an environment's prompts); there the ground truth may be absent
+(``None``: a reward function that does not read it).
+
 ``RLHFDataset[i]`` renders the chat template (generation prompt added), tokenizes without special tokens and
 returns verl's row dict: ``input_ids`` / ``attention_mask`` / ``position_ids`` (max_prompt_length,) left-padded,
 ``raw_prompt_ids`` (unpadded, truncated the same way), ``raw_prompt`` (the messages, with ``return_raw_chat``),
@@ -34,7 +39,7 @@ from ...protocol import DataProto
 from .reader import RowOrigin, read_rows
 
 __all__ = ["RLHFDataset", "create_rl_dataset", "collate_fn", "collate_to_dataproto", "compute_position_id_with_mask",
-           "TRUNCATION_MODES", "RowOrigin", "read_rows", "check_messages", "render_chat", "render_prompt",
+           "TRUNCATION_MODES", "RowOrigin", "read_rows", "check_messages", "check_row", "render_chat", "render_prompt",
            "select_max_samples"]
 
 TRUNCATION_MODES = ("error", "left", "right", "middle")
@@ -159,6 +164,31 @@ def check_messages(messages: Any, key: str, origin: RowOrigin) -> None:
                         f"{str(messages)[:100]!r}")
 
 
+def check_row(row: Any, origin: RowOrigin, prompt_key: str = "prompt", require_ground_truth: bool = True) -> dict:
+    """A row in verl's schema: DataError naming ``origin`` unless it is an object with chat messages under
+    ``prompt_key`` and an ``extra_info`` object (if any). The ground truth is ``reward_model.ground_truth`` or, moved
+    there in the returned copy, ``extra_info.ground_truth``; without either the row is an error when
+    ``require_ground_truth``, else its ``reward_model.ground_truth`` is None. The row itself is not changed."""
+    if not isinstance(row, dict):
+        raise DataError(f"{origin}: a row must be an object, got {type(row).__name__}")
+    messages = row.get(prompt_key)
+    if messages is None:
+        raise DataError(f"{origin}: row has no '{prompt_key}' (chat messages) field")
+    check_messages(messages, prompt_key, origin)
+    extra = row.get("extra_info")
+    if extra is not None and not isinstance(extra, dict):
+        raise DataError(f"{origin}: 'extra_info' must be an object, got {type(extra).__name__}")
+    reward_model = row.get("reward_model")
+    if isinstance(reward_model, dict) and reward_model.get("ground_truth") is not None:
+        return row
+    if reward_model is not None and not isinstance(reward_model, dict):
+        raise DataError(f"{origin}: 'reward_model' must be an object, got {type(reward_model).__name__}")
+    ground_truth = extra.get("ground_truth") if extra is not None else None
+    if ground_truth is None and require_ground_truth:
+        raise DataError(f"{origin}: row has no 'reward_model.ground_truth' (nor 'extra_info.ground_truth')")
+    return {**row, "reward_model": {"style": "rule", **(reward_model or {}), "ground_truth": ground_truth}}
+
+
 def render_chat(tokenizer: Any, messages: list[dict], chat_template_kwargs: dict, origin: RowOrigin,
                 add_generation_prompt: bool = True) -> str:
     """``messages`` rendered by the tokenizer's chat template; DataError naming ``origin`` when it fails."""
@@ -210,7 +240,8 @@ class RLHFDataset:
 
     Raises ``verl.DataError`` naming ``file:line`` for a file that is not UTF-8 or not JSON (or nests deeper than
     128 levels, or holds a lone surrogate: see ``reader``), and for a row that is not an object, lacks ``prompt``
-    (chat messages) or ``reward_model.ground_truth``; ``verl.ConfigError`` naming the key for a config value of
+    (chat messages) or a ground truth (``reward_model.ground_truth`` or ``extra_info.ground_truth``);
+    ``verl.ConfigError`` naming the key for a config value of
     the wrong type or range (a truncation mode, a seed, a flag that is not a bool, ...).
     """
 
@@ -221,6 +252,24 @@ class RLHFDataset:
         if isinstance(data_files, (str, os.PathLike)):
             data_files = [data_files]
         self.data_files = [os.fspath(p) for p in data_files]
+        self._configure(tokenizer, config, max_samples)
+        loaded = [(row, RowOrigin(path, line)) for path in self.data_files for row, line in read_rows(path)]
+        self._load(loaded, require_ground_truth=True)
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[Any], tokenizer: Any, config: Any = None, source: str = "rows",
+                  max_samples: int = -1) -> RLHFDataset:
+        """A dataset over rows already in memory (dicts in verl's schema), named ``source:<1-based index>`` in
+        errors; a row without a ground truth gets ``reward_model.ground_truth = None``."""
+        if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Sequence):
+            raise DataError(f"{source}: expected a list of rows (dicts in verl's schema), got {type(rows).__name__}")
+        self = cls.__new__(cls)
+        self.data_files = []
+        self._configure(tokenizer, config, max_samples)
+        self._load([(row, RowOrigin(source, i + 1)) for i, row in enumerate(rows)], require_ground_truth=False)
+        return self
+
+    def _configure(self, tokenizer: Any, config: Any, max_samples: int) -> None:
         self.tokenizer = tokenizer
         self.config = config
         self.max_samples = check_int("max_samples", max_samples)
@@ -237,34 +286,15 @@ class RLHFDataset:
         pad = getattr(tokenizer, "pad_token_id", None)
         self.pad_token_id = pad if pad is not None else (getattr(tokenizer, "eos_token_id", None) or 0)
 
-        self.rows: list[dict] = []
-        self.origins: list[RowOrigin] = []
-        for path in self.data_files:
-            for row, line in read_rows(path):
-                origin = RowOrigin(path, line)
-                self._check_row(row, origin)
-                self.rows.append(row)
-                self.origins.append(origin)
+    # -- loading ----------------------------------------------------------------------------------
+    def _load(self, loaded: list[tuple[Any, RowOrigin]], require_ground_truth: bool) -> None:
+        self.rows: list[dict] = [check_row(row, origin, self.prompt_key, require_ground_truth) for row, origin in loaded]
+        self.origins: list[RowOrigin] = [origin for _, origin in loaded]
         self._select_max_samples()
         if self.filter_overlong_prompts:
             keep = [i for i in range(len(self.rows)) if len(self.prompt_ids(i)[1]) <= self.max_prompt_length]
             self.rows = [self.rows[i] for i in keep]
             self.origins = [self.origins[i] for i in keep]
-
-    # -- loading ----------------------------------------------------------------------------------
-    def _check_row(self, row: Any, origin: RowOrigin) -> None:
-        if not isinstance(row, dict):
-            raise DataError(f"{origin}: a row must be an object, got {type(row).__name__}")
-        messages = row.get(self.prompt_key)
-        if messages is None:
-            raise DataError(f"{origin}: row has no '{self.prompt_key}' (chat messages) field")
-        check_messages(messages, self.prompt_key, origin)
-        reward_model = row.get("reward_model")
-        if not isinstance(reward_model, dict) or reward_model.get("ground_truth") is None:
-            raise DataError(f"{origin}: row has no 'reward_model.ground_truth'")
-        extra = row.get("extra_info")
-        if extra is not None and not isinstance(extra, dict):
-            raise DataError(f"{origin}: 'extra_info' must be an object, got {type(extra).__name__}")
 
     def _select_max_samples(self) -> None:
         indices = select_max_samples(len(self.rows), self.max_samples, self.shuffle, self.seed)
