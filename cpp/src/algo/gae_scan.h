@@ -1,10 +1,14 @@
 // GAE's reverse-time recurrence and whitening, shared by compute_gae_advantage_return and its
 // tests. Private to libverl's algo/ sources.
+// VERL_API on the functions tests/cpp calls: the tests link the shared libverl (hidden visibility),
+// so these are exported for them; the header is not installed and they are not API.
 #pragma once
 
 #include <cstdint>
 
 #include <torch/types.h>
+
+#include "verl/core/export.h"
 
 namespace verl::algo::detail {
 
@@ -27,12 +31,12 @@ struct GaeScan {
   int64_t nonfinite_rewards = 0;
   int64_t nonfinite_values = 0;
 };
-GaeScan gae_scan_cpu(const torch::Tensor& rewards, const torch::Tensor& values, const torch::Tensor& mask,
-                     double gamma, double lam);
+VERL_API GaeScan gae_scan_cpu(const torch::Tensor& rewards, const torch::Tensor& values, const torch::Tensor& mask,
+                              double gamma, double lam);
 
 // The device-generic form: ~10 ATen ops on (bs,) slices per time step; no finiteness counting.
-torch::Tensor gae_scan_aten(const torch::Tensor& rewards, const torch::Tensor& values, const torch::Tensor& mask,
-                            double gamma, double lam);
+VERL_API torch::Tensor gae_scan_aten(const torch::Tensor& rewards, const torch::Tensor& values, const torch::Tensor& mask,
+                                     double gamma, double lam);
 
 // compute_gae_advantage_return's whole result on CPU in three passes: the scan (also writing
 // returns = advantages + values and the masked advantages), then masked_whiten's two reductions
@@ -44,7 +48,7 @@ struct GaeResult {
   torch::Tensor advantages;  // (bs, T) whitened
   torch::Tensor returns;     // (bs, T) raw advantages + values
 };
-GaeResult gae_advantage_return_cpu(const torch::Tensor& rewards, const torch::Tensor& values,
-                                   const torch::Tensor& mask, double gamma, double lam);
+VERL_API GaeResult gae_advantage_return_cpu(const torch::Tensor& rewards, const torch::Tensor& values,
+                                            const torch::Tensor& mask, double gamma, double lam);
 
 }  // namespace verl::algo::detail

@@ -1,5 +1,7 @@
 // The per-token part of the vanilla (dual-clip PPO) policy loss as one fused CPU pass, for
 // compute_policy_loss_vanilla and its tests. Private to libverl's algo/ sources.
+// VERL_API on the functions tests/cpp calls: the tests link the shared libverl (hidden visibility),
+// so these are exported for them; the header is not installed and they are not API.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,7 @@
 #include <torch/types.h>
 
 #include "verl/algo/policy_loss.h"
+#include "verl/core/export.h"
 
 namespace verl::algo::detail {
 
@@ -28,8 +31,8 @@ struct VanillaTokenLosses {
 
 // Whether vanilla_token_losses can take these inputs: CPU tensors, old_log_prob / log_prob /
 // advantages of one dtype (float32 or float64), no gradient wanted for old_log_prob or advantages.
-bool vanilla_fusable(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
-                     const torch::Tensor& advantages, const torch::Tensor& response_mask);
+VERL_API bool vanilla_fusable(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
+                              const torch::Tensor& advantages, const torch::Tensor& response_mask);
 
 // Shapes are checked by the caller; NaN/Inf inside the mask throws InvalidArgument naming the
 // input (positions outside the mask are never read). Garbage outside the mask gets loss 0 and
@@ -41,9 +44,9 @@ VanillaTokenLosses vanilla_token_losses(const torch::Tensor& old_log_prob, const
 // compute_policy_loss_vanilla as device-generic ATen ops (verl's formula op by op, inputs zeroed
 // outside the mask). compute_policy_loss_vanilla uses it where the fused kernel does not apply;
 // exposed for tests that compare the two.
-PolicyLossOutput compute_policy_loss_vanilla_aten(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
-                                                  const torch::Tensor& advantages, const torch::Tensor& response_mask,
-                                                  const std::string& loss_agg_mode, const PolicyLossConfig& config,
-                                                  const torch::Tensor& rollout_is_weights = {});
+VERL_API PolicyLossOutput compute_policy_loss_vanilla_aten(
+    const torch::Tensor& old_log_prob, const torch::Tensor& log_prob, const torch::Tensor& advantages,
+    const torch::Tensor& response_mask, const std::string& loss_agg_mode, const PolicyLossConfig& config,
+    const torch::Tensor& rollout_is_weights = {});
 
 }  // namespace verl::algo::detail

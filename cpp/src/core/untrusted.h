@@ -3,6 +3,8 @@
 // checkpoint) supplies goes through these: parsing never recurses without a limit, and a message
 // never dumps a whole value, nor bytes that are not UTF-8, into an exception.
 // Private to libverl.
+// VERL_API on the functions tests/cpp calls: the tests link the shared libverl (hidden visibility),
+// so these are exported for them; the header is not installed and they are not API.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +13,7 @@
 #include <string_view>
 
 #include "verl/core/error.h"
+#include "verl/core/export.h"
 #include "verl/core/json.h"
 
 namespace verl::untrusted {
@@ -22,7 +25,7 @@ inline constexpr int kMaxJsonDepth = 128;
 
 // Parses JSON text; on failure returns nullopt and sets `error` (a readable, UTF-8-clean reason:
 // "syntax error at byte 17: ...", "nesting deeper than 128 levels", "number out of range").
-std::optional<Json> try_parse_json(std::string_view text, std::string& error);
+VERL_API std::optional<Json> try_parse_json(std::string_view text, std::string& error);
 
 // try_parse_json that throws ErrorT("<origin>: <what> is not valid JSON: <reason>").
 template <typename ErrorT>
@@ -41,17 +44,17 @@ std::optional<std::string> try_read_file(const std::string& path, std::string& e
 size_t utf8_char_length(std::string_view s, size_t i);
 
 // Offset of the first byte that does not start a well-formed UTF-8 character; npos if none.
-size_t first_invalid_utf8(std::string_view s);
+VERL_API size_t first_invalid_utf8(std::string_view s);
 inline bool is_utf8(std::string_view s) { return first_invalid_utf8(s) == std::string_view::npos; }
 
 // `s` with bytes that are not valid UTF-8, control characters and backslashes escaped (\xff, \n,
 // \\), cut to `max_bytes` of input with a "..." marker: safe to put in any message.
-std::string escape(std::string_view s, size_t max_bytes = 200);
+VERL_API std::string escape(std::string_view s, size_t max_bytes = 200);
 
 // A short, valid-UTF-8 rendering of an untrusted JSON value: strings quoted and escaped,
 // containers summarised past `max_bytes` ("[1, 2, ... (1000 items)]"). Never recursive beyond
 // kMaxJsonDepth, never throws.
-std::string quote(const Json& value, size_t max_bytes = 80);
+VERL_API std::string quote(const Json& value, size_t max_bytes = 80);
 
 // The JSON type's name as users know it (string, integer, float, bool, array, object, null).
 const char* type_name(const Json& value);

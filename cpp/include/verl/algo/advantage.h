@@ -24,6 +24,7 @@
 
 #include <torch/types.h>
 
+#include "verl/core/export.h"
 #include "verl/core/registry.h"
 
 namespace verl::algo {
@@ -31,72 +32,74 @@ namespace verl::algo {
 using AdvantageResult = std::pair<torch::Tensor, torch::Tensor>;  // (advantages, returns)
 
 // uid strings -> (bs,) int64 group ids numbered 0, 1, ... in order of first appearance.
-torch::Tensor group_ids(const std::vector<std::string>& uids);
+VERL_API torch::Tensor group_ids(const std::vector<std::string>& uids);
 
 // Generalized Advantage Estimation. values (bs, response_length). Positions with mask 0 (e.g.
 // tool observations between turns) are skipped: the next value and the running advantage are
 // carried through them unchanged, and their values never reach any advantage. Returns are the
 // raw advantages + values; advantages are then whitened over the mask (needs >= 2 mask tokens).
-AdvantageResult compute_gae_advantage_return(const torch::Tensor& token_level_rewards, const torch::Tensor& values,
-                                             const torch::Tensor& response_mask, double gamma, double lam);
+VERL_API AdvantageResult compute_gae_advantage_return(const torch::Tensor& token_level_rewards,
+                                                      const torch::Tensor& values, const torch::Tensor& response_mask,
+                                                      double gamma, double lam);
 
 // GRPO: score = row sum of rewards; a = (score - mean_g) / (std_g + epsilon) with std unbiased,
 // or score - mean_g when !norm_adv_by_std_in_grpo (Dr.GRPO). A singleton group uses mean 0 and
 // std 1 (verl's convention), so its advantage is score / (1 + epsilon), not 0. Broadcast over the
 // row and multiplied by the mask; advantages == returns.
-AdvantageResult compute_grpo_outcome_advantage(const torch::Tensor& token_level_rewards,
-                                               const torch::Tensor& response_mask, const torch::Tensor& index,
-                                               double epsilon = 1e-6, bool norm_adv_by_std_in_grpo = true);
+VERL_API AdvantageResult compute_grpo_outcome_advantage(const torch::Tensor& token_level_rewards,
+                                                        const torch::Tensor& response_mask, const torch::Tensor& index,
+                                                        double epsilon = 1e-6, bool norm_adv_by_std_in_grpo = true);
 // The same estimate through verl.utils.group_mean_std (index_add over groups). Here both variants
 // share that scatter path; the results agree with compute_grpo_outcome_advantage.
-AdvantageResult compute_grpo_vectorized_outcome_advantage(const torch::Tensor& token_level_rewards,
-                                                          const torch::Tensor& response_mask,
-                                                          const torch::Tensor& index, double epsilon = 1e-6,
-                                                          bool norm_adv_by_std_in_grpo = true);
+VERL_API AdvantageResult compute_grpo_vectorized_outcome_advantage(const torch::Tensor& token_level_rewards,
+                                                                   const torch::Tensor& response_mask,
+                                                                   const torch::Tensor& index, double epsilon = 1e-6,
+                                                                   bool norm_adv_by_std_in_grpo = true);
 // Pass@k (arXiv 2503.19595): only the best response of each group gets a nonzero advantage,
 // r_max - r_second_max (divided by std_g + epsilon when norm_adv_by_std_in_grpo). Every group
 // needs >= 2 responses (InvalidArgument otherwise, as verl).
-AdvantageResult compute_grpo_passk_outcome_advantage(const torch::Tensor& token_level_rewards,
-                                                     const torch::Tensor& response_mask, const torch::Tensor& index,
-                                                     double epsilon = 1e-6, bool norm_adv_by_std_in_grpo = true);
+VERL_API AdvantageResult compute_grpo_passk_outcome_advantage(const torch::Tensor& token_level_rewards,
+                                                              const torch::Tensor& response_mask,
+                                                              const torch::Tensor& index, double epsilon = 1e-6,
+                                                              bool norm_adv_by_std_in_grpo = true);
 // RLOO (arXiv 2402.14740): a = score - mean of the other responses of the group
 // = (n * score - sum_g) / (n - 1). A singleton group keeps its raw score (verl's loop version).
-AdvantageResult compute_rloo_outcome_advantage(const torch::Tensor& token_level_rewards,
-                                               const torch::Tensor& response_mask, const torch::Tensor& index);
+VERL_API AdvantageResult compute_rloo_outcome_advantage(const torch::Tensor& token_level_rewards,
+                                                        const torch::Tensor& response_mask, const torch::Tensor& index);
 // RLOO through bincount-style sums. Equal to compute_rloo_outcome_advantage except that a singleton
 // group gets advantage 0 (verl's vectorized version differs from its loop version there).
-AdvantageResult compute_rloo_vectorized_outcome_advantage(const torch::Tensor& token_level_rewards,
-                                                          const torch::Tensor& response_mask,
-                                                          const torch::Tensor& index);
+VERL_API AdvantageResult compute_rloo_vectorized_outcome_advantage(const torch::Tensor& token_level_rewards,
+                                                                   const torch::Tensor& response_mask,
+                                                                   const torch::Tensor& index);
 // OPO (arXiv 2505.23585): baseline = length-weighted mean score of the group, length =
 // response_mask.sum(-1); singleton groups use baseline 0.
-AdvantageResult compute_opo_outcome_advantage(const torch::Tensor& token_level_rewards,
-                                              const torch::Tensor& response_mask, const torch::Tensor& index);
+VERL_API AdvantageResult compute_opo_outcome_advantage(const torch::Tensor& token_level_rewards,
+                                                       const torch::Tensor& response_mask, const torch::Tensor& index);
 // REINFORCE++ (arXiv 2501.03262): returns = discounted reward-to-go over response tokens (mask-0
 // positions carry the running return and get return 0); advantages = masked_whiten(returns) * mask.
-AdvantageResult compute_reinforce_plus_plus_outcome_advantage(const torch::Tensor& token_level_rewards,
-                                                              const torch::Tensor& response_mask, double gamma);
+VERL_API AdvantageResult compute_reinforce_plus_plus_outcome_advantage(const torch::Tensor& token_level_rewards,
+                                                                       const torch::Tensor& response_mask,
+                                                                       double gamma);
 // REINFORCE++ with a group-mean baseline: (score - mean_g) broadcast over the row, then whitened
 // over the whole batch's mask and multiplied by it. Singleton groups use mean 0.
-AdvantageResult compute_reinforce_plus_plus_baseline_outcome_advantage(const torch::Tensor& token_level_rewards,
-                                                                       const torch::Tensor& response_mask,
-                                                                       const torch::Tensor& index);
+VERL_API AdvantageResult compute_reinforce_plus_plus_baseline_outcome_advantage(
+    const torch::Tensor& token_level_rewards, const torch::Tensor& response_mask, const torch::Tensor& index);
 // ReMax (arXiv 2310.10505): returns = reward-to-go of the masked rewards; advantages = returns -
 // reward_baselines * mask. reward_baselines (bs,) is the greedy response's reward.
-AdvantageResult compute_remax_outcome_advantage(const torch::Tensor& token_level_rewards,
-                                                const torch::Tensor& reward_baselines,
-                                                const torch::Tensor& response_mask);
+VERL_API AdvantageResult compute_remax_outcome_advantage(const torch::Tensor& token_level_rewards,
+                                                         const torch::Tensor& reward_baselines,
+                                                         const torch::Tensor& response_mask);
 // GPG: a = alpha * (score - mean_g) / f_norm with alpha = bs / max(#nonzero scores, 1) over the
 // whole batch (verl computes alpha itself and ignores its `alpha` argument, so there is none here).
 // Singleton groups use mean 0.
-AdvantageResult compute_gpg_outcome_advantage(const torch::Tensor& token_level_rewards,
-                                              const torch::Tensor& response_mask, const torch::Tensor& index,
-                                              double f_norm = 1.0);
+VERL_API AdvantageResult compute_gpg_outcome_advantage(const torch::Tensor& token_level_rewards,
+                                                       const torch::Tensor& response_mask, const torch::Tensor& index,
+                                                       double f_norm = 1.0);
 
 // ---- registry (verl's register_adv_est / get_adv_estimator_fn) --------------------------------
 
 // What an estimator may read from the batch; undefined tensors where the batch has none.
-struct AdvantageInputs {
+struct VERL_API AdvantageInputs {
   torch::Tensor token_level_rewards;  // (bs, response_length), always required
   torch::Tensor response_mask;        // (bs, response_length), always required
   torch::Tensor index;                // (bs,) group ids (group_ids(uid)); grouped estimators
@@ -105,7 +108,7 @@ struct AdvantageInputs {
 };
 
 // The algorithm.* settings estimators read, with verl's names and defaults.
-struct AdvantageConfig {
+struct VERL_API AdvantageConfig {
   double gamma = 1.0;                   // algorithm.gamma: gae, reinforce_plus_plus
   double lam = 1.0;                     // algorithm.lam: gae
   bool norm_adv_by_std_in_grpo = true;  // algorithm.norm_adv_by_std_in_grpo: grpo, grpo_vectorized, grpo_passk
@@ -117,10 +120,10 @@ using AdvantageFn = std::function<AdvantageResult(const AdvantageInputs&, const 
 // Every built-in under verl's AdvantageEstimator name: gae, grpo, grpo_vectorized, grpo_passk,
 // rloo, rloo_vectorized, opo, reinforce_plus_plus, reinforce_plus_plus_baseline, remax, gpg.
 // A built-in called without an input it needs throws InvalidArgument naming input and estimator.
-Registry<AdvantageFn>& adv_estimator_registry();
+VERL_API Registry<AdvantageFn>& adv_estimator_registry();
 // Adds fn under name; the same identity again is a no-op, another one under a taken name throws.
-void register_adv_est(const std::string& name, AdvantageFn fn, const void* identity);
+VERL_API void register_adv_est(const std::string& name, AdvantageFn fn, const void* identity);
 // The estimator registered under name; InvalidArgument listing the registered names otherwise.
-AdvantageFn get_adv_estimator_fn(const std::string& name);
+VERL_API AdvantageFn get_adv_estimator_fn(const std::string& name);
 
 }  // namespace verl::algo

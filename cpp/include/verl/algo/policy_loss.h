@@ -10,13 +10,14 @@
 #include <torch/types.h>
 
 #include "verl/algo/agg_loss.h"
+#include "verl/core/export.h"
 #include "verl/core/registry.h"
 
 namespace verl::algo {
 
 // The fields of verl's ActorConfig (actor_rollout_ref.actor) that the policy losses read, with
 // verl's names and defaults.
-struct PolicyLossConfig {
+struct VERL_API PolicyLossConfig {
   // verl's PolicyLossConfig (actor.policy_loss).
   struct PolicyLoss {
     std::string loss_mode = "vanilla";
@@ -43,7 +44,7 @@ struct PolicyLossConfig {
 
 using Metrics = std::map<std::string, double>;
 
-struct PolicyLossOutput {
+struct VERL_API PolicyLossOutput {
   torch::Tensor pg_loss;  // scalar, differentiable w.r.t. log_prob
   Metrics metrics;        // "actor/pg_clipfrac", "actor/ppo_kl", ... as the loss reports them
 };
@@ -59,99 +60,106 @@ using PolicyLossFn = std::function<PolicyLossOutput(
 
 // PPO clipped objective with clip-higher (clip_ratio_low/high) and dual clip (clip_ratio_c > 1,
 // applied where A < 0). Metrics: actor/pg_clipfrac, actor/ppo_kl, actor/pg_clipfrac_lower.
-PolicyLossOutput compute_policy_loss_vanilla(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
-                                             const torch::Tensor& advantages, const torch::Tensor& response_mask,
-                                             const std::string& loss_agg_mode, const PolicyLossConfig& config,
-                                             const torch::Tensor& rollout_is_weights = {});
+VERL_API PolicyLossOutput compute_policy_loss_vanilla(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
+                                                      const torch::Tensor& advantages,
+                                                      const torch::Tensor& response_mask,
+                                                      const std::string& loss_agg_mode, const PolicyLossConfig& config,
+                                                      const torch::Tensor& rollout_is_weights = {});
 
 // DPPO-Binary-TV (arXiv 2602.04879): REINFORCE on log_prob with a detached ratio truncated at
 // clip_ratio_c, tokens whose probability moved more than clip_ratio_low/high (total variation)
 // in the advantage's direction masked out.
-PolicyLossOutput compute_policy_loss_dppo_tv(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
-                                             const torch::Tensor& advantages, const torch::Tensor& response_mask,
-                                             const std::string& loss_agg_mode, const PolicyLossConfig& config,
-                                             const torch::Tensor& rollout_is_weights = {});
+VERL_API PolicyLossOutput compute_policy_loss_dppo_tv(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
+                                                      const torch::Tensor& advantages,
+                                                      const torch::Tensor& response_mask,
+                                                      const std::string& loss_agg_mode, const PolicyLossConfig& config,
+                                                      const torch::Tensor& rollout_is_weights = {});
 
 // DPPO-Binary-KL: as dppo_tv with the binary KL divergence as the trust-region measure.
-PolicyLossOutput compute_policy_loss_dppo_kl(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
-                                             const torch::Tensor& advantages, const torch::Tensor& response_mask,
-                                             const std::string& loss_agg_mode, const PolicyLossConfig& config,
-                                             const torch::Tensor& rollout_is_weights = {});
+VERL_API PolicyLossOutput compute_policy_loss_dppo_kl(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
+                                                      const torch::Tensor& advantages,
+                                                      const torch::Tensor& response_mask,
+                                                      const std::string& loss_agg_mode, const PolicyLossConfig& config,
+                                                      const torch::Tensor& rollout_is_weights = {});
 
 // GSPO (arXiv 2507.18071): PPO clip on the sequence-level ratio exp(mean log ratio), token gradients.
-PolicyLossOutput compute_policy_loss_gspo(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
-                                          const torch::Tensor& advantages, const torch::Tensor& response_mask,
-                                          const std::string& loss_agg_mode, const PolicyLossConfig& config,
-                                          const torch::Tensor& rollout_is_weights = {});
+VERL_API PolicyLossOutput compute_policy_loss_gspo(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
+                                                   const torch::Tensor& advantages, const torch::Tensor& response_mask,
+                                                   const std::string& loss_agg_mode, const PolicyLossConfig& config,
+                                                   const torch::Tensor& rollout_is_weights = {});
 
 // SAPO (arXiv 2511.20347): smooth sigmoid gate on the ratio instead of a hard clip. Always
 // aggregates "seq-mean-token-mean" whatever loss_agg_mode says (as verl).
-PolicyLossOutput compute_policy_loss_sapo(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
-                                          const torch::Tensor& advantages, const torch::Tensor& response_mask,
-                                          const std::string& loss_agg_mode, const PolicyLossConfig& config,
-                                          const torch::Tensor& rollout_is_weights = {});
+VERL_API PolicyLossOutput compute_policy_loss_sapo(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
+                                                   const torch::Tensor& advantages, const torch::Tensor& response_mask,
+                                                   const std::string& loss_agg_mode, const PolicyLossConfig& config,
+                                                   const torch::Tensor& rollout_is_weights = {});
 
 // GPG: -log_prob * A. No metrics.
-PolicyLossOutput compute_policy_loss_gpg(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
-                                         const torch::Tensor& advantages, const torch::Tensor& response_mask,
-                                         const std::string& loss_agg_mode, const PolicyLossConfig& config,
-                                         const torch::Tensor& rollout_is_weights = {});
+VERL_API PolicyLossOutput compute_policy_loss_gpg(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
+                                                  const torch::Tensor& advantages, const torch::Tensor& response_mask,
+                                                  const std::string& loss_agg_mode, const PolicyLossConfig& config,
+                                                  const torch::Tensor& rollout_is_weights = {});
 
 // Clip-Cov: PPO clip, plus the gradient of a random clip_cov_ratio share of the tokens whose
 // centred covariance (A, log_prob) lies in (clip_cov_lb, clip_cov_ub) is cut. The random choice
 // draws torch::randperm from the default CPU generator, as verl. Metrics: pg_clipfrac, ppo_kl.
-PolicyLossOutput compute_policy_loss_clip_cov(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
-                                              const torch::Tensor& advantages, const torch::Tensor& response_mask,
-                                              const std::string& loss_agg_mode, const PolicyLossConfig& config,
-                                              const torch::Tensor& rollout_is_weights = {});
+VERL_API PolicyLossOutput compute_policy_loss_clip_cov(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
+                                                       const torch::Tensor& advantages,
+                                                       const torch::Tensor& response_mask,
+                                                       const std::string& loss_agg_mode, const PolicyLossConfig& config,
+                                                       const torch::Tensor& rollout_is_weights = {});
 
 // KL-Cov: -A * ratio, plus ppo_kl_coef * |log ratio| on the kl_cov_ratio share of tokens with the
 // largest covariance (A, log_prob). Metric: actor/ppo_kl (the mean |log ratio|).
-PolicyLossOutput compute_policy_loss_kl_cov(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
-                                            const torch::Tensor& advantages, const torch::Tensor& response_mask,
-                                            const std::string& loss_agg_mode, const PolicyLossConfig& config,
-                                            const torch::Tensor& rollout_is_weights = {});
+VERL_API PolicyLossOutput compute_policy_loss_kl_cov(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
+                                                     const torch::Tensor& advantages,
+                                                     const torch::Tensor& response_mask,
+                                                     const std::string& loss_agg_mode, const PolicyLossConfig& config,
+                                                     const torch::Tensor& rollout_is_weights = {});
 
 // GMPO (arXiv 2507.20673): geometric mean of token-clipped ratios per sequence times the
 // sequence's mean advantage, averaged over sequences. Ignores loss_agg_mode (as verl).
-PolicyLossOutput compute_policy_loss_geo_mean(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
-                                              const torch::Tensor& advantages, const torch::Tensor& response_mask,
-                                              const std::string& loss_agg_mode, const PolicyLossConfig& config,
-                                              const torch::Tensor& rollout_is_weights = {});
+VERL_API PolicyLossOutput compute_policy_loss_geo_mean(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
+                                                       const torch::Tensor& advantages,
+                                                       const torch::Tensor& response_mask,
+                                                       const std::string& loss_agg_mode, const PolicyLossConfig& config,
+                                                       const torch::Tensor& rollout_is_weights = {});
 
 // DRO: -(log_prob * A - beta/2 * (log ratio)^2), beta = policy_loss.dro_beta. Metric: actor/ppo_kl.
-PolicyLossOutput compute_policy_loss_dro(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
-                                         const torch::Tensor& advantages, const torch::Tensor& response_mask,
-                                         const std::string& loss_agg_mode, const PolicyLossConfig& config,
-                                         const torch::Tensor& rollout_is_weights = {});
+VERL_API PolicyLossOutput compute_policy_loss_dro(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
+                                                  const torch::Tensor& advantages, const torch::Tensor& response_mask,
+                                                  const std::string& loss_agg_mode, const PolicyLossConfig& config,
+                                                  const torch::Tensor& rollout_is_weights = {});
 
 // CISPO (arXiv 2506.13585): -sg(clip(ratio)) * A * log_prob.
-PolicyLossOutput compute_policy_loss_cispo(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
-                                           const torch::Tensor& advantages, const torch::Tensor& response_mask,
-                                           const std::string& loss_agg_mode, const PolicyLossConfig& config,
-                                           const torch::Tensor& rollout_is_weights = {});
+VERL_API PolicyLossOutput compute_policy_loss_cispo(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
+                                                    const torch::Tensor& advantages, const torch::Tensor& response_mask,
+                                                    const std::string& loss_agg_mode, const PolicyLossConfig& config,
+                                                    const torch::Tensor& rollout_is_weights = {});
 
 // verl's deprecated compute_policy_loss: vanilla PPO without config, weights or global batch info.
-struct ClippedPolicyLoss {
+struct VERL_API ClippedPolicyLoss {
   torch::Tensor pg_loss;            // scalar
   torch::Tensor pg_clipfrac;        // scalar: share of masked tokens where the clip was taken
   torch::Tensor ppo_kl;             // scalar: masked mean of old_log_prob - log_prob
   torch::Tensor pg_clipfrac_lower;  // scalar: share where the dual clip (A < 0) was taken
 };
 // cliprange_low/high default to cliprange; InvalidArgument when one ends up unset or clip_ratio_c <= 1.
-ClippedPolicyLoss compute_policy_loss(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
-                                      const torch::Tensor& advantages, const torch::Tensor& response_mask,
-                                      std::optional<double> cliprange,
-                                      std::optional<double> cliprange_low = std::nullopt,
-                                      std::optional<double> cliprange_high = std::nullopt, double clip_ratio_c = 3.0,
-                                      const std::string& loss_agg_mode = "token-mean");
+VERL_API ClippedPolicyLoss compute_policy_loss(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
+                                               const torch::Tensor& advantages, const torch::Tensor& response_mask,
+                                               std::optional<double> cliprange,
+                                               std::optional<double> cliprange_low = std::nullopt,
+                                               std::optional<double> cliprange_high = std::nullopt,
+                                               double clip_ratio_c = 3.0,
+                                               const std::string& loss_agg_mode = "token-mean");
 
 // The policy-loss registry, holding every built-in above under verl's name ("vanilla", "dppo_tv",
 // "dppo_kl", "gspo", "sapo", "gpg", "clip_cov", "kl_cov", "geo_mean", "dro", "cispo").
-Registry<PolicyLossFn>& policy_loss_registry();
+VERL_API Registry<PolicyLossFn>& policy_loss_registry();
 // Registers fn under name; the same identity again is a no-op, another one under a taken name throws.
-void register_policy_loss(const std::string& name, PolicyLossFn fn, const void* identity);
+VERL_API void register_policy_loss(const std::string& name, PolicyLossFn fn, const void* identity);
 // The loss registered under name; InvalidArgument listing the registered names otherwise.
-PolicyLossFn get_policy_loss_fn(const std::string& name);
+VERL_API PolicyLossFn get_policy_loss_fn(const std::string& name);
 
 }  // namespace verl::algo

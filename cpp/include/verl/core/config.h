@@ -17,11 +17,12 @@
 #include <vector>
 
 #include "verl/core/error.h"
+#include "verl/core/export.h"
 #include "verl/core/json.h"
 
 namespace verl {
 
-class Config {
+class VERL_API Config {
  public:
   // verl's defaults.
   Config();

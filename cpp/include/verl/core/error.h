@@ -7,52 +7,54 @@
 #include <string>
 #include <utility>
 
+#include "verl/core/export.h"
+
 namespace verl {
 
 // Base of every exception libverl throws on purpose. Python: verl.VerlError (RuntimeError).
-class Error : public std::runtime_error {
+class VERL_API Error : public std::runtime_error {
  public:
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
 // A bad configuration: unknown key, wrong value, failed interpolation, malformed YAML.
 // Python: verl.ConfigError (ValueError). The message names the key (and file:line for YAML).
-class ConfigError : public Error {
+class VERL_API ConfigError : public Error {
  public:
   using Error::Error;
 };
 
 // A config value of the wrong type (a string where an int belongs, ...).
 // Python: verl.ConfigTypeError (ConfigError and TypeError).
-class ConfigTypeError : public ConfigError {
+class VERL_API ConfigTypeError : public ConfigError {
  public:
   using ConfigError::ConfigError;
 };
 
 // Data that does not fit the operation: mismatched batch sizes, missing keys, bad indices,
 // sizes that do not divide. Python: verl.DataError (ValueError).
-class DataError : public Error {
+class VERL_API DataError : public Error {
  public:
   using Error::Error;
 };
 
 // A bad argument to a function: out-of-range parameter, wrong shape or dtype.
 // Python: verl.InvalidArgumentError (ValueError).
-class InvalidArgument : public Error {
+class VERL_API InvalidArgument : public Error {
  public:
   using Error::Error;
 };
 
 // A value of the wrong kind for the operation (e.g. a non-tensor that cannot be serialised).
 // Python: verl.VerlTypeError (TypeError).
-class TypeMismatch : public Error {
+class VERL_API TypeMismatch : public Error {
  public:
   using Error::Error;
 };
 
 // A checkpoint or data file that cannot be read or written: missing, truncated, corrupt.
 // Python: verl.CheckpointError (RuntimeError). The message names the file.
-class CheckpointError : public Error {
+class VERL_API CheckpointError : public Error {
  public:
   using Error::Error;
 };

@@ -18,11 +18,12 @@
 
 #include <torch/types.h>
 
+#include "verl/core/export.h"
 #include "verl/core/json.h"
 
 namespace verl {
 
-class DataProto {
+class VERL_API DataProto {
  public:
   using TensorMap = std::map<std::string, torch::Tensor>;
   using Column = std::vector<Json>;
@@ -116,8 +117,8 @@ class DataProto {
 };
 
 // verl's pad_dataproto_to_divisor: returns the padded DataProto and how many rows were added.
-std::pair<DataProto, int64_t> pad_dataproto_to_divisor(const DataProto& data, int64_t size_divisor);
+VERL_API std::pair<DataProto, int64_t> pad_dataproto_to_divisor(const DataProto& data, int64_t size_divisor);
 // verl's unpad_dataproto: drops the last pad_size rows.
-DataProto unpad_dataproto(const DataProto& data, int64_t pad_size);
+VERL_API DataProto unpad_dataproto(const DataProto& data, int64_t pad_size);
 
 }  // namespace verl

@@ -14,12 +14,13 @@
 #include <ATen/core/Generator.h>
 
 #include "verl/core/config.h"
+#include "verl/core/export.h"
 #include "verl/data/data_proto.h"
 #include "verl/data/rl_dataset.h"
 
 namespace verl::data {
 
-class RLDataLoader {
+class VERL_API RLDataLoader {
  public:
   // InvalidArgument for batch_size <= 0; DataError for an empty dataset, or fewer rows than one batch with
   // drop_last.

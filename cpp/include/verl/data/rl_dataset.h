@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "verl/core/config.h"
+#include "verl/core/export.h"
 #include "verl/core/json.h"
 #include "verl/data/data_proto.h"
 #include "verl/tokenizer/tokenizer.h"
@@ -43,18 +44,18 @@ enum class Truncation {
 };
 
 // "error" | "left" | "right" | "middle"; ConfigError naming data.truncation otherwise.
-Truncation parse_truncation(std::string_view name);
+VERL_API Truncation parse_truncation(std::string_view name);
 
 // `ids` cut to max_length by `mode` (unchanged when it fits). For kError and an over-long prompt: DataError
 // "<what>: prompt length N is longer than data.max_prompt_length=M ...".
-std::vector<std::int32_t> truncate_prompt(const std::vector<std::int32_t>& ids, int64_t max_length, Truncation mode,
-                                          std::string_view what = "prompt");
+VERL_API std::vector<std::int32_t> truncate_prompt(const std::vector<std::int32_t>& ids, int64_t max_length,
+                                                   Truncation mode, std::string_view what = "prompt");
 
 // Turns a row's chat messages into the prompt text.
 using PromptRenderer = std::function<std::string(const std::vector<tokenizer::ChatMessage>& messages)>;
 
 // The data.* settings the dataset reads; the defaults are verl's.
-struct RLHFDatasetOptions {
+struct VERL_API RLHFDatasetOptions {
   std::string prompt_key = "prompt";             // data.prompt_key
   int64_t max_prompt_length = 512;               // data.max_prompt_length
   Truncation truncation = Truncation::kError;    // data.truncation
@@ -70,7 +71,7 @@ struct RLHFDatasetOptions {
 
 // Rows are checked, rendered, tokenised and truncated once, at construction; batches are cheap. Copies
 // share the loaded data (immutable), like tokenizer::Tokenizer.
-class RLHFDataset {
+class VERL_API RLHFDataset {
  public:
   // `origins` names each row in error messages ("file:line"); default "row <i>". DataError naming the row
   // for a row that is not an object, has no non-empty list of {"role", "content"} string messages under the

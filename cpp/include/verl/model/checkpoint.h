@@ -14,6 +14,7 @@
 
 #include <torch/torch.h>
 
+#include "verl/core/export.h"
 #include "verl/model/transformer.h"
 
 namespace verl::model {
@@ -35,11 +36,12 @@ inline constexpr int64_t kDefaultMaxShardBytes = 5'000'000'000;
 // token_classification_bias is false). Names are strict: a missing or unexpected tensor is an
 // error, except lm_head.weight of a tied-embedding model. Every failure is a CheckpointError
 // (ConfigError for a bad config.json) naming the file.
-std::shared_ptr<CausalLM> load_pretrained(const std::filesystem::path& dir, std::optional<torch::Dtype> dtype = {},
-                                          torch::Device device = torch::kCPU,
-                                          HeadKind head = HeadKind::kLanguageModel);
+VERL_API std::shared_ptr<CausalLM> load_pretrained(const std::filesystem::path& dir,
+                                                   std::optional<torch::Dtype> dtype = {},
+                                                   torch::Device device = torch::kCPU,
+                                                   HeadKind head = HeadKind::kLanguageModel);
 
-struct SaveOptions {
+struct VERL_API SaveOptions {
   // Shards above this many bytes (transformers' max_shard_size) -> model-0000i-of-0000N +
   // model.safetensors.index.json; a single shard is model.safetensors.
   int64_t max_shard_bytes = kDefaultMaxShardBytes;
@@ -54,7 +56,7 @@ struct SaveOptions {
 // The config.json save_pretrained writes: the model's config (keeping the unknown keys of the
 // config.json it was loaded from), architectures for its head (e.g. Qwen2ForCausalLM or
 // Qwen2ForTokenClassification with id2label {"0": "LABEL_0"}), torch_dtype/dtype of its parameters.
-Json pretrained_config_json(const CausalLM& model);
+VERL_API Json pretrained_config_json(const CausalLM& model);
 
 // Writes config.json, the safetensors weights (HF names, the parameters' dtype; no lm_head.weight
 // when embeddings are tied, as transformers) and the tokenizer files into a temporary sibling of
@@ -62,7 +64,7 @@ Json pretrained_config_json(const CausalLM& model);
 // has it, else two renames): a crash or an error leaves the previous `dir` (if any) intact, and
 // an existing `dir` is replaced as a whole, so files of an older save never linger.
 // Returns the files of the saved directory (under `dir`). Failures: CheckpointError naming the file.
-std::vector<std::filesystem::path> save_pretrained(const CausalLM& model, const std::filesystem::path& dir,
-                                                   const SaveOptions& options = {});
+VERL_API std::vector<std::filesystem::path> save_pretrained(const CausalLM& model, const std::filesystem::path& dir,
+                                                            const SaveOptions& options = {});
 
 }  // namespace verl::model

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "verl/core/export.h"
 #include "verl/model/transformer.h"
 
 namespace verl::model {
@@ -22,6 +23,6 @@ namespace verl::model {
 // Values are drawn in float32 from a CPU generator seeded with `seed` (name by name, in named_state()
 // order) and copied to each parameter's dtype and device: the same seed gives the same weights on any
 // device. InvalidArgument for initializer_range <= 0 or a non-numeric config value.
-void init_weights(CausalLM& model, uint64_t seed, std::optional<double> initializer_range = std::nullopt);
+VERL_API void init_weights(CausalLM& model, uint64_t seed, std::optional<double> initializer_range = std::nullopt);
 
 }  // namespace verl::model

@@ -8,12 +8,13 @@
 #include <string_view>
 #include <vector>
 
+#include "verl/core/export.h"
 #include "verl/core/json.h"
 
 namespace verl::model {
 
 // Llama 3.1 frequency-dependent RoPE scaling (rope_type "llama3"), the only scaling supported.
-struct RopeScaling {
+struct VERL_API RopeScaling {
   std::string rope_type = "llama3";
   double factor = 8.0;
   double low_freq_factor = 1.0;
@@ -21,7 +22,7 @@ struct RopeScaling {
   int64_t original_max_position_embeddings = 8192;
 };
 
-struct ModelConfig {
+struct VERL_API ModelConfig {
   std::string model_type;  // "qwen2", "qwen3" or "llama"
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;

@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include "verl/core/export.h"
+
 namespace verl::model {
 
 // x (bs, heads, q, head_dim), any strides; cos / sin (bs, q, head_dim) in x's dtype.
@@ -11,9 +13,9 @@ namespace verl::model {
 // head_dim), rounded per operation exactly as those ATen ops round. On CPU, when no gradient is
 // needed, one loop computes it (bit-identical to the op sequence, which autograd and other
 // devices run).
-torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+VERL_API torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
 // The reference op sequence (autograd-capable, any device).
-torch::Tensor apply_rotary_ops(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+VERL_API torch::Tensor apply_rotary_ops(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
 }  // namespace verl::model

@@ -12,10 +12,12 @@
 
 #include <torch/torch.h>
 
+#include "verl/core/export.h"
+
 namespace verl::model {
 
 // One header entry. Offsets are relative to the start of the data section (after the header).
-struct TensorInfo {
+struct VERL_API TensorInfo {
   std::string dtype;            // safetensors spelling: "F32", "BF16", "I64", ...
   torch::ScalarType scalar_type;
   std::vector<int64_t> shape;
@@ -30,14 +32,14 @@ using Metadata = std::map<std::string, std::string>;
 
 // torch dtype <-> safetensors dtype string. Unknown strings / unsupported dtypes throw
 // verl::CheckpointError / verl::InvalidArgument.
-torch::ScalarType scalar_type_from_safetensors(const std::string& dtype);
-std::string safetensors_dtype(torch::ScalarType type);
+VERL_API torch::ScalarType scalar_type_from_safetensors(const std::string& dtype);
+VERL_API std::string safetensors_dtype(torch::ScalarType type);
 
 // A .safetensors file opened read-only and memory-mapped. The whole header is validated in the
 // constructor (the same rules as HF safetensors: every byte of the data section belongs to exactly
 // one tensor), so get() cannot meet a malformed entry. Any failure is a verl::CheckpointError
 // naming the file (and the tensor). Thread-safe after construction.
-class SafeTensorsFile {
+class VERL_API SafeTensorsFile {
  public:
   explicit SafeTensorsFile(const std::filesystem::path& path);
 
@@ -78,12 +80,12 @@ class SafeTensorsFile {
 // 8 bytes, data ordered by dtype size (largest first) then name, so every tensor is aligned and
 // the bytes equal HF safetensors' save_file for the same input. Written to a temporary file in the
 // same directory and renamed over `path`, so readers never see a partial file.
-void save_file(const std::filesystem::path& path, const std::map<std::string, torch::Tensor>& tensors,
-               const Metadata& metadata = {});
-void save_file(const std::filesystem::path& path, const NamedTensors& tensors, const Metadata& metadata = {});
+VERL_API void save_file(const std::filesystem::path& path, const std::map<std::string, torch::Tensor>& tensors,
+                        const Metadata& metadata = {});
+VERL_API void save_file(const std::filesystem::path& path, const NamedTensors& tensors, const Metadata& metadata = {});
 
 // Convenience: SafeTensorsFile(path).load_all().
-std::map<std::string, torch::Tensor> load_file(const std::filesystem::path& path);
+VERL_API std::map<std::string, torch::Tensor> load_file(const std::filesystem::path& path);
 
 inline constexpr const char* kSafeWeightsName = "model.safetensors";
 inline constexpr const char* kSafeWeightsIndexName = "model.safetensors.index.json";
@@ -97,7 +99,7 @@ inline constexpr const char* kSafeWeightsIndexName = "model.safetensors.index.js
 // "..", a path with '/', or longer than 255 bytes); a shard FILE may be a symlink (the HF hub
 // cache links snapshots to ../../blobs). Every failure (a missing shard, a tensor missing from its
 // shard, a symlink loop, invalid or too deeply nested JSON) is a CheckpointError naming the file.
-class SafeTensorsDir {
+class VERL_API SafeTensorsDir {
  public:
   explicit SafeTensorsDir(const std::filesystem::path& dir);
 
@@ -119,14 +121,14 @@ class SafeTensorsDir {
 };
 
 // Convenience: SafeTensorsDir(dir).load_all().
-std::map<std::string, torch::Tensor> load_checkpoint_dir(const std::filesystem::path& dir);
+VERL_API std::map<std::string, torch::Tensor> load_checkpoint_dir(const std::filesystem::path& dir);
 
 // Saves as transformers' save_pretrained does: shards split by huggingface_hub's rule (in the
 // given order; a tensor is counted by nbytes; one larger than max_shard_bytes gets a shard of its
 // own), model-00001-of-0000N.safetensors with metadata {"format": "pt"}, and the index json
 // (indent 2, sorted keys, metadata.total_parameters and metadata.total_size). One shard is saved
 // as model.safetensors without an index. Returns the files written (shards, then the index).
-std::vector<std::filesystem::path> save_sharded(const std::filesystem::path& dir, const NamedTensors& tensors,
-                                                int64_t max_shard_bytes);
+VERL_API std::vector<std::filesystem::path> save_sharded(const std::filesystem::path& dir, const NamedTensors& tensors,
+                                                         int64_t max_shard_bytes);
 
 }  // namespace verl::model

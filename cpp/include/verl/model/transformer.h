@@ -12,6 +12,7 @@
 
 #include <torch/torch.h>
 
+#include "verl/core/export.h"
 #include "verl/model/model_config.h"
 #include "verl/model/varlen_attention.h"
 
@@ -27,7 +28,7 @@ enum class HeadKind {
 // (post-RoPE) and hands them over; the cache stores k/v its own way (contiguous slots, paged
 // blocks, ...) and returns the attention output. `mask` is whatever the caller of the model
 // passed for this forward (its meaning is the cache's business).
-class AttentionCache {
+class VERL_API AttentionCache {
  public:
   virtual ~AttentionCache() = default;
   // q (bs, heads, q, head_dim); k_new / v_new (bs, kv_heads, q, head_dim) for decoder `layer`.
@@ -38,13 +39,13 @@ class AttentionCache {
 
 // Scaled dot-product attention as the model runs it. q (bs, heads, q, d); k/v (bs, kv_heads, k, d);
 // mask (bs, 1, q, k) bool (true = attend) or undefined for plain causal attention (q == k).
-torch::Tensor grouped_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                const torch::Tensor& mask);
+VERL_API torch::Tensor grouped_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                         const torch::Tensor& mask);
 
 // A contiguous KV cache for incremental decoding. All rows share the slot counter `length`; rows
 // of a left-padded prompt batch mark their padding slots invalid, so rows need not have equal
 // prompt lengths. The rollout engine may replace this with a paged cache behind forward_step.
-struct KVCache : AttentionCache {
+struct VERL_API KVCache : AttentionCache {
   std::vector<torch::Tensor> k;  // per layer: (bs, kv_heads, max_len, head_dim), post-RoPE keys
   std::vector<torch::Tensor> v;  // per layer: (bs, kv_heads, max_len, head_dim)
   torch::Tensor valid;           // (bs, max_len) bool: slot holds a real (non-padding) token
@@ -59,7 +60,7 @@ struct KVCache : AttentionCache {
                        const torch::Tensor& mask) override;
 };
 
-class RMSNorm : public torch::nn::Module {
+class VERL_API RMSNorm : public torch::nn::Module {
  public:
   RMSNorm(int64_t dim, double eps);
   // x (..., dim) -> (..., dim), normalised in float32 and cast back before the weight (as HF).
@@ -70,7 +71,7 @@ class RMSNorm : public torch::nn::Module {
   double eps_;
 };
 
-class Attention : public torch::nn::Module {
+class VERL_API Attention : public torch::nn::Module {
  public:
   explicit Attention(const ModelConfig& c);
   // x (bs, q, hidden); cos/sin (bs, q, head_dim); mask (bs, 1, q, k) bool, true = attend, or
@@ -90,7 +91,7 @@ class Attention : public torch::nn::Module {
   int64_t heads_, kv_heads_, head_dim_;
 };
 
-class MLP : public torch::nn::Module {
+class VERL_API MLP : public torch::nn::Module {
  public:
   explicit MLP(const ModelConfig& c);
   // SwiGLU: down(silu(gate(x)) * up(x)).
@@ -98,7 +99,7 @@ class MLP : public torch::nn::Module {
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 };
 
-class DecoderLayer : public torch::nn::Module {
+class VERL_API DecoderLayer : public torch::nn::Module {
  public:
   explicit DecoderLayer(const ModelConfig& c);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
@@ -111,7 +112,7 @@ class DecoderLayer : public torch::nn::Module {
 };
 
 // The decoder body, registered as "model" so its parameters are named model.*.
-class DecoderModel : public torch::nn::Module {
+class VERL_API DecoderModel : public torch::nn::Module {
  public:
   explicit DecoderModel(const ModelConfig& c);
   torch::nn::Embedding embed_tokens{nullptr};
@@ -120,7 +121,7 @@ class DecoderModel : public torch::nn::Module {
   std::vector<std::shared_ptr<DecoderLayer>> layer_ptrs;
 };
 
-class CausalLM : public torch::nn::Module {
+class VERL_API CausalLM : public torch::nn::Module {
  public:
   explicit CausalLM(ModelConfig config, HeadKind head = HeadKind::kLanguageModel);
 
@@ -196,12 +197,13 @@ class CausalLM : public torch::nn::Module {
 };
 
 // The llama3-scaled (or plain) RoPE inverse frequencies (head_dim / 2,) float32.
-torch::Tensor rope_inv_freq(const ModelConfig& c);
+VERL_API torch::Tensor rope_inv_freq(const ModelConfig& c);
 
 // The HF names and shapes of CausalLM(c, head).named_parameters(), in the same order, computed
 // from the config alone (nothing allocated): load_pretrained compares them with a checkpoint's
 // headers before building the model, so a config.json that does not fit its weights fails
 // without first allocating the model it describes.
-std::vector<std::pair<std::string, std::vector<int64_t>>> parameter_shapes(const ModelConfig& c, HeadKind head);
+VERL_API std::vector<std::pair<std::string, std::vector<int64_t>>> parameter_shapes(const ModelConfig& c,
+                                                                                    HeadKind head);
 
 }  // namespace verl::model

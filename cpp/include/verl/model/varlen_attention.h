@@ -9,12 +9,14 @@
 
 #include <torch/torch.h>
 
+#include "verl/core/export.h"
+
 namespace verl::model {
 
 // How packed sequences are batched for attention: sequences of equal length form one group and
 // go through one SDPA call as a (count, heads, length, head_dim) batch; every sequence is
 // causal on its own, so no mask is needed (is_causal). Built once per forward on the CPU.
-struct VarlenLayout {
+struct VERL_API VarlenLayout {
   struct Group {
     int64_t length = 0;  // tokens per sequence
     int64_t count = 0;   // sequences in the group
@@ -39,7 +41,7 @@ struct VarlenLayout {
 // q (heads, total, head_dim); k, v (kv_heads, total, head_dim) with heads % kv_heads == 0 (GQA:
 // kv head j serves query heads [j * heads/kv_heads, (j+1) * heads/kv_heads)), RoPE already applied.
 // Returns (heads, total, head_dim): softmax(q k^T * scale) v, causal within each sequence.
-torch::Tensor varlen_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                      const VarlenLayout& layout, double scale);
+VERL_API torch::Tensor varlen_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                               const VarlenLayout& layout, double scale);
 
 }  // namespace verl::model

@@ -24,6 +24,7 @@
 
 #include <torch/torch.h>
 
+#include "verl/core/export.h"
 #include "verl/model/transformer.h"
 #include "verl/rollout/kv_cache.h"
 #include "verl/rollout/sampler.h"
@@ -32,7 +33,7 @@
 
 namespace verl::rollout {
 
-struct EngineConfig {
+struct VERL_API EngineConfig {
   int64_t block_size = 16;                // tokens per KV block
   int64_t max_num_seqs = 256;             // sequences decoded together
   int64_t max_num_batched_tokens = 2048;  // tokens per forward step (prefill chunking)
@@ -46,20 +47,20 @@ struct EngineConfig {
   bool fused_cpu_attention = true;
 };
 
-struct CompletionOutput {
+struct VERL_API CompletionOutput {
   int64_t index = 0;               // sample index within the request
   std::vector<int64_t> token_ids;  // generated tokens (a final EOS / stop id included)
   std::vector<float> logprobs;     // per token (empty when params.logprobs is false)
   std::string finish_reason;       // "stop" or "length"
 };
 
-struct RequestOutput {
+struct VERL_API RequestOutput {
   int64_t request_id = 0;
   std::vector<int64_t> prompt_token_ids;
   std::vector<CompletionOutput> outputs;  // n, by index
 };
 
-struct EngineStats {
+struct VERL_API EngineStats {
   int64_t num_blocks = 0;        // usable blocks (scratch block excluded)
   int64_t num_free_blocks = 0;
   int64_t block_size = 0;
@@ -70,7 +71,7 @@ struct EngineStats {
   int64_t peak_used_blocks = 0;
 };
 
-class Engine {
+class VERL_API Engine {
  public:
   // Binds to `model`'s parameters (no copy): the trainer's weight updates are seen at once.
   Engine(std::shared_ptr<model::CausalLM> model, EngineConfig config = {});
@@ -128,7 +129,7 @@ class Engine {
 
 // Data-parallel replicas: each request goes to the engine with the least outstanding load
 // (ties: the lowest index), every engine runs in its own thread, results come back in input order.
-class EnginePool {
+class VERL_API EnginePool {
  public:
   explicit EnginePool(std::vector<std::shared_ptr<Engine>> engines);
   std::vector<RequestOutput> generate(const std::vector<std::vector<int64_t>>& prompts,

@@ -9,6 +9,7 @@
 
 #include <torch/torch.h>
 
+#include "verl/core/export.h"
 #include "verl/model/transformer.h"
 
 namespace verl::rollout {
@@ -17,7 +18,7 @@ namespace verl::rollout {
 // tokens write there and padding entries of block tables point there, so every index is valid.
 // Blocks are shared by reference count (the n samples of a prompt hold the prompt's blocks);
 // a shared block is copied before it is written (copy-on-write).
-class BlockManager {
+class VERL_API BlockManager {
  public:
   BlockManager(int64_t num_blocks, int64_t block_size);
 
@@ -49,7 +50,7 @@ class BlockManager {
 };
 
 // One forward's view of the paged cache, set by the engine before CausalLM::forward_cached.
-struct PagedBatch {
+struct VERL_API PagedBatch {
   torch::Tensor slot_mapping;  // (bs * q,) int64: flat slot of each new token (padding -> scratch)
   torch::Tensor block_tables;  // (bs, max_blocks) int64: the rows' blocks in order (padding -> 0)
   torch::Tensor positions;     // (bs, q) int64: each new token's position (padding -> 0)
@@ -61,7 +62,7 @@ struct PagedBatch {
 // blocks in place and the mask is unused; otherwise each row's blocks are gathered into
 // (bs, kv_heads, max_blocks * block_size, head_dim) and SDPA runs under the caller's mask
 // (bs, 1, q, max_blocks * block_size) bool (true = attend).
-class PagedKVCache : public model::AttentionCache {
+class VERL_API PagedKVCache : public model::AttentionCache {
  public:
   PagedKVCache(const model::ModelConfig& config, int64_t num_blocks, int64_t block_size, torch::Dtype dtype,
                torch::Device device);

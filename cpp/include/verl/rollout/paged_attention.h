@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include "verl/core/export.h"
+
 namespace verl::rollout {
 
 // q (bs, heads, q, d); k_pool / v_pool (num_blocks, block_size, kv_heads, d); block_tables
@@ -12,8 +14,8 @@ namespace verl::rollout {
 // h / (heads / kv_heads). Softmax in float32 (float64 for double inputs). Returns (bs, heads, q, d).
 // float32 with head_dim a multiple of 8 uses an AVX2/FMA kernel when the CPU has one; allow_simd =
 // false forces the portable loop (the reference the SIMD kernel is tested against).
-torch::Tensor paged_attention_cpu(const torch::Tensor& q, const torch::Tensor& k_pool, const torch::Tensor& v_pool,
-                                  const torch::Tensor& block_tables, const torch::Tensor& positions, double scale,
-                                  bool allow_simd = true);
+VERL_API torch::Tensor paged_attention_cpu(const torch::Tensor& q, const torch::Tensor& k_pool,
+                                           const torch::Tensor& v_pool, const torch::Tensor& block_tables,
+                                           const torch::Tensor& positions, double scale, bool allow_simd = true);
 
 }  // namespace verl::rollout

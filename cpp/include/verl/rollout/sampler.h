@@ -8,14 +8,16 @@
 
 #include <torch/torch.h>
 
+#include "verl/core/export.h"
+
 namespace verl::rollout {
 
 // A uniform double in [0, 1) from the counter (seed, step): sample `step` of the stream `seed`.
 // A pure function, so a preempted-and-recomputed sequence draws exactly the same numbers.
-double stream_uniform(uint64_t seed, uint64_t step);
+VERL_API double stream_uniform(uint64_t seed, uint64_t step);
 
 // Per-row sampling settings (one entry per logits row).
-struct SamplerRows {
+struct VERL_API SamplerRows {
   std::vector<double> temperature;  // 0 = greedy
   std::vector<int64_t> top_k;       // <= 0 = off
   std::vector<double> top_p;        // 1 = off
@@ -26,7 +28,7 @@ struct SamplerRows {
   void push(double t, int64_t k, double p, double mp, double u);
 };
 
-struct SampleResult {
+struct VERL_API SampleResult {
   torch::Tensor tokens;    // (rows,) int64
   torch::Tensor logprobs;  // (rows,) float32: log_softmax(logits / T)[token] (T = 1 for greedy rows)
 };
@@ -37,6 +39,6 @@ struct SampleResult {
 // trainer recomputes as log_softmax(logits / temperature) -- and for greedy rows of the
 // unscaled distribution. On CPU, untruncated rows run an AVX2 pass where the CPU has one;
 // allow_simd = false forces the portable loop (the reference the SIMD pass is tested against).
-SampleResult sample(const torch::Tensor& logits, const SamplerRows& rows, bool allow_simd = true);
+VERL_API SampleResult sample(const torch::Tensor& logits, const SamplerRows& rows, bool allow_simd = true);
 
 }  // namespace verl::rollout

@@ -6,9 +6,11 @@
 #include <optional>
 #include <vector>
 
+#include "verl/core/export.h"
+
 namespace verl::rollout {
 
-struct SamplingParams {
+struct VERL_API SamplingParams {
   int64_t n = 1;               // samples per prompt; they share the prompt's KV blocks
   double temperature = 1.0;    // 0 = greedy (argmax)
   double top_p = 1.0;          // nucleus: keep the smallest set of tokens with mass >= top_p; in (0, 1]

@@ -8,20 +8,21 @@
 #include <utility>
 #include <vector>
 
+#include "verl/core/export.h"
 #include "verl/rollout/kv_cache.h"
 #include "verl/rollout/sampling_params.h"
 
 namespace verl::rollout {
 
 enum class FinishReason { kNone, kStop, kLength };
-const char* finish_reason_name(FinishReason r);  // "", "stop", "length"
+VERL_API const char* finish_reason_name(FinishReason r);  // "", "stop", "length"
 
 struct Request;
 
 // One sample of a request. tokens = prompt + generated; tokens [0, num_computed) have KV in the
 // cache. Until its prompt is computed a request is a single "root" sequence with fork_n = n:
 // the prompt is prefilled once and then forks into n samples sharing its blocks.
-struct Sequence {
+struct VERL_API Sequence {
   Request* request = nullptr;
   int64_t sample_index = 0;
   uint64_t seed = 0;  // the sample's random stream (request seed + sample_index)
@@ -36,7 +37,7 @@ struct Sequence {
   int64_t num_pending() const { return static_cast<int64_t>(tokens.size()) - num_computed; }
 };
 
-struct Request {
+struct VERL_API Request {
   int64_t id = 0;
   std::vector<int64_t> prompt;
   SamplingParams params;
@@ -46,26 +47,26 @@ struct Request {
 };
 
 // A contiguous run of a sequence's tokens computed in this step: tokens [start, start + length).
-struct Chunk {
+struct VERL_API Chunk {
   Sequence* seq = nullptr;
   int64_t start = 0;
   int64_t length = 0;
   std::vector<int64_t> slots;  // flat cache slot of each token
 };
 
-struct SchedulerConfig {
+struct VERL_API SchedulerConfig {
   int64_t max_num_seqs = 256;             // running sequences (a root counts as its n samples)
   int64_t max_num_batched_tokens = 2048;  // tokens computed per step (decodes + prefill chunks)
 };
 
-struct ScheduleOutput {
+struct VERL_API ScheduleOutput {
   std::vector<Chunk> decodes;   // one token each
   std::vector<Chunk> prefills;  // prompt (or recompute) chunks
   std::vector<std::pair<int64_t, int64_t>> copies;  // copy-on-write block copies (src, dst), before the forward
   bool empty() const { return decodes.empty() && prefills.empty(); }
 };
 
-class Scheduler {
+class VERL_API Scheduler {
  public:
   Scheduler(SchedulerConfig config, int64_t num_blocks, int64_t block_size);
 

@@ -23,11 +23,13 @@
 #include <utility>
 #include <vector>
 
+#include "verl/core/export.h"
+
 namespace verl::tokenizer {
 
 // One entry of tokenizer.json's "added_tokens", with the id HF assigns it at load time (the
 // vocab id of an equal model token, else the next free id; the file's "id" is not trusted).
-struct AddedToken {
+struct VERL_API AddedToken {
   std::string content;
   std::int32_t id = 0;
   bool single_word = false;
@@ -37,7 +39,7 @@ struct AddedToken {
   bool special = false;
 };
 
-class Tokenizer {
+class VERL_API Tokenizer {
  public:
   // `path` is a tokenizer.json file or a directory holding one. tokenizer_config.json beside it
   // (if present) supplies the named special tokens (bos/eos/pad/...) and the chat template(s);
@@ -91,7 +93,7 @@ class Tokenizer {
 };
 
 // A chat message for render_chatml.
-struct ChatMessage {
+struct VERL_API ChatMessage {
   std::string role;
   std::string content;
 };
@@ -100,6 +102,6 @@ struct ChatMessage {
 // "<|im_start|>{role}\n{content}<|im_end|>\n" per message, then "<|im_start|>assistant\n" if
 // add_generation_prompt. (Qwen's full templates also handle tools and reasoning; use the Python
 // apply_chat_template for those.)
-std::string render_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt);
+VERL_API std::string render_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt);
 
 }  // namespace verl::tokenizer

@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include "verl/core/export.h"
 #include "verl/model/model_config.h"
 
 namespace verl::trainer {
@@ -17,7 +18,7 @@ namespace verl::trainer {
 //   N_dense = L * (3 * hidden * intermediate + hidden * (q + k + v + o sizes)) + 2 * vocab * hidden,
 // exactly as verl counts them (embedding and LM head both counted, whether tied or not; norms and
 // rotary embeddings ignored). A forward-only pass is a third of it.
-class FlopsCounter {
+class VERL_API FlopsCounter {
  public:
   explicit FlopsCounter(const model::ModelConfig& config);
 
@@ -40,16 +41,16 @@ class FlopsCounter {
 // about a given CPU; the measured peak is what this process can actually reach, so MFU in (0, 1] reads as
 // "fraction of this machine's matmul throughput". On GPUs it is below the spec sheet (dense bf16 mm
 // reaches ~70-80% of it), so the MFU reads correspondingly higher than verl's.
-double device_peak_flops(const torch::Device& device, torch::ScalarType dtype);
+VERL_API double device_peak_flops(const torch::Device& device, torch::ScalarType dtype);
 
 // Blocks until the work queued on `device` has finished (nothing to wait for on the CPU), so that a
 // wall-clock interval ending here covers the kernels themselves and not just their launches.
-void synchronize_device(const torch::Device& device);
+VERL_API void synchronize_device(const torch::Device& device);
 
 // verl's mfu = estimated FLOPs / delta_time / peak / world_size, divided by 3 for a forward-only pass
 // (engine_workers.py TrainingWorker._postprocess_output). InvalidArgument unless delta_time > 0 and
 // peak_flops > 0.
-double model_flops_utilization(double flops, double delta_time, double peak_flops, int64_t world_size = 1,
-                               bool forward_only = false);
+VERL_API double model_flops_utilization(double flops, double delta_time, double peak_flops, int64_t world_size = 1,
+                                        bool forward_only = false);
 
 }  // namespace verl::trainer

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "verl/core/export.h"
 #include "verl/data/data_proto.h"
 #include "verl/rollout/engine.h"
 #include "verl/rollout/sampling_params.h"
@@ -22,7 +23,8 @@ namespace verl::trainer {
 // (DataProto::repeat(n, interleave=true)) become one request with n samples (prompt prefilled once).
 // With a seed, row i samples as a request seeded seed + i (independent of batching); params.n is ignored.
 // DataError when input_ids / attention_mask are missing or a row has no prompt token.
-DataProto generate_sequences(rollout::Engine& engine, const DataProto& prompts, const rollout::SamplingParams& params,
-                             int64_t pad_token_id, std::optional<int64_t> seed);
+VERL_API DataProto generate_sequences(rollout::Engine& engine, const DataProto& prompts,
+                                      const rollout::SamplingParams& params, int64_t pad_token_id,
+                                      std::optional<int64_t> seed);
 
 }  // namespace verl::trainer

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "verl/core/export.h"
 #include "verl/data/data_proto.h"
 
 namespace verl::trainer {
@@ -26,24 +27,24 @@ using TimingRaw = std::map<std::string, double>;  // stage name -> seconds
 // critic/values/{mean,max,min} and critic/vf_explained_var when use_critic, response_length/{mean,max,
 // min,clip_ratio}, response_length_non_aborted/*, response/aborted_ratio, prompt_length/{mean,max,min,
 // clip_ratio}. Empty selections give NaN as in verl. DataError when a key is missing.
-Metrics compute_data_metrics(const DataProto& batch, bool use_critic);
+VERL_API Metrics compute_data_metrics(const DataProto& batch, bool use_critic);
 
 // verl's compute_timing_metrics: timing_s/<stage> for every stage, and timing_per_token_ms/<stage> for
 // gen (per response token) and ref, values, adv, update_critic, update_actor (per prompt + response token).
-Metrics compute_timing_metrics(const DataProto& batch, const TimingRaw& timing_raw);
+VERL_API Metrics compute_timing_metrics(const DataProto& batch, const TimingRaw& timing_raw);
 
 // verl's compute_throughout_metrics: perf/total_num_tokens (valid tokens of attention_mask),
 // perf/time_per_step (timing_raw["step"]) and perf/throughput = tokens / (time * n_gpus).
-Metrics compute_throughout_metrics(const DataProto& batch, const TimingRaw& timing_raw, int64_t n_gpus);
+VERL_API Metrics compute_throughout_metrics(const DataProto& batch, const TimingRaw& timing_raw, int64_t n_gpus);
 
 // verl's calculate_debug_metrics: how far the actor's recomputed probabilities are from the rollout's
 // (training/rollout_probs_diff_{valid,max,mean,std}, training/rollout_actor_probs_pearson_corr), over
 // response_mask. With the shared model the difference is zero up to kernel rounding.
-Metrics compute_rollout_debug_metrics(const DataProto& batch);
+VERL_API Metrics compute_rollout_debug_metrics(const DataProto& batch);
 
 // verl's log_seqlen_unbalance: <prefix>/{min,max,minmax_diff,balanced_min,balanced_max,mean} of the
 // summed sequence lengths per partition before (contiguous equal chunks) and after balancing.
-Metrics log_seqlen_unbalance(const std::vector<int64_t>& seqlens, const std::vector<std::vector<int64_t>>& partitions,
-                             const std::string& prefix);
+VERL_API Metrics log_seqlen_unbalance(const std::vector<int64_t>& seqlens,
+                                      const std::vector<std::vector<int64_t>>& partitions, const std::string& prefix);
 
 }  // namespace verl::trainer

@@ -31,6 +31,7 @@
 
 #include "verl/algo/kl.h"
 #include "verl/core/config.h"
+#include "verl/core/export.h"
 #include "verl/core/json.h"
 #include "verl/data/data_proto.h"
 #include "verl/model/transformer.h"
@@ -42,7 +43,7 @@
 namespace verl::trainer {
 
 // What a reward callback returns for a rollout batch of bs rows.
-struct RewardOutput {
+struct VERL_API RewardOutput {
   torch::Tensor token_level_scores;  // (bs, response_length) float: the score of each token (verl puts a
                                      // sequence's score on its last response token)
   std::map<std::string, std::vector<Json>> extra_info;  // reward_extra_info: per-sample columns, bs entries each
@@ -53,14 +54,14 @@ struct RewardOutput {
 using RewardFn = std::function<RewardOutput(const DataProto& batch)>;
 
 // The models a trainer works on. Only `actor` is required.
-struct PPOTrainerModels {
+struct VERL_API PPOTrainerModels {
   std::shared_ptr<model::CausalLM> actor;   // LM head; trained in place; the rollout engine generates with it
   std::shared_ptr<model::CausalLM> ref;     // LM head; frozen. Default: a copy of the actor's initial weights
   std::shared_ptr<model::CausalLM> critic;  // value head. Default: the actor's backbone + a new value head
   std::shared_ptr<rollout::Engine> engine;  // default: an Engine on `actor` sized from actor_rollout_ref.rollout
 };
 
-struct PPOTrainerOptions {
+struct VERL_API PPOTrainerOptions {
   std::optional<int64_t> pad_token_id;  // response padding; default: the model config's pad id, else 0
   std::vector<int64_t> eos_token_ids;   // stop ids for a default engine; empty: the model config's eos ids
   // Sets actor_rollout_ref.actor.optim.total_training_steps and critic.optim.total_training_steps
@@ -70,7 +71,7 @@ struct PPOTrainerOptions {
 };
 
 // The algorithm.* / trainer.* / rollout settings the step reads, from a verl::Config.
-struct PPOTrainerConfig {
+struct VERL_API PPOTrainerConfig {
   std::string adv_estimator = "gae";
   double gamma = 1.0;
   double lam = 1.0;
@@ -112,7 +113,7 @@ struct PPOTrainerConfig {
   static PPOTrainerConfig from_config(const Config& config);
 };
 
-class PPOTrainer {
+class VERL_API PPOTrainer {
  public:
   PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_fn, PPOTrainerOptions options = {});
   ~PPOTrainer();

@@ -19,13 +19,14 @@
 #include <string>
 
 #include "verl/core/config.h"
+#include "verl/core/export.h"
 #include "verl/data/data_proto.h"
 #include "verl/model/transformer.h"
 #include "verl/workers/optim.h"
 
 namespace verl::trainer {
 
-struct SFTConfig {
+struct VERL_API SFTConfig {
   int64_t micro_batch_size_per_gpu = 4;   // data.micro_batch_size_per_gpu
   bool use_dynamic_bsz = true;            // data.use_dynamic_bsz
   int64_t max_token_len_per_gpu = 8192;   // data.max_token_len_per_gpu
@@ -41,13 +42,13 @@ struct SFTConfig {
 };
 
 // The token-level cross-entropy summed over a batch's targets.
-struct SFTLossSum {
+struct VERL_API SFTLossSum {
   double loss_sum = 0;     // -sum log p(target)
   int64_t num_tokens = 0;  // targets
   double mean() const { return num_tokens > 0 ? loss_sum / static_cast<double>(num_tokens) : 0.0; }
 };
 
-class SFTTrainer {
+class VERL_API SFTTrainer {
  public:
   // Trains `model` in place (shared, not copied). Throws ConfigError for an invalid config.
   SFTTrainer(SFTConfig config, std::shared_ptr<model::CausalLM> model);

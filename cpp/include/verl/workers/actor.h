@@ -18,6 +18,7 @@
 
 #include "verl/algo/policy_loss.h"
 #include "verl/core/config.h"
+#include "verl/core/export.h"
 #include "verl/data/data_proto.h"
 #include "verl/model/transformer.h"
 #include "verl/workers/optim.h"
@@ -32,7 +33,7 @@ enum class PolicyRole {
   kReference,  // actor_rollout_ref.ref.log_prob_* ; frozen (update_policy is an error)
 };
 
-struct ActorConfig {
+struct VERL_API ActorConfig {
   // actor_rollout_ref.actor
   int64_t ppo_mini_batch_size = 256;  // prompts; rows per mini-batch = ppo_mini_batch_size * rollout_n
   int64_t rollout_n = 1;              // actor_rollout_ref.rollout.n
@@ -67,7 +68,7 @@ struct ActorConfig {
   void validate(PolicyRole role = PolicyRole::kActor) const;
 };
 
-class ActorWorker {
+class VERL_API ActorWorker {
  public:
   // The worker shares `model` (no copy); the actor trains it in place. Gradient checkpointing is set
   // from the config. The reference role builds no optimizer.

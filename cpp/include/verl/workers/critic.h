@@ -15,13 +15,14 @@
 #include <string>
 
 #include "verl/core/config.h"
+#include "verl/core/export.h"
 #include "verl/data/data_proto.h"
 #include "verl/model/transformer.h"
 #include "verl/workers/optim.h"
 
 namespace verl::workers {
 
-struct CriticConfig {
+struct VERL_API CriticConfig {
   int64_t ppo_mini_batch_size = 256;  // prompts; rows per mini-batch = ppo_mini_batch_size * rollout_n
   int64_t rollout_n = 1;              // critic.rollout_n (actor_rollout_ref.rollout.n)
   std::optional<int64_t> ppo_micro_batch_size_per_gpu;
@@ -44,7 +45,7 @@ struct CriticConfig {
   void validate() const;
 };
 
-class CriticWorker {
+class VERL_API CriticWorker {
  public:
   // `model` must have the value head (HeadKind::kValue); shared, trained in place.
   CriticWorker(const Config& config, std::shared_ptr<model::CausalLM> model);

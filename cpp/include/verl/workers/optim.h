@@ -13,11 +13,12 @@
 #include <torch/torch.h>
 
 #include "verl/core/config.h"
+#include "verl/core/export.h"
 
 namespace verl::workers {
 
 // verl's FSDPOptimizerConfig.
-struct OptimConfig {
+struct VERL_API OptimConfig {
   std::string optimizer = "AdamW";  // only AdamW (torch.optim) is implemented
   double lr = 1e-6;
   double weight_decay = 0.01;
@@ -45,16 +46,16 @@ struct OptimConfig {
 
 // The LR multipliers of verl's schedules at scheduler step `step` (LambdaLR's last_epoch).
 // constant: step / max(1, warmup) during warmup, then 1.
-double constant_schedule_with_warmup(int64_t step, int64_t num_warmup_steps);
+VERL_API double constant_schedule_with_warmup(int64_t step, int64_t num_warmup_steps);
 // cosine: (step+1 when !zero_indexed_step) linear warmup from 0, then
 // max(min_lr_ratio, cos(pi * num_cycles * 2 * progress) * (1 - min_lr_ratio) / 2 + (1 + min_lr_ratio) / 2)
 // with progress = (step - warmup) / max(1, total - warmup).
-double cosine_schedule_with_warmup(int64_t step, int64_t num_warmup_steps, int64_t num_training_steps,
-                                   double min_lr_ratio, double num_cycles, bool zero_indexed_step = true);
+VERL_API double cosine_schedule_with_warmup(int64_t step, int64_t num_warmup_steps, int64_t num_training_steps,
+                                            double min_lr_ratio, double num_cycles, bool zero_indexed_step = true);
 
 // AdamW + clipping + schedule for one set of parameters. The LR follows torch's LambdaLR: the
 // first optimizer step runs at lr * factor(0) and each scheduler_step() advances one step.
-class Optimizer {
+class VERL_API Optimizer {
  public:
   // Throws ConfigError (naming `key_prefix` keys) for an invalid config.
   Optimizer(std::vector<torch::Tensor> parameters, OptimConfig config, std::string key_prefix = "optim");
@@ -97,6 +98,6 @@ class Optimizer {
 // torch.nn.utils.clip_grad_norm_(parameters, max_norm) (foreach-free, any device): returns the
 // total L2 norm of the gradients (a 0-dim tensor, not synchronised) and scales them in place by
 // min(1, max_norm / (norm + 1e-6)). Parameters without a gradient are ignored.
-torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm);
+VERL_API torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm);
 
 }  // namespace verl::workers

@@ -15,11 +15,12 @@
 
 #include <torch/types.h>
 
+#include "verl/core/export.h"
 #include "verl/model/transformer.h"
 
 namespace verl::workers {
 
-struct ResponseHidden {
+struct VERL_API ResponseHidden {
   torch::Tensor hidden;          // (num_response_tokens, hidden): final-norm states that predict each real response token
   torch::Tensor labels;          // (num_response_tokens,) int64: those response tokens
   torch::Tensor response_valid;  // (bs, response_length) bool: attention_mask of the response part
@@ -29,15 +30,15 @@ struct ResponseHidden {
 // when position_ids are given and differ from that convention the padded forward is used instead.
 // Throws DataError for inconsistent shapes, response_length outside (0, seq), or a row with a
 // response token but no real token before it.
-ResponseHidden response_hidden_states(model::CausalLM& model, const torch::Tensor& input_ids,
-                                      const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
-                                      int64_t response_length, bool remove_padding = true);
+VERL_API ResponseHidden response_hidden_states(model::CausalLM& model, const torch::Tensor& input_ids,
+                                               const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
+                                               int64_t response_length, bool remove_padding = true);
 
 // (num_response_tokens, ...) values at the real response slots -> (bs, response_length, ...) with
 // zeros elsewhere. Differentiable.
-torch::Tensor scatter_response(const torch::Tensor& values, const torch::Tensor& response_valid);
+VERL_API torch::Tensor scatter_response(const torch::Tensor& values, const torch::Tensor& response_valid);
 
-struct ResponseLogProbs {
+struct VERL_API ResponseLogProbs {
   torch::Tensor log_probs;  // (bs, response_length): log softmax(logits / temperature)[token]
   torch::Tensor entropy;    // (bs, response_length) entropy of softmax(logits / temperature); undefined unless asked
 };
@@ -45,14 +46,14 @@ struct ResponseLogProbs {
 // verl's actor forward: logits / max(temperature, 1e-8) (skipped at temperature 1), log-probs of the
 // response tokens, optionally the entropy. At least float32 (float64 stays float64). Differentiable
 // unless called under NoGradGuard. The model must have the LM head.
-ResponseLogProbs response_log_probs(model::CausalLM& model, const torch::Tensor& input_ids,
-                                    const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
-                                    int64_t response_length, double temperature, bool calculate_entropy,
-                                    bool remove_padding = true);
+VERL_API ResponseLogProbs response_log_probs(model::CausalLM& model, const torch::Tensor& input_ids,
+                                             const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
+                                             int64_t response_length, double temperature, bool calculate_entropy,
+                                             bool remove_padding = true);
 
 // The critic's forward: values (bs, response_length), at least float32. The model must have the value head.
-torch::Tensor response_values(model::CausalLM& model, const torch::Tensor& input_ids,
-                              const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
-                              int64_t response_length, bool remove_padding = true);
+VERL_API torch::Tensor response_values(model::CausalLM& model, const torch::Tensor& input_ids,
+                                       const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
+                                       int64_t response_length, bool remove_padding = true);
 
 }  // namespace verl::workers
