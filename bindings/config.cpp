@@ -5,6 +5,7 @@
 #include "json_cast.h"
 #include "verl/core/error.h"
 #include "verl/core/config.h"
+#include "verl/core/config_keys.h"
 
 namespace verl::bindings {
 namespace {
@@ -76,6 +77,18 @@ void register_config(py::module_& m) {
       .def_property_readonly("is_sft", &Config::is_sft, "Whether this is the SFT trainer's tree (load_sft).")
       .def_static("default_yaml", &Config::default_yaml)
       .def_static("sft_default_yaml", &Config::sft_default_yaml);
+
+  // The honoured / refused / no-effect table (verl/core/config_keys.h); python/verl/config_keys.py presents it.
+  m.def(
+      "config_key_entries",
+      [](bool sft) {
+        py::list out;
+        for (const auto& e : config_keys::entries(sft))
+          out.append(py::make_tuple(e.key, config_keys::class_name(e.cls), e.reason, e.same_as));
+        return out;
+      },
+      py::arg("sft") = false,
+      "Every entry of the key table as (key, class, reason, same_as); class is 'honoured', 'refused' or 'no effect'.");
 }
 
 }  // namespace verl::bindings

@@ -37,6 +37,8 @@ class Config:
     @staticmethod
     def sft_default_yaml() -> str: ...
 
+def config_key_entries(sft: bool = False) -> list[tuple[str, str, str, str]]: ...
+
 class DataProto:
     def __init__(
         self,

@@ -132,6 +132,19 @@ class Tokenizer:
             return self._templates["default"]
         return dict(self._templates)
 
+    @chat_template.setter
+    def chat_template(self, template: str | dict[str, str] | None) -> None:
+        """Replaces the template(s), as assigning ``tokenizer.chat_template`` does in transformers (verl does it for
+        ``actor_rollout_ref.model.custom_chat_template``)."""
+        if template is None:
+            self._templates = {}
+        elif isinstance(template, str):
+            self._templates = {"default": template}
+        elif isinstance(template, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in template.items()):
+            self._templates = dict(template)
+        else:
+            raise TypeError(f"chat_template must be a string or a dict of strings, got {type(template).__name__}")
+
     # -- chat templates -------------------------------------------------------------------------
     def apply_chat_template(
         self,

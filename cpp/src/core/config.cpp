@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "config_keys_check.h"
 #include "config_schema.h"
 #include "core/untrusted.h"
 #include "yaml_json.h"
@@ -142,6 +143,11 @@ const Json& parsed_defaults() {
   return tree;
 }
 
+const Json& parsed_sft_defaults() {
+  static const Json tree = yaml::parse(detail::kSftConfigYaml, "sft_trainer.yaml (embedded defaults)");
+  return tree;
+}
+
 // Walks `key` in `root`; nullptr when any part is missing.
 const Json* lookup(const Json& root, const std::string& key) {
   const Json* node = &root;
@@ -216,13 +222,12 @@ const std::string& Config::sft_default_yaml() {
 }
 
 Config Config::load_sft(const std::string& yaml_path, const std::vector<std::string>& overrides) {
-  static const Json tree = yaml::parse(detail::kSftConfigYaml, "sft_trainer.yaml (embedded defaults)");
   static const Json resolved = [] {
     Config bare(0);
-    bare.tree_ = tree;
+    bare.tree_ = parsed_sft_defaults();
     return bare.to_json(true);
   }();
-  Config config(tree, resolved, true);
+  Config config(parsed_sft_defaults(), resolved, true);
   if (!yaml_path.empty()) config.merge_yaml_file(yaml_path);
   config.apply_overrides(overrides);
   config.validate();
@@ -492,6 +497,8 @@ void Config::validate() const {
       VERL_FAIL(ConfigError, "config key '", key, "' = ", untrusted::quote(v), ": ", why, origin);
     }
   }
+  // Keys verl-cpp does not support yet (verl/core/config_keys.h): a changed value is an error, not ignored.
+  config_keys::check_refused(*this, sft_tree_ ? parsed_sft_defaults() : parsed_defaults(), defaults_, resolved);
 }
 
 Json Config::to_json(bool resolve_values) const {

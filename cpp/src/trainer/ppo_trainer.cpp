@@ -16,7 +16,6 @@
 #include "verl/core/error.h"
 #include "verl/trainer/generation.h"
 #include "verl/workers/micro_batch.h"
-#include "workers/worker_config_util.h"
 
 namespace verl::trainer {
 namespace {
@@ -163,17 +162,8 @@ PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
   s.kl_horizon = config.get_as<int64_t>("algorithm.kl_ctrl.horizon");
   VERL_CHECK_AS(ConfigError, s.kl_ctrl_type != "adaptive" || s.kl_horizon > 0,
                 "algorithm.kl_ctrl.horizon must be positive for the adaptive controller, got ", s.kl_horizon);
-  // verl's rollout correction (importance weights / rejection sampling against the rollout policy, and
-  // bypass mode, which takes rollout_log_probs as old_log_probs) is not implemented here yet: settings that
-  // would change the math are refused rather than ignored. Old log-probs are always recomputed.
-  const std::string rc = "algorithm.rollout_correction.";
-  VERL_CHECK_AS(ConfigError, !workers::config_util::get_or<bool>(config, rc + "bypass_mode", false), rc,
-                "bypass_mode=true is not supported by verl-cpp yet (old log-probs are recomputed by the actor; "
-                "our rollout_log_probs equal them to <= 1e-5 in fp32)");
-  for (const char* key : {"rollout_is", "rollout_rs"}) {
-    VERL_CHECK_AS(ConfigError, !config.has(rc + key) || config.get(rc + key).is_null(), rc, key,
-                  " is not supported by verl-cpp yet (must be null), got ", config.get(rc + key).dump());
-  }
+  // Keys verl-cpp does not implement yet (algorithm.rollout_correction.*, LoRA, ...) were refused by
+  // config.validate() (verl/core/config_keys.h); the ones read here are honoured.
   s.use_kl_loss = config.get_as<bool>("actor_rollout_ref.actor.use_kl_loss");
   Json critic_enable = config.get("critic.enable");
   VERL_CHECK_AS(ConfigTypeError, critic_enable.is_null() || critic_enable.is_boolean(),

@@ -1,8 +1,9 @@
-"""``python -m verl.trainer.main_ppo [--print-config] [--config-path DIR --config-name NAME] key=value ...``
+"""``python -m verl.trainer.main_ppo [--print-config] [--explain KEY] [--config-path DIR --config-name NAME] key=value ...``
 
 verl's PPO entry point with verl's config keys. The config is resolved and validated before
-anything runs: an unknown key, a wrong type or an out-of-range value exits with status 2 and a
-message naming the key (and the closest valid key for typos).
+anything runs: an unknown key, a wrong type, an out-of-range value or a key verl-cpp does not support
+yet (``verl.config_keys``) exits with status 2 and a message naming the key (and the closest valid key
+for typos). ``--explain KEY`` says what verl-cpp does with a key.
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ import sys
 from ..config import Config, load_config
 from ..errors import ConfigError
 
-USAGE = """usage: python -m {prog} [--print-config] [--config-path DIR] [--config-name NAME] [key=value ...]
+USAGE = """usage: python -m {prog} [--print-config] [--explain KEY] [--config-path DIR] [--config-name NAME]
+       [key=value ...]
 
   --print-config        print the resolved config (YAML) and exit
+  --explain KEY         print what verl-cpp does with KEY (honoured / refused / no effect, and why), its value
+                        and default, and exit; KEY may be a map (every key below it); repeatable
   --config-path DIR     directory of a YAML config (Hydra style; with --config-name)
   --config-name NAME    YAML file name in DIR (".yaml" optional)
   key=value             set a key          +key=value  add a new key
@@ -63,6 +67,30 @@ def parse_args(argv: list[str], prog: str = "verl.trainer.main_ppo",
     return print_config, yaml_path, overrides
 
 
+def split_explain(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(the keys of every ``--explain KEY`` / ``--explain=KEY``, the other arguments). Raises ConfigError when
+    ``--explain`` has no key. Shared by the PPO and SFT entry points."""
+    keys, rest, args = [], [], list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg == "--explain":
+            if not args:
+                raise ConfigError("--explain needs a key (e.g. --explain actor_rollout_ref.model.use_liger)")
+            keys.append(args.pop(0))
+        elif arg.startswith("--explain="):
+            keys.append(arg.partition("=")[2])
+        else:
+            rest.append(arg)
+    return keys, rest
+
+
+def explain_keys(keys: list[str], config: Config) -> str:
+    """The ``--explain`` text of every key (see ``verl.config_keys.explain``)."""
+    from ..config_keys import explain
+
+    return "\n\n".join(explain(key, config) for key in keys) + "\n"
+
+
 def run_ppo(config: Config) -> None:
     """verl's run_ppo: builds the trainer from the config (model, tokenizer, datasets, reward manager from
     ``reward.*`` / ``custom_reward_function``) and runs ``fit()``."""
@@ -74,8 +102,12 @@ def run_ppo(config: Config) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        print_config, yaml_path, overrides = parse_args(sys.argv[1:] if argv is None else argv)
+        explain, args = split_explain(sys.argv[1:] if argv is None else argv)
+        print_config, yaml_path, overrides = parse_args(args)
         config = load_config(yaml_path, overrides)
+        if explain:
+            sys.stdout.write(explain_keys(explain, config))
+            return 0
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

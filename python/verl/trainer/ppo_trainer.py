@@ -195,6 +195,9 @@ class PPOTrainer:
         if tokenizer is None:
             raise ConfigError("no tokenizer: pass tokenizer=... or put tokenizer.json in actor_rollout_ref.model."
                               "tokenizer_path / the model directory")
+        custom_template = cfg.get("actor_rollout_ref.model.custom_chat_template")
+        if custom_template:  # verl sets it on the tokenizer it loads: every prompt is rendered with it
+            tokenizer.chat_template = custom_template
         self.tokenizer = tokenizer
 
         reward_key = cfg.get("data.reward_fn_key") or "data_source"
@@ -271,7 +274,7 @@ class PPOTrainer:
         return RewardModelWorker(self.config, device=self.device, dtype=_model_dtype(self.config))
 
     def _dataset(self, dataset: Any, files_key: str, max_key: str) -> Any:
-        from ..utils.dataset import RLHFDataset
+        from ..utils.dataset import create_rl_dataset
 
         max_samples = int(self.config.get(f"data.{max_key}") or -1)
         if dataset is None:
@@ -285,7 +288,9 @@ class PPOTrainer:
             dataset = paths
         if isinstance(dataset, (str, os.PathLike)) or (isinstance(dataset, Sequence) and dataset
                                                        and isinstance(dataset[0], (str, os.PathLike))):
-            return RLHFDataset(dataset, self.tokenizer, self.config.data, max_samples=max_samples)
+            # verl's create_rl_dataset: data.custom_cls when configured, else RLHFDataset
+            return create_rl_dataset(dataset, self.config.data, self.tokenizer, is_train=files_key == "train_files",
+                                     max_samples=max_samples)
         return dataset
 
     def _total_training_steps(self) -> int | None:
@@ -385,6 +390,7 @@ class PPOTrainer:
         data_sources: list = []
         uids: list = []
         infos: dict[str, list] = defaultdict(list)
+        texts: dict[str, list] = defaultdict(list)  # input / output / gts per sample, for the generation logs
         for batch_dict in loader:
             prompts = DataProto.from_single_dict(batch_dict)
             out = DataProto.from_cpp(self._trainer.generate_validation(prompts.to_cpp()))
@@ -397,8 +403,51 @@ class PPOTrainer:
             sources = out.non_tensor_batch.get(reward_key)
             data_sources.extend(sources.tolist() if sources is not None else ["unknown"] * n)
             uids.extend(out.non_tensor_batch["uid"].tolist())
+            if self._logs_generations():
+                for key, values in zip(("input", "output", "gts"), self._generation_texts(out)):
+                    texts[key].extend(values)
         infos = {k: v for k, v in infos.items() if len(v) == len(data_sources)}
+        if texts:
+            self._log_val_generations(texts["input"], texts["output"], texts["gts"], infos)
         return validation_metric_dict(data_sources, uids, infos)
+
+    # -- generation logs: trainer.log_val_generations, validation_data_dir, rollout_data_dir (verl's JSONL dumps) ----
+    def _logs_generations(self) -> bool:
+        cfg = self.config
+        return bool(cfg.get("trainer.validation_data_dir") or int(cfg.get("trainer.log_val_generations") or 0) > 0)
+
+    def _generation_texts(self, batch: DataProto) -> tuple[list[str], list[str], list[Any]]:
+        """(prompts, responses, ground truths) of a generated batch, decoded as verl decodes them (special tokens,
+        padding included, skipped)."""
+        inputs = self.tokenizer.batch_decode(batch.batch["prompts"], skip_special_tokens=True)
+        outputs = self.tokenizer.batch_decode(batch.batch["responses"], skip_special_tokens=True)
+        reward_models = batch.non_tensor_batch.get("reward_model")
+        gts = [rm.get("ground_truth") if isinstance(rm, Mapping) else None
+               for rm in (reward_models.tolist() if reward_models is not None else [None] * len(batch))]
+        return inputs, outputs, gts
+
+    def _log_val_generations(self, inputs: list[str], outputs: list[str], gts: list[Any],
+                             infos: Mapping[str, list]) -> None:
+        from ..utils.tracking import dump_generations, select_val_generations
+
+        scores = list(infos["reward"])
+        count = int(self.config.get("trainer.log_val_generations") or 0)
+        if count > 0 and self.tracker is not None:
+            self.tracker.log_generations(select_val_generations(inputs, outputs, scores, count), self.global_steps)
+        val_dir = self.config.get("trainer.validation_data_dir")
+        if val_dir:
+            dump_generations(os.path.expanduser(str(val_dir)), self.global_steps, inputs, outputs, gts, scores, infos)
+
+    def _dump_rollout(self, prompt_columns: Any) -> None:
+        """``trainer.rollout_data_dir``: the last training batch's generations, as verl's ``_log_rollout_data``."""
+        from ..utils.tracking import dump_generations
+
+        batch = self.last_batch
+        inputs, outputs, gts = self._generation_texts(batch)
+        scores = batch.batch["token_level_scores"].sum(-1).tolist()
+        extra = {k: v for k, v in batch.non_tensor_batch.items() if k not in prompt_columns and k != "uid"}
+        dump_generations(os.path.expanduser(str(self.config.get("trainer.rollout_data_dir"))), self.global_steps,
+                         inputs, outputs, gts, scores, extra)
 
     # -- the loop -----------------------------------------------------------------------------------------
     def _tracker(self) -> Any:
@@ -442,6 +491,10 @@ class PPOTrainer:
                         pending = None
                     else:
                         metrics = self.step(prompts)
+                    if cfg.get("trainer.rollout_data_dir"):
+                        start = time.perf_counter()
+                        self._dump_rollout(set(prompts.non_tensor_batch))
+                        metrics["timing_s/dump_rollout_generations"] = time.perf_counter() - start
                     if save_freq > 0 and (is_last_step or self.global_steps % save_freq == 0):
                         start = time.perf_counter()
                         self.save_checkpoint()

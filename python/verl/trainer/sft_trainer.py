@@ -322,14 +322,19 @@ class SFTTrainer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m verl.trainer.sft_trainer [--print-config] [--config-path DIR --config-name NAME] key=value ...``:
+    """``python -m verl.trainer.sft_trainer [--print-config] [--explain KEY] [--config-path DIR --config-name NAME]
+    key=value ...``:
     exit status 2 with a message naming the key / file:line for config and data errors."""
-    from .main_ppo import parse_args
+    from .main_ppo import explain_keys, parse_args, split_explain
 
     try:
-        print_config, yaml_path, overrides = parse_args(sys.argv[1:] if argv is None else argv,
-                                                        prog="verl.trainer.sft_trainer", base_config_name="sft_trainer")
+        explain, args = split_explain(sys.argv[1:] if argv is None else argv)
+        print_config, yaml_path, overrides = parse_args(args, prog="verl.trainer.sft_trainer",
+                                                        base_config_name="sft_trainer")
         config = load_sft_config(yaml_path, overrides)
+        if explain:
+            sys.stdout.write(explain_keys(explain, config))
+            return 0
         if print_config:
             sys.stdout.write(config.to_yaml())
             return 0

@@ -154,6 +154,14 @@ class ConsoleLogger:
             self._out().flush()
             self._open_bar = False
 
+    def log_generations(self, samples: list[tuple[str, str, float]], step: int) -> None:
+        """``trainer.log_val_generations`` samples, one block each (verl logs them to its table trackers only)."""
+        self.finish()
+        out = self._out()
+        for i, (prompt, response, score) in enumerate(samples, 1):
+            print(f"[val generation {i}/{len(samples)}, step {step}] score {score:.3f}\n  input:  {prompt!r}\n"
+                  f"  output: {response!r}", file=out, flush=True)
+
 
 class FileLogger:
     """verl's JSONL metrics file: ``{"step": N, "data": {...}}`` per line, flushed per step."""
@@ -193,6 +201,14 @@ class TensorboardLogger:
             if scalar is not None:
                 self.writer.add_scalar(key, scalar, step)
 
+    def log_generations(self, samples: list[tuple[str, str, float]], step: int) -> None:
+        """verl's ``val/generations`` text: input, output and score of each sample."""
+        text = f"**Generation Results - Step {step}**\n\n"
+        for i, (prompt, response, score) in enumerate(samples, 1):
+            text += f"### Sample {i}\n**Input:** {prompt}\n\n**Output:** {response}\n\n**Score:** {score}\n\n---\n\n"
+        self.writer.add_text("val/generations", text, step)
+        self.writer.flush()
+
     def finish(self) -> None:
         self.writer.close()
 
@@ -208,6 +224,16 @@ class WandbLogger:
 
     def log(self, data: Mapping[str, Any], step: int) -> None:
         self.run.log({k: v for k, v in ((k, _scalar(v)) for k, v in data.items()) if v is not None}, step=step)
+
+    def log_generations(self, samples: list[tuple[str, str, float]], step: int) -> None:
+        """verl's ``val/generations`` table: one row per validation, (input, output, score) per sample."""
+        import wandb
+
+        columns = ["step"] + [f"{name}_{i + 1}" for i in range(len(samples)) for name in ("input", "output", "score")]
+        rows = list(self._generation_rows) if hasattr(self, "_generation_rows") else []
+        rows.append([step] + [item for sample in samples for item in sample])
+        self._generation_rows = rows
+        self.run.log({"val/generations": wandb.Table(columns=columns, data=rows)}, step=step)
 
     def finish(self) -> None:
         self.run.finish()
@@ -253,6 +279,14 @@ class Tracking:
             if backend is None or name in backend:
                 logger.log(data, step)
 
+    def log_generations(self, samples: list[tuple[str, str, float]], step: int) -> None:
+        """Validation samples ``(input, output, score)`` to every backend that shows them (console, tensorboard,
+        wandb; not the metrics file) -- verl's ``ValidationGenerationsLogger``."""
+        for logger in self.logger.values():
+            log = getattr(logger, "log_generations", None)
+            if log is not None:
+                log(samples, step)
+
     def finish(self) -> None:
         if self._finished:
             return
@@ -295,3 +329,42 @@ def read_metrics(path: str) -> list[tuple[int, dict[str, Any]]]:
         except (ValueError, KeyError, TypeError, RecursionError) as e:
             raise ValueError(f"{path}:{line_number}: not a metrics record ({e})") from None
     return records
+
+
+def select_val_generations(inputs: list[str], outputs: list[str], scores: list[float],
+                           count: int) -> list[tuple[str, str, float]]:
+    """verl's choice of the ``trainer.log_val_generations`` samples: (input, output, score) sorted by input, shuffled
+    with ``np.random.RandomState(42)``, the first ``count`` -- the same prompts at every validation."""
+    import numpy as np
+
+    samples = sorted(zip(inputs, outputs, scores, strict=True), key=lambda sample: sample[0])
+    np.random.RandomState(42).shuffle(samples)
+    return [tuple(sample) for sample in samples[:count]]
+
+
+def _dump_default(value: Any) -> Any:
+    """json.dumps' fallback: numpy / torch values as Python ones, anything else as ``str`` (verl's default=str)."""
+    tolist = getattr(value, "tolist", None)
+    return tolist() if callable(tolist) else str(value)
+
+
+def dump_generations(dump_dir: str, step: int, inputs: list[str], outputs: list[str], gts: list[Any],
+                     scores: list[float], reward_extra_infos: Mapping[str, list] | None = None) -> str:
+    """``<dump_dir>/<step>.jsonl`` exactly as verl's ``_dump_generations`` writes it (``trainer.rollout_data_dir`` /
+    ``validation_data_dir``): per sample ``input``, ``output``, ``gts``, ``score``, ``step`` and each reward extra
+    info with one value per sample. Returns the file's path."""
+    os.makedirs(dump_dir, exist_ok=True)
+    path = os.path.join(dump_dir, f"{step}.jsonl")
+    n = len(inputs)
+    columns: dict[str, list] = {"input": list(inputs), "output": list(outputs), "gts": list(gts),
+                                "score": list(scores), "step": [step] * n}
+    for key, values in (reward_extra_infos or {}).items():
+        values = values.tolist() if hasattr(values, "tolist") else list(values)
+        if len(values) == n:
+            columns[key] = values
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(n):
+            f.write(json.dumps({k: v[i] for k, v in columns.items()}, ensure_ascii=False, default=_dump_default)
+                    + "\n")
+    print(f"Dumped generations to {path}")
+    return path

@@ -52,11 +52,12 @@ def _get(config: Any, key: str) -> Any:
     return _select(config, key)
 
 
-def _positive_int(config: Any, key: str, fallback_key: str, fallback: int) -> int:
+def _positive_int(config: Any, key: str, fallback_keys: tuple[str, ...], fallback: int) -> int:
     value = _get(config, key)
     name = key
-    if value is None:
-        value, name = _get(config, fallback_key), fallback_key
+    for fallback_key in fallback_keys:
+        if value is None:
+            value, name = _get(config, fallback_key), fallback_key
     if value is None:
         return fallback
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -67,9 +68,10 @@ def _positive_int(config: Any, key: str, fallback_key: str, fallback: int) -> in
 def reward_model_settings(config: Any) -> RewardModelSettings:
     """``reward_model.*`` (verl's legacy layout, which verl 0.9.1 migrates) over ``reward.reward_model.*``.
 
-    ``micro_batch_size_per_gpu`` defaults to ``reward.reward_model.rollout.max_num_seqs`` and
-    ``forward_max_token_len_per_gpu`` to ``reward.reward_model.rollout.max_num_batched_tokens`` (verl 0.9.1's
-    per-pass limits of its RM server). Raises ``verl.ConfigError`` naming the key when the RM is enabled without
+    ``micro_batch_size_per_gpu`` defaults to ``reward_model.rollout.max_num_seqs`` (legacy) or
+    ``reward.reward_model.rollout.max_num_seqs`` and ``forward_max_token_len_per_gpu`` to
+    ``reward.reward_model.rollout.max_num_batched_tokens`` (or its legacy key) -- verl 0.9.1's per-pass limits of its
+    RM server. Raises ``verl.ConfigError`` naming the key when the RM is enabled without
     a model path or a size is not a positive integer.
     """
     legacy_enable = _get(config, "reward_model.enable")
@@ -84,10 +86,12 @@ def reward_model_settings(config: Any) -> RewardModelSettings:
         model_path=os.path.expanduser(str(model_path)) if model_path else None,
         input_tokenizer=_get(config, "reward_model.model.input_tokenizer") or None,
         micro_batch_size_per_gpu=_positive_int(config, "reward_model.micro_batch_size_per_gpu",
-                                               "reward.reward_model.rollout.max_num_seqs", 1024),
+                                               ("reward_model.rollout.max_num_seqs",
+                                                "reward.reward_model.rollout.max_num_seqs"), 1024),
         use_dynamic_bsz=bool(dynamic) if dynamic is not None else False,
         forward_max_token_len_per_gpu=_positive_int(config, "reward_model.forward_max_token_len_per_gpu",
-                                                    "reward.reward_model.rollout.max_num_batched_tokens", 8192),
+                                                    ("reward_model.rollout.max_num_batched_tokens",
+                                                     "reward.reward_model.rollout.max_num_batched_tokens"), 8192),
     )
 
 

@@ -49,7 +49,7 @@ TEST_CASE("config: overrides of every value type") {
                      "actor_rollout_ref.actor.use_kl_loss=true", "algorithm.adv_estimator=grpo",
                      "data.val_batch_size=null", "trainer.logger=[console,jsonl]",
                      "actor_rollout_ref.actor.optim.betas=[0.8,0.95]", "trainer.experiment_name=2024",
-                     "+actor_rollout_ref.model.override_config.attention_dropout=0.1",
+                     "+actor_rollout_ref.rollout.engine_kwargs.sglang.mem_fraction_static=0.1",
                      "actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space=4"});
   CHECK(c.get_as<int64_t>("actor_rollout_ref.rollout.n") == 8);
   CHECK(c.get_as<double>("actor_rollout_ref.actor.optim.lr") == 3e-6);
@@ -59,7 +59,7 @@ TEST_CASE("config: overrides of every value type") {
   CHECK(c.get("trainer.logger") == Json::array({"console", "jsonl"}));
   CHECK(c.get("actor_rollout_ref.actor.optim.betas") == Json::array({0.8, 0.95}));
   CHECK(c.get_as<std::string>("trainer.experiment_name") == "2024");  // a string key keeps strings
-  CHECK(c.get_as<double>("actor_rollout_ref.model.override_config.attention_dropout") == 0.1);
+  CHECK(c.get_as<double>("actor_rollout_ref.rollout.engine_kwargs.sglang.mem_fraction_static") == 0.1);
   CHECK(c.get_as<int64_t>("actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space") == 4);  // free-form map
   CHECK_NOTHROW(c.validate());
 }

@@ -54,7 +54,7 @@ TEST_CASE("config untrusted: map keys holding '.' (or empty) are refused, naming
   CHECK_THROWS_WITH(c.merge_yaml_string("actor_rollout_ref:\n  model:\n    override_config:\n      \"a.b\": 1\n", "dots.yaml"),
                     Contains("dots.yaml") && Contains("'a.b'"));
   CHECK_NOTHROW(c.validate());  // the refused values never entered the tree
-  c.set("actor_rollout_ref.model.override_config", Json{{"attention_dropout", 0.0}});
+  c.set("actor_rollout_ref.rollout.engine_kwargs.vllm", Json{{"swap_space", 4}});
   CHECK_NOTHROW(c.validate());
 }
 

@@ -95,7 +95,7 @@ VERL_DEFAULTS = {
     "trainer.experiment_name": "gsm8k",
     "trainer.logger": ["console", "wandb"],
     "trainer.nnodes": 1,
-    "trainer.n_gpus_per_node": 8,
+    "trainer.n_gpus_per_node": 1,  # verl: 8; verl-cpp runs one process (the YAML's header lists the deviations)
     "trainer.save_freq": -1,
     "trainer.test_freq": -1,
     "trainer.resume_mode": "auto",

@@ -119,11 +119,15 @@ def _manager_name(config: Any) -> str:
 
 def _manager_cls(config: Any) -> type:
     name = _manager_name(config)
-    source = _select(config, "reward.reward_manager.source", "register")
-    if _select(config, "reward_model.reward_manager") or source == "register":
+    # verl 0.9.1 migrates the legacy reward_model.reward_loop_source / reward_loop_module_path onto these
+    source = _select(config, "reward_model.reward_loop_source") or _select(config, "reward.reward_manager.source",
+                                                                            "register")
+    if source == "register":
         return get_reward_manager_cls(name)
     if source == "importlib":
-        path = _select(config, "reward.reward_manager.module.path")
+        path = (_select(config, "reward_model.reward_loop_module_path")
+                if _select(config, "reward_model.reward_loop_source") else
+                _select(config, "reward.reward_manager.module.path"))
         if not path:
             raise ConfigError("reward.reward_manager.module.path is required when reward.reward_manager.source is "
                               "'importlib'")
