@@ -2,6 +2,10 @@
 # package (the venv that `make` creates). Sets TORCH_LIBRARIES and, when found,
 # VERL_TORCH_PYTHON_LIBRARY (libtorch_python, needed by the tensor caster in verl._C).
 find_package(Python 3.10 COMPONENTS Interpreter Development.Module)
+if(VERL_BUILD_PYTHON AND NOT Python_Development.Module_FOUND)
+  message(FATAL_ERROR "Python headers not found (Python.h), needed for the verl._C module: install the "
+    "interpreter's development files (Debian: python3-dev), or configure with -DVERL_BUILD_PYTHON=OFF")
+endif()
 if(NOT Torch_DIR AND Python_EXECUTABLE)
   execute_process(
     COMMAND "${Python_EXECUTABLE}" -c "import torch; print(torch.utils.cmake_prefix_path)"
@@ -14,6 +18,12 @@ endif()
 if(NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
   set(ENV{TORCH_CUDA_ARCH_LIST} "8.0;9.0")
 endif()
-find_package(Torch REQUIRED)
+find_package(Torch QUIET)
+if(NOT Torch_FOUND)
+  # One line saying what to do, instead of find_package's generic advice about TorchConfig.cmake.
+  message(FATAL_ERROR "LibTorch not found: install the pinned torch into the Python that builds verl-cpp "
+    "(pip install torch==<the pin in pyproject.toml>; `pip install .` does this itself in its isolated build "
+    "environment), or point Torch_DIR at a LibTorch's share/cmake/Torch. Python used: ${Python_EXECUTABLE}")
+endif()
 find_library(VERL_TORCH_PYTHON_LIBRARY torch_python PATHS "${TORCH_INSTALL_PREFIX}/lib" NO_DEFAULT_PATH)
 include(verlTorchRuntime)

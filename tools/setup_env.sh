@@ -7,8 +7,8 @@ set -euo pipefail
 VENV=${VENV:-$HOME/.cache/verl-cpp/venv}
 PYTHON=${PYTHON:-python3}
 # clang + libclang-rt-14-dev: the libFuzzer targets (make test-fuzz) and their sanitizer runtimes.
-APT_PACKAGES=(build-essential cmake ninja-build ccache git catch2 nlohmann-json3-dev libyaml-cpp-dev libpcre2-dev pkg-config
-              clang libclang-rt-14-dev)
+# catch2: the C++ tests. nlohmann_json, yaml-cpp and PCRE2 are vendored (third_party/README.md).
+APT_PACKAGES=(build-essential cmake ninja-build ccache git catch2 clang libclang-rt-14-dev)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
