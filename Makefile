@@ -86,23 +86,24 @@ test-asan: fuzz-build
 
 # The build on other toolchains (issue 21: the build holds on any compiler and LibTorch). Each builds libverl, verl._C
 # and the C++ tests out of tree as `make build` does, installs them beside (not into) a venv, and runs ctest and
-# pytest on that build (tools/test_alt_build.sh). Not part of `make test`: each is a second full build.
+# pytest on that build (tools/test_alt_build.sh). Not part of `make test`: each is a second full build, which would
+# not fit its 30 minutes. Run them before a release and after a torch bump or a change to the build.
 .PHONY: test-clang test-compat
 
 # clang/clang++ (Debian's clang 14) instead of gcc, against the main venv's torch, in $(CLANG_DIR): clang rejects
-# code gcc accepts (e.g. capturing a structured binding in a lambda) and warns differently. ~25 min on 2 cores
-# from scratch (ccache: minutes once built), of which the Python tests take ~N min.
+# code gcc accepts (e.g. capturing a structured binding in a lambda). About 40 min on 2 busy cores from scratch
+# (build ~30, ctest ~1.5, pytest ~6); ccache makes a rebuild a few minutes.
 CLANG_DIR := build/clang
 test-clang: setup
 	JOBS=$(JOBS) bash tools/test_alt_build.sh $(PY) $(CLANG_DIR) \
 	  -C cmake.define.CMAKE_C_COMPILER=clang -C cmake.define.CMAKE_CXX_COMPILER=clang++
 
 # Against a second LibTorch: PyTorch $(COMPAT_TORCH) from PyPI in its own venv $(COMPAT_VENV) (outside the tree,
-# ~5 GB, made by tools/setup_compat_venv.sh), built in $(COMPAT_DIR). LibTorch's C++ API changes between
-# releases without notice, so a torch bump must not reach users untested: an API we use that moved fails to
-# compile here, a behaviour that changed fails a test. The default is the release before the pin (torch==2.14.1
-# in pyproject.toml); COMPAT_TORCH=2.15.0 tries the next one. ~N min on 2 cores (venv ~6 min once, build ~N min,
-# tests ~N min).
+# ~5 GB, made by tools/setup_compat_venv.sh), built in $(COMPAT_DIR). LibTorch's C++ API has no stability promise
+# between releases, so a torch bump must not reach users untested: an API we use that changed fails to compile
+# here, a behaviour that changed fails a test. The default is the release before the pin (torch==2.14.1 in
+# pyproject.toml); COMPAT_TORCH=<release> tests another. About 1 h on 2 busy cores the first time (venv ~6 min,
+# build ~45, ctest ~5, pytest ~4); a rerun rebuilds only what changed.
 COMPAT_TORCH ?= 2.13.0
 COMPAT_VENV  ?= $(HOME)/.cache/verl-cpp/compat-venv-$(COMPAT_TORCH)
 COMPAT_DIR   := build/compat-$(COMPAT_TORCH)

@@ -133,7 +133,8 @@ void register_functional(py::module_& algo) {
   for (auto [name, reduce] : {std::pair<const char*, Reduction>{"masked_sum", &algo::masked_sum},
                               std::pair<const char*, Reduction>{"masked_mean", &algo::masked_mean}}) {
     algo.def(name,
-             [reduce](const torch::Tensor& values, const torch::Tensor& mask, const py::object& axis) {
+             // An init-capture: clang < 16 cannot capture a structured binding by name (C++20 allows it).
+             [reduce = reduce](const torch::Tensor& values, const torch::Tensor& mask, const py::object& axis) {
                auto dims = axis_arg(axis);
                py::gil_scoped_release release;
                return reduce(values, mask, dims);
