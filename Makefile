@@ -102,8 +102,9 @@ test-clang: setup
 # ~5 GB, made by tools/setup_compat_venv.sh), built in $(COMPAT_DIR). LibTorch's C++ API has no stability promise
 # between releases, so a torch bump must not reach users untested: an API we use that changed fails to compile
 # here, a behaviour that changed fails a test. The default is the release before the pin (torch==2.14.1 in
-# pyproject.toml); COMPAT_TORCH=<release> tests another. About 1 h on 2 busy cores the first time (venv ~6 min,
-# build ~45, ctest ~5, pytest ~4); a rerun rebuilds only what changed.
+# pyproject.toml); COMPAT_TORCH=<release> tests another (2.11.0 is how the SIGSEGVs of issue 21 were found:
+# cpp/src/core/remove_tree.h). About 1 h on 2 busy cores the first time (venv ~6 min, build ~45, ctest ~5,
+# pytest ~4); a rerun rebuilds only what changed.
 COMPAT_TORCH ?= 2.13.0
 COMPAT_VENV  ?= $(HOME)/.cache/verl-cpp/compat-venv-$(COMPAT_TORCH)
 COMPAT_DIR   := build/compat-$(COMPAT_TORCH)

@@ -17,7 +17,8 @@ echo "test-alt-build: building into $DIR (python: $PY, torch $("$PY" -c 'import 
 CMAKE_BUILD_PARALLEL_LEVEL=$JOBS "$PY" -m pip install --no-build-isolation --no-deps --disable-pip-version-check -q \
   --upgrade --target "$SITE" -C build-dir="$DIR/cmake" -C cmake.define.VERL_BUILD_TESTS=ON "$@" .
 
-echo "test-alt-build: built in ${SECONDS} s, $(grep -E '^CMAKE_CXX_COMPILER:' "$DIR/cmake/CMakeCache.txt")"
+compiler=$(sed -n 's/^set(CMAKE_CXX_COMPILER_\(ID\|VERSION\) "\(.*\)")$/\2/p' "$DIR"/cmake/CMakeFiles/*/CMakeCXXCompiler.cmake)
+echo "test-alt-build: built in ${SECONDS} s with" $compiler
 start=$SECONDS
 ctest --test-dir "$DIR/cmake" --output-on-failure -j "$JOBS"
 echo "test-alt-build: ctest took $((SECONDS - start)) s"

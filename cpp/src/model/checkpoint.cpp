@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/remove_tree.h"
 #include "core/untrusted.h"
 #include "json_file.h"
 #include "sequence_classifier.h"
@@ -165,7 +166,7 @@ void commit_directory(const fs::path& staging, const fs::path& target) {
 #ifdef RENAME_EXCHANGE
   if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
     fsync_dir(target.parent_path());
-    fs::remove_all(staging, ec);  // now the previous directory
+    remove_tree(staging, ec);  // now the previous directory
     return;
   }
   VERL_CHECK_AS(CheckpointError, errno == EINVAL || errno == ENOSYS || errno == ENOTSUP, "cannot replace '",
@@ -180,7 +181,7 @@ void commit_directory(const fs::path& staging, const fs::path& target) {
     VERL_FAIL(CheckpointError, "cannot move '", display_path(staging), "' to '", display_path(target), "': ", why);
   }
   fsync_dir(target.parent_path());
-  fs::remove_all(old, ec);
+  remove_tree(old, ec);
 }
 
 // Removes the staging directory unless the save committed it.
@@ -190,7 +191,7 @@ struct StagingGuard {
   ~StagingGuard() {
     if (committed) return;
     std::error_code ec;
-    fs::remove_all(path, ec);
+    remove_tree(path, ec);
   }
 };
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/remove_tree.h"
 #include "verl/core/error.h"
 #include "verl/data/data_proto.h"
 
@@ -218,7 +219,7 @@ TEST_CASE("DataProto: save_to_disk / load_from_disk round trip, and a bad file i
   std::ofstream((dir / "garbage.pt").string()) << "not a pickle";
   CHECK_THROWS_AS(DataProto::load_from_disk((dir / "garbage.pt").string()), verl::CheckpointError);
   CHECK_THROWS_WITH(DataProto::load_from_disk((dir / "missing.pt").string()), Catch::Contains("missing.pt"));
-  fs::remove_all(dir);
+  verl::remove_tree(dir);
 }
 
 namespace {
@@ -276,7 +277,7 @@ TEST_CASE("DataProto: load_from_disk checks every field of an untrusted file") {
   c10::Dict<std::string, torch::Tensor> odd_name;
   odd_name.insert("ids\xff", torch::arange(2));
   damaged("tensors", c10::IValue(odd_name), "tensor name 'ids\\xff' is not valid UTF-8");
-  fs::remove_all(dir);
+  verl::remove_tree(dir);
 }
 
 TEST_CASE("DataProto: messages quote values instead of dumping them; unsavable strings are CheckpointErrors") {
@@ -296,7 +297,7 @@ TEST_CASE("DataProto: messages quote values instead of dumping them; unsavable s
   const std::string path = (dir / "batch.pt").string();
   CHECK_THROWS_AS(column.save_to_disk(path), verl::CheckpointError);
   CHECK_THROWS_WITH(column.save_to_disk(path), Catch::Contains("cannot save DataProto to '" + path + "'"));
-  fs::remove_all(dir);
+  verl::remove_tree(dir);
 }
 
 TEST_CASE("DataProto: to(device) keeps values; set_tensor checks rows") {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/remove_tree.h"
 #include "verl/core/config.h"
 #include "verl/core/error.h"
 #include "verl/data/rl_dataset.h"
@@ -50,7 +51,7 @@ struct TempDir {
     path = std::filesystem::temp_directory_path() / ("verl_rl_dataset_test_" + std::to_string(::getpid()));
     std::filesystem::create_directories(path);
   }
-  ~TempDir() { std::filesystem::remove_all(path); }
+  ~TempDir() { verl::remove_tree(path); }
   std::string write(const std::string& name, const std::string& text) const {
     std::ofstream(path / name) << text;
     return (path / name).string();

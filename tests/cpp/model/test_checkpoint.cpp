@@ -10,6 +10,7 @@
 #include <functional>
 #include <sstream>
 
+#include "core/remove_tree.h"
 #include "verl/core/error.h"
 #include "verl/model/checkpoint.h"
 #include "verl/model/safetensors.h"
@@ -29,7 +30,7 @@ struct TempDir {
   }
   ~TempDir() {
     std::error_code ec;
-    fs::remove_all(path, ec);
+    verl::remove_tree(path, ec);
   }
 };
 

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/remove_tree.h"
 #include "core/untrusted.h"
 #include "verl/core/error.h"
 #include "verl/model/init_weights.h"
@@ -151,7 +152,7 @@ TEST_CASE("bug 9: config.json text nested 100,000 deep is a ConfigError, not a s
   fs::create_symlink(dir / "config.json", dir / "config.json");
   CHECK_THROWS_AS(ModelConfig::from_file(dir.string()), verl::ConfigError);
   CHECK_THROWS_WITH(ModelConfig::from_file(dir.string()), Catch::Contains("config.json"));
-  fs::remove_all(dir);
+  verl::remove_tree(dir);
 }
 
 TEST_CASE("bug 11: numbers out of range and invalid bytes in config.json text are ConfigErrors", "[model]") {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/remove_tree.h"
 #include "core/untrusted.h"
 #include "verl/core/error.h"
 #include "verl/core/json.h"
@@ -24,7 +25,7 @@ namespace {
 
 fs::path test_dir(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("verl_test_safetensors_" + std::to_string(::getpid())) / name;
-  fs::remove_all(dir);
+  verl::remove_tree(dir);
   fs::create_directories(dir);
   return dir;
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/remove_tree.h"
 #include "error_text.h"
 #include "verl/core/error.h"
 #include "verl/tokenizer/tokenizer.h"
@@ -55,7 +56,7 @@ struct TempDir {
                                                      std::to_string(reinterpret_cast<std::uintptr_t>(this)));
     std::filesystem::create_directories(path);
   }
-  ~TempDir() { std::filesystem::remove_all(path); }
+  ~TempDir() { verl::remove_tree(path); }
   void write(const std::string& name, const std::string& text) const { std::ofstream(path / name) << text; }
 };
 

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/remove_tree.h"
 #include "core/untrusted.h"
 #include "error_text.h"
 #include "verl/core/error.h"
@@ -226,7 +227,7 @@ TEST_CASE("tokenizer untrusted: bug 9, deep nesting is refused without recursion
   CHECK_THROWS_AS(Tokenizer::from_file(dir.string()), verl::CheckpointError);
   CHECK_THAT(error_of([&] { Tokenizer::from_file(dir.string()); }),
              Catch::Contains((dir / "tokenizer.json").string()) && Catch::Contains("nesting deeper than 128"));
-  std::filesystem::remove_all(dir);
+  verl::remove_tree(dir);
 
   // A deep merges entry (it was dumped recursively into the message), too deep and within the
   // JSON limit: the message describes the value in a few words.
@@ -385,7 +386,7 @@ TEST_CASE("tokenizer untrusted: untrusted strings in messages are escaped and bo
   CHECK_THROWS_AS(Tokenizer::from_file(dir.string()), verl::CheckpointError);
   message = error_of([&] { Tokenizer::from_file(dir.string()); });
   CHECK_THAT(message, Catch::Contains("chat_template.jinja") && Catch::Contains("not valid UTF-8 (byte 14)"));
-  std::filesystem::remove_all(dir);
+  verl::remove_tree(dir);
 }
 
 TEST_CASE("tokenizer untrusted: tokenizer_config.json values of odd types do not escape as library errors") {
