@@ -8,7 +8,9 @@
 
 A checkpoint is written into a temporary directory beside its final place and renamed into place only when
 complete, then the iteration file is replaced atomically: a crash mid-save leaves the previous checkpoint and
-the iteration file as they were. A checkpoint is deleted (pruned, or replaced by a re-save of its step) by renaming
+the iteration file as they were. Every file of a checkpoint, and its directories, are fsynced before the rename, so
+the rename cannot reach the disk before the data it publishes (a power loss leaves the old state, not an empty file).
+A checkpoint is deleted (pruned, or replaced by a re-save of its step) by renaming
 it out of sight first, so a ``global_step_N`` directory is always complete. A process killed outright leaves at most
 hidden debris -- a ``.global_step_*`` staging or ``.old_global_step_*`` doomed directory, the iteration file's
 temporary -- which the next save removes. ``resume_dir`` implements ``trainer.resume_mode`` = ``auto`` (the
@@ -51,6 +53,29 @@ def write_atomic(path: str, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+    _fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(root: str) -> None:
+    """fsyncs every regular file under ``root`` and every directory, ``root`` last (links are not followed)."""
+    for directory, _, files in os.walk(root, topdown=False):
+        for name in files:
+            path = os.path.join(directory, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        _fsync_dir(directory)
 
 
 def write_json(path: str, value: Any) -> None:
@@ -90,17 +115,19 @@ class CheckpointDirectory:
         tmp = tempfile.mkdtemp(prefix=f".{_STEP_PREFIX}{step}.", dir=self.root)
         try:
             write(tmp)
+            _fsync_tree(tmp)
             if os.path.exists(final):  # re-saving a step: move the old one aside first, drop it after
                 old = self._move_aside(step)
                 os.replace(tmp, final)
                 shutil.rmtree(old, ignore_errors=True)
             else:
                 os.replace(tmp, final)
+            _fsync_dir(self.root)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         write_atomic(os.path.join(self.root, ITERATION_FILE), str(step))
-        self.prune(max_to_keep)
+        self.prune(max_to_keep, saved=step)
         return final
 
     def _move_aside(self, step: int) -> str:
@@ -121,11 +148,20 @@ class CheckpointDirectory:
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(path)
 
-    def prune(self, max_to_keep: int | None) -> None:
-        """Deletes all but the newest ``max_to_keep`` checkpoints (None or <= 0: keeps all)."""
+    def prune(self, max_to_keep: int | None, saved: int | None = None) -> None:
+        """Deletes all but the newest ``max_to_keep`` checkpoints (None or <= 0: keeps all). With ``saved`` (the
+        step just saved), that checkpoint is kept and counts as the newest: only steps below it are deleted, the
+        ``max_to_keep - 1`` highest of them kept. Checkpoints of a later step than ``saved`` -- left by the run that
+        this one resumed from an earlier step (``trainer.resume_from_path``) -- are not this run's to delete and
+        stay. Without ``saved``, the highest steps are the newest."""
         if not max_to_keep or int(max_to_keep) <= 0:
             return
-        for old in self.steps()[:-int(max_to_keep)]:
+        keep = int(max_to_keep)
+        steps = self.steps()
+        if saved is not None:
+            steps = [s for s in steps if s < saved]
+            keep -= 1
+        for old in steps[:len(steps) - keep] if keep > 0 else steps:
             shutil.rmtree(self._move_aside(old), ignore_errors=True)
 
     def latest(self) -> str | None:

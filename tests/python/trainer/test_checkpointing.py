@@ -71,3 +71,64 @@ def test_resume_errors(tmp_path):
     (tmp_path / ITERATION_FILE).write_text("seven")
     with pytest.raises(verl.CheckpointError, match=ITERATION_FILE):
         ckpt.resume_dir("auto", None)
+
+
+def test_pruning_never_deletes_the_checkpoint_just_saved(tmp_path):
+    # A run saved steps 10 and 20 (max_to_keep=2); a second run resumes from step 10 (resume_path) and saves every 5
+    # steps with max_to_keep=1. Pruning by step number alone deleted its global_step_15 at once (20 is higher) and left
+    # the iteration file naming a missing directory.
+    ckpt = CheckpointDirectory(tmp_path)
+    for step in (10, 20):
+        ckpt.save(step, write_marker(f"first run s{step}"), max_to_keep=2)
+    ckpt.save(15, write_marker("second run s15"), max_to_keep=1)
+    assert ckpt.steps() == [15, 20]  # 10 pruned; 20 is the first run's and stays
+    assert read_marker(ckpt.resume_dir("auto", None)) == "second run s15"
+    ckpt.save(16, write_marker("second run s16"), max_to_keep=2)
+    assert ckpt.steps() == [15, 16, 20]
+    ckpt.save(17, write_marker("second run s17"), max_to_keep=2)
+    assert ckpt.steps() == [16, 17, 20]
+    assert read_marker(ckpt.resume_dir("auto", None)) == "second run s17"
+    ckpt.prune(1)  # without a saved step: the highest steps are the newest
+    assert ckpt.steps() == [20]
+
+
+def test_every_file_and_directory_is_fsynced_before_the_rename(tmp_path, monkeypatch):
+    # What reaches the disk before the rename that publishes it: record which paths were fsynced when
+    # global_step_1 appeared.
+    synced: list[str] = []
+    real_fsync, real_open, real_replace = os.fsync, os.open, os.replace
+    fd_paths: dict[int, str] = {}
+
+    def recording_open(path, flags, *args, **kwargs):
+        fd = real_open(path, flags, *args, **kwargs)
+        fd_paths[fd] = os.fspath(path)
+        return fd
+
+    def recording_fsync(fd):
+        synced.append(fd_paths.get(fd, "?"))
+        real_fsync(fd)
+
+    published: dict[str, list[str]] = {}
+
+    def recording_replace(src, dst):
+        published[os.path.basename(os.fspath(dst))] = list(synced)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "open", recording_open)
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    monkeypatch.setattr(os, "replace", recording_replace)
+
+    def write(tmp: str) -> None:
+        os.makedirs(os.path.join(tmp, "actor"))
+        for name in ("actor/model.safetensors", "trainer_state.json"):
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write("x")
+
+    ckpt = CheckpointDirectory(tmp_path)
+    ckpt.save(1, write)
+    before = published["global_step_1"]
+    names = {os.path.relpath(p, tmp_path).split(os.sep, 1)[-1] for p in before}
+    assert {"actor/model.safetensors", "trainer_state.json", "actor"} <= names, before
+    assert any(os.path.dirname(p) == str(tmp_path) and os.path.basename(p).startswith(".global_step_1.")
+               for p in before), before  # the staging directory itself
+    assert synced.count(str(tmp_path)) >= 2  # the root after the rename, and after the iteration file's
