@@ -3,8 +3,9 @@
 #include "verl/tokenizer/tokenizer.h"
 
 #include <algorithm>
-#include <atomic>
 #include <array>
+#include <atomic>
+#include <deque>
 #include <exception>
 #include <filesystem>
 #include <mutex>
@@ -152,9 +153,18 @@ std::size_t leading_space_length(std::string_view text) {
 
 // ---- post-processor ------------------------------------------------------------------------
 
-// A post-processor as the ids it puts around a single sequence; a Sequence applies its steps in
-// order, each wrapping the result of the previous one.
-struct Wrap {
+// HF's post-processors hand a list of encodings from step to step: the input is one encoding (the text);
+// TemplateProcessing returns one encoding per piece of its template (so the next step may see a pair);
+// Bert/RobertaProcessing add cls/sep to the one or two encodings they get and keep their number; ByteLevel only
+// adjusts offsets; the result is the concatenation. Which ids end up where depends on the file alone, never on the
+// text, so the chain runs once at load time on a placeholder for the text (kTextPlaceholder) and folds into the ids
+// before and after it. Deques: a long chain of Bert steps prepends in O(1) each (an untrusted file chooses its
+// length).
+constexpr std::int32_t kTextPlaceholder = -1;
+using PostEncodings = std::vector<std::deque<std::int32_t>>;
+
+// What the whole post-processor adds around a single sequence.
+struct SpecialTokensAround {
   std::vector<std::int32_t> before;
   std::vector<std::int32_t> after;
 };
@@ -170,8 +180,70 @@ std::int32_t special_id(const JsonTree& config, const char* key, const std::stri
   return *id;
 }
 
-void parse_post_processor(const JsonTree& config, const std::string& file, const FieldPath& path, int depth,
-                          std::vector<Wrap>& wraps) {
+// A template is for a single sequence or a pair; HF tokenizers panics ("not yet implemented") when a template step
+// receives more (a template of three pieces before it), so such a file is refused at load.
+void check_arity(const PostEncodings& encodings, const std::string& type, const std::string& file,
+                 const FieldPath& path) {
+  VERL_CHECK_AS(CheckpointError, encodings.size() <= 2, file, ": ", path, " (", printable(type), ") receives ",
+                encodings.size(), " sequences from the post-processor steps before it; it takes one or two (HF "
+                "tokenizers cannot run this file either)");
+}
+
+// TemplateProcessing: "single" for one encoding, "pair" for two, e.g.
+// "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}]
+// "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}
+PostEncodings apply_template(const JsonTree& config, PostEncodings in, const std::string& file, const FieldPath& path) {
+  const bool pair = in.size() == 2;
+  const char* key = pair ? "pair" : "single";
+  const JsonTree& pieces = require_array(config, key, file, path);
+  const JsonTree* specials = find_set(config, "special_tokens");
+  if (specials != nullptr) {
+    const FieldPath specials_path(path, "special_tokens");
+    require_object(*specials, file, specials_path);
+  }
+  PostEncodings out;
+  std::array<bool, 2> used{};
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    const JsonTree& piece = pieces[i];
+    const FieldPath where(path, key, i);
+    if (const JsonTree* sequence = find(piece, "Sequence"); sequence != nullptr) {
+      const FieldPath sequence_path(where, "Sequence");
+      const std::string& name = require_string(*sequence, "id", file, sequence_path);
+      const std::size_t index = name == "A" ? 0 : name == "B" ? 1 : 2;
+      VERL_CHECK_AS(CheckpointError, index < in.size(), file, ": ", sequence_path, ".id must be ",
+                    pair ? "\"A\" or \"B\"" : "\"A\" (a single-sequence template)", ", got '", printable(name), "'");
+      VERL_CHECK_AS(CheckpointError, !used[index], file, ": ", where, ": the template uses sequence ", name,
+                    " more than once");
+      used[index] = true;
+      out.push_back(std::move(in[index]));
+      continue;
+    }
+    const JsonTree* special = find(piece, "SpecialToken");
+    VERL_CHECK_AS(CheckpointError, special != nullptr, file, ": ", where,
+                  " must be {\"Sequence\": ...} or {\"SpecialToken\": ...}, got ", describe(piece));
+    const FieldPath special_path(where, "SpecialToken");
+    const std::string& name = require_string(*special, "id", file, special_path);
+    const JsonTree* entry = specials != nullptr ? find(*specials, name) : nullptr;
+    VERL_CHECK_AS(CheckpointError, entry != nullptr, file, ": ", path, ".special_tokens has no entry '", printable(name),
+                  "'");
+    VERL_CHECK_AS(CheckpointError, entry->is_object(), file, ": ", path, ".special_tokens['", printable(name),
+                  "'] must be an object, got ", describe(*entry));
+    const JsonTree* ids = find(*entry, "ids");
+    VERL_CHECK_AS(CheckpointError, ids != nullptr && ids->is_array(), file, ": ", path, ".special_tokens['",
+                  printable(name), "'].ids must be an array of ids, got ", ids ? describe(*ids) : std::string("nothing"));
+    std::deque<std::int32_t>& tokens = out.emplace_back();
+    for (std::size_t k = 0; k < ids->size(); ++k) {
+      const std::optional<std::int32_t> id = as_id((*ids)[k]);
+      VERL_CHECK_AS(CheckpointError, id.has_value(), file, ": ", path, ".special_tokens['", printable(name), "'].ids[", k,
+                    "] must be an id in [0, 2^31), got ", describe((*ids)[k]));
+      tokens.push_back(*id);
+    }
+  }
+  return out;
+}
+
+void apply_post_processor(const JsonTree& config, const std::string& file, const FieldPath& path, int depth,
+                          PostEncodings& encodings) {
   if (config.is_null()) return;
   const std::string& type = component_type(config, file, path);
   if (type == "ByteLevel") return;  // only adjusts offsets
@@ -180,55 +252,23 @@ void parse_post_processor(const JsonTree& config, const std::string& file, const
     const JsonTree& list = require_array(config, "processors", file, path);
     for (std::size_t i = 0; i < list.size(); ++i) {
       const FieldPath item(path, "processors", i);
-      parse_post_processor(list[i], file, item, depth + 1, wraps);
+      apply_post_processor(list[i], file, item, depth + 1, encodings);
     }
     return;
   }
   if (type == "BertProcessing" || type == "RobertaProcessing") {
-    wraps.push_back(Wrap{{special_id(config, "cls", file, path)}, {special_id(config, "sep", file, path)}});
+    const std::int32_t cls = special_id(config, "cls", file, path), sep = special_id(config, "sep", file, path);
+    encodings[0].push_front(cls);  // [CLS] A [SEP] (Bert) / <s> A </s> (Roberta)
+    encodings[0].push_back(sep);
+    for (std::size_t i = 1; i < encodings.size(); ++i) {  // each further one: B [SEP] (Bert) / </s> B </s> (Roberta)
+      if (type == "RobertaProcessing") encodings[i].push_front(sep);
+      encodings[i].push_back(sep);
+    }
     return;
   }
   if (type == "TemplateProcessing") {
-    // "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}]
-    // "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}
-    const JsonTree& single = require_array(config, "single", file, path);
-    const JsonTree* specials = find_set(config, "special_tokens");
-    if (specials != nullptr) {
-      const FieldPath specials_path(path, "special_tokens");
-      require_object(*specials, file, specials_path);
-    }
-    Wrap wrap;
-    bool seen_sequence = false;
-    for (std::size_t i = 0; i < single.size(); ++i) {
-      const JsonTree& piece = single[i];
-      const FieldPath where(path, "single", i);
-      if (find(piece, "Sequence") != nullptr) {
-        VERL_CHECK(!seen_sequence, file, ": ", where, ": a single-sequence template may use its sequence only once");
-        seen_sequence = true;
-        continue;
-      }
-      const JsonTree* special = find(piece, "SpecialToken");
-      VERL_CHECK_AS(CheckpointError, special != nullptr, file, ": ", where,
-                    " must be {\"Sequence\": ...} or {\"SpecialToken\": ...}, got ", describe(piece));
-      const FieldPath special_path(where, "SpecialToken");
-      const std::string& name = require_string(*special, "id", file, special_path);
-      const JsonTree* entry = specials != nullptr ? find(*specials, name) : nullptr;
-      VERL_CHECK_AS(CheckpointError, entry != nullptr, file, ": ", path, ".special_tokens has no entry '", printable(name),
-                    "'");
-      VERL_CHECK_AS(CheckpointError, entry->is_object(), file, ": ", path, ".special_tokens['", printable(name),
-                    "'] must be an object, got ", describe(*entry));
-      const JsonTree* ids = find(*entry, "ids");
-      VERL_CHECK_AS(CheckpointError, ids != nullptr && ids->is_array(), file, ": ", path, ".special_tokens['",
-                    printable(name), "'].ids must be an array of ids, got ", ids ? describe(*ids) : std::string("nothing"));
-      auto& target = seen_sequence ? wrap.after : wrap.before;
-      for (std::size_t k = 0; k < ids->size(); ++k) {
-        const std::optional<std::int32_t> id = as_id((*ids)[k]);
-        VERL_CHECK_AS(CheckpointError, id.has_value(), file, ": ", path, ".special_tokens['", printable(name), "'].ids[", k,
-                      "] must be an id in [0, 2^31), got ", describe((*ids)[k]));
-        target.push_back(*id);
-      }
-    }
-    wraps.push_back(std::move(wrap));
+    check_arity(encodings, type, file, path);
+    encodings = apply_template(config, std::move(encodings), file, path);
     return;
   }
   VERL_FAIL(InvalidArgument, file, ": ", path, ".type '", printable(type),
@@ -258,7 +298,7 @@ struct Tokenizer::Impl {
   std::unique_ptr<BpeModel> model;
   int nfc_steps = 0;
   std::unique_ptr<PreTokenizer> pre_tokenizer;
-  Wrap post_processor;  // every step of the post-processor folded into one (see load)
+  SpecialTokensAround post_processor;  // every step of the post-processor folded into one (see load)
   bool byte_level_decoder = false;
 
   // Added vocabulary, as HF's AddedVocabulary keeps it.
@@ -500,17 +540,21 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::load(std::string_view tokenize
     impl->pre_tokenizer = make_pre_tokenizer(*pre_tokenizer, file, FieldPath("pre_tokenizer"));
   }
   if (const JsonTree* post_processor = find_set(root, "post_processor")) {
-    std::vector<Wrap> wraps;
-    parse_post_processor(*post_processor, file, FieldPath("post_processor"), 0, wraps);
-    // Steps w1..wN fold into wN.before ... w1.before [text] w1.after ... wN.after, built once here
-    // in linear time: applying N steps per encode (inserting at the front each time) was
-    // quadratic in N, which an untrusted file chooses.
-    for (auto it = wraps.rbegin(); it != wraps.rend(); ++it) {
-      impl->post_processor.before.insert(impl->post_processor.before.end(), it->before.begin(), it->before.end());
+    PostEncodings encodings(1);
+    encodings[0].push_back(kTextPlaceholder);
+    apply_post_processor(*post_processor, file, FieldPath("post_processor"), 0, encodings);
+    bool seen_text = false;
+    for (const auto& encoding : encodings) {
+      for (const std::int32_t id : encoding) {
+        if (id == kTextPlaceholder) {
+          seen_text = true;
+        } else {
+          (seen_text ? impl->post_processor.after : impl->post_processor.before).push_back(id);
+        }
+      }
     }
-    for (const Wrap& wrap : wraps) {
-      impl->post_processor.after.insert(impl->post_processor.after.end(), wrap.after.begin(), wrap.after.end());
-    }
+    VERL_CHECK_AS(CheckpointError, seen_text, file,
+                  ": post_processor drops the text (a template that never uses sequence A)");
   }
   if (const JsonTree* decoder = find_set(root, "decoder")) {
     const std::string& type = component_type(*decoder, file, FieldPath("decoder"));

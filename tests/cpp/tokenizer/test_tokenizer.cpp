@@ -228,6 +228,47 @@ TEST_CASE("tokenizer: TemplateProcessing adds special tokens only when asked") {
   CHECK(tok.encode("ab", false) == Ids{3});
 }
 
+// HF tokenizers passes a list of encodings between post-processor steps: a template returns one per piece, so the
+// next step sees a pair (or more); Bert/Roberta wrap the first and close each further one. Expected ids are
+// tokenizers 0.23.3's for the same files (text "abc" = id 4; <a> = [10], <b> = [11, 12]; Bert cls/sep 10/12, Roberta
+// 14/13).
+TEST_CASE("tokenizer: a post-processor Sequence passes HF's list of encodings from step to step") {
+  const std::string specials = R"("special_tokens": {"<a>": {"id": "<a>", "ids": [10], "tokens": ["a"]},
+                                                     "<b>": {"id": "<b>", "ids": [11, 12], "tokens": ["b", "c"]}})";
+  const auto tpl = [&](const std::string& single, const std::string& pair = "[]") {
+    return R"({"type": "TemplateProcessing", "single": )" + single + R"(, "pair": )" + pair + ", " + specials + "}";
+  };
+  const std::string A = R"({"Sequence": {"id": "A", "type_id": 0}})", B = R"({"Sequence": {"id": "B", "type_id": 1}})";
+  const std::string a = R"({"SpecialToken": {"id": "<a>", "type_id": 0}})", b = R"({"SpecialToken": {"id": "<b>", "type_id": 0}})";
+  const std::string bert = R"({"type": "BertProcessing", "cls": ["a", 10], "sep": ["c", 12]})";
+  const std::string roberta = R"({"type": "RobertaProcessing", "cls": ["a", 14], "sep": ["c", 13], "trim_offsets": true, "add_prefix_space": false})";
+  const std::string byte_level = R"({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false})";
+  const auto sequence = [](std::initializer_list<std::string> steps) {
+    std::string out = R"({"type": "Sequence", "processors": [)";
+    for (const std::string& step : steps) out += (out.back() == '[' ? "" : ", ") + step;
+    return out + "]}";
+  };
+  const auto encode = [](const std::string& post) { return Tokenizer::from_json(tiny_json("[]", "", "null", post)).encode("abc"); };
+  const std::string a_then_text = tpl("[" + a + ", " + A + "]", "[" + A + ", " + b + ", " + B + "]");
+  CHECK(encode(sequence({a_then_text, bert})) == Ids{10, 10, 12, 4, 12});               // a pair reaches Bert
+  CHECK(encode(sequence({a_then_text, roberta})) == Ids{14, 10, 13, 13, 4, 13});        // and Roberta
+  CHECK(encode(sequence({a_then_text, a_then_text})) == Ids{10, 11, 12, 4});            // the second uses "pair"
+  CHECK(encode(sequence({bert, tpl("[" + A + ", " + a + "]")})) == Ids{10, 4, 12, 10});  // Bert gives one
+  CHECK(encode(sequence({bert, roberta})) == Ids{14, 10, 4, 12, 13});
+  CHECK(encode(sequence({byte_level, tpl("[" + a + ", " + A + ", " + b + "]")})) == Ids{10, 4, 11, 12});
+  const std::string three = tpl("[" + a + ", " + A + ", " + b + "]");
+  CHECK(encode(sequence({three, bert})) == Ids{10, 10, 12, 4, 12, 11, 12, 12});  // three pieces: Bert closes each
+  CHECK(encode(sequence({three, roberta})) == Ids{14, 10, 13, 13, 4, 13, 13, 11, 12, 13});
+  CHECK(Tokenizer::from_json(tiny_json("[]", "", "null", sequence({three, bert}))).encode("abc", false) == Ids{4});
+  // What HF cannot run (a template given three sequences: a panic there) or what drops the text is refused.
+  CHECK_THROWS_AS(encode(sequence({three, a_then_text})), verl::CheckpointError);
+  CHECK_THAT(error_of([&] { encode(sequence({three, a_then_text})); }),
+             Catch::Contains("post_processor.processors[1] (TemplateProcessing) receives 3 sequences"));
+  CHECK_THAT(error_of([&] { encode(tpl("[" + a + "]")); }), Catch::Contains("post_processor drops the text"));
+  CHECK_THAT(error_of([&] { encode(tpl("[" + B + "]")); }), Catch::Contains("post_processor.single[0].Sequence.id must be \"A\""));
+  CHECK_THAT(error_of([&] { encode(tpl("[" + A + ", " + A + "]")); }), Catch::Contains("uses sequence A more than once"));
+}
+
 TEST_CASE("tokenizer: tokenizer_config.json special tokens and templates") {
   const std::string config = R"({"bos_token": {"__type": "AddedToken", "content": "a"}, "eos_token": "abc",
     "pad_token": null, "image_token": "c", "add_bos_token": false,
