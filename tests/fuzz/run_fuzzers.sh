@@ -5,7 +5,7 @@
 # one line per target: inputs executed, new corpus size, and the verdict. Any crash, leak, hang
 # (-timeout), allocation sized by the input past -malloc_limit_mb, or wrong-type exception (the
 # targets abort on those, tests/fuzz/fuzz_common.h) fails the run; the reproducer is left in
-# build/fuzz/artifacts/.
+# build/fuzz/artifacts/. FUZZ_TIMEOUT (seconds per input, default 20) gives slow inputs more room on a busy machine.
 set -uo pipefail
 mode=${1:?usage: run_fuzzers.sh runs|seconds|corpus N [target...]}
 amount=${2:?usage: run_fuzzers.sh runs|seconds|corpus N [target...]}
@@ -35,7 +35,7 @@ for t in "${targets[@]}"; do
   # malloc_context_size=0: no stack trace per allocation (a third of the run time); a crash is re-run
   # from its artifact with full traces.
   ASAN_OPTIONS="detect_leaks=$leaks:allocator_may_return_null=1:malloc_context_size=0" UBSAN_OPTIONS=print_stacktrace=1 OMP_NUM_THREADS=1 \
-    "$build/$t" "${limit[@]}" -timeout=20 -rss_limit_mb=6144 -malloc_limit_mb=2048 -detect_leaks=$leaks \
+    "$build/$t" "${limit[@]}" -timeout="${FUZZ_TIMEOUT:-20}" -rss_limit_mb=6144 -malloc_limit_mb=2048 -detect_leaks=$leaks \
     -print_final_stats=1 -artifact_prefix="$build/artifacts/$t-" "$work" "$root/tests/fuzz/corpus/$t" >"$log" 2>&1
   rc=$?
   inputs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
