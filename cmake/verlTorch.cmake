@@ -14,7 +14,7 @@ if(NOT Torch_DIR AND Python_EXECUTABLE)
     list(APPEND CMAKE_PREFIX_PATH "${_verl_torch_prefix}")
   endif()
 endif()
-# We compile no CUDA sources ourselves; keep Torch's CUDA probe from warning about arch lists.
+# Torch's CUDA probe warns without an arch list; ours (VERL_CUDA_ARCHITECTURES, cmake/verlCuda.cmake) are these.
 if(NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
   set(ENV{TORCH_CUDA_ARCH_LIST} "8.0;9.0")
 endif()

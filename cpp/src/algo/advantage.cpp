@@ -8,11 +8,9 @@
 #include <type_traits>
 #include <unordered_map>
 
-#include <ATen/Dispatch.h>
-#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
-#include "algo/gae_scan.h"
+#include "kernels/ops.h"
 #include "verl/algo/functional.h"
 #include "verl/core/error.h"
 
@@ -73,45 +71,11 @@ TokenMask token_mask(const Batch& b, bool check_rewards = true) {
   return m;
 }
 
-// The sum of n values in double. Eight independent accumulators: one running sum is a single chain
-// of dependent adds (latency-bound, ~4 cycles an element, 30 % of a GRPO call on 1024 x 1024);
-// eight chains overlap and vectorise. In double the order hardly matters: the float result is
-// the correctly rounded sum in all but contrived cases.
-template <typename T>
-double sum_in_double(const T* in, int64_t n) {
-  constexpr int kLanes = 8;
-  double lane[kLanes] = {};
-  int64_t t = 0;
-  for (; t + kLanes <= n; t += kLanes) {
-    for (int j = 0; j < kLanes; ++j) lane[j] += static_cast<double>(in[t + j]);
-  }
-  double total = 0;
-  for (; t < n; ++t) total += static_cast<double>(in[t]);
-  for (int j = 0; j < kLanes; ++j) total += lane[j];
-  return total;
-}
-
 // The outcome score of every row, (bs,): the sum over the whole row, as verl (masked positions
 // included). A NaN or Inf anywhere in a row makes its sum non-finite, so checking the (bs,) sums
 // refuses exactly the inputs that would put NaN/Inf into the result, without a pass over the matrix.
-// On CPU the sums are taken on the calling thread (accumulated in double, rounded once): ATen's
-// sum(-1) is an OpenMP region, and on a machine whose cores are shared the idle-spinning second
-// thread it leaves behind slowed the rest of these ~2 ms of work down several times over.
-torch::Tensor row_sums(const torch::Tensor& rewards) {
-  if (!rewards.is_cpu()) return rewards.sum(-1);
-  const torch::Tensor r = rewards.contiguous();
-  torch::Tensor sums = torch::empty({r.size(0)}, r.options());
-  const int64_t length = r.size(1);
-  AT_DISPATCH_FLOATING_TYPES(r.scalar_type(), "row_sums", [&] {
-    const scalar_t* in = r.data_ptr<scalar_t>();
-    scalar_t* out = sums.data_ptr<scalar_t>();
-    for (int64_t i = 0; i < r.size(0); ++i) out[i] = static_cast<scalar_t>(sum_in_double(in + i * length, length));
-  });
-  return sums;
-}
-
 torch::Tensor row_scores(const Batch& b) {
-  torch::Tensor scores = row_sums(b.rewards);
+  torch::Tensor scores = kernels::row_sums(b.rewards);
   const torch::Tensor bad = ~torch::isfinite(scores);
   VERL_CHECK(!bad.any().item<bool>(), "token_level_rewards holds NaN or Inf, or sums to +-Inf, in ",
              bad.sum().item<int64_t>(), " row(s): outcome estimators sum whole rows, masked positions included");
@@ -147,108 +111,19 @@ Groups make_groups(const char* who, const torch::Tensor& index, const Batch& b) 
   return g;
 }
 
-// group_mean_std on the CPU: the same sums in the same order as index_add_ (one serial pass per
-// statistic, accumulated in the scores' dtype), so the results are bitwise those of the ATen path. Why
-// not ATen: at::sqrt of even a (G,) tensor goes to MKL's vector math, whose OpenMP threads made this
-// ~1 ms estimator take 4-8 ms whenever another process held the second core.
-std::pair<torch::Tensor, torch::Tensor> group_mean_std_cpu(const torch::Tensor& scores_in, const Groups& g) {
-  const torch::Tensor scores = scores_in.contiguous(), id = g.id.contiguous(), count = g.count.contiguous();
-  torch::Tensor mean = torch::zeros({g.size}, scores.options());
-  torch::Tensor std = torch::zeros({g.size}, scores.options());
-  AT_DISPATCH_FLOATING_TYPES(scores.scalar_type(), "group_mean_std", [&] {
-    const scalar_t* s = scores.data_ptr<scalar_t>();
-    const scalar_t* n = count.data_ptr<scalar_t>();
-    const int64_t* group = id.data_ptr<int64_t>();
-    scalar_t* m = mean.data_ptr<scalar_t>();
-    scalar_t* sd = std.data_ptr<scalar_t>();
-    const int64_t rows = scores.size(0);
-    for (int64_t i = 0; i < rows; ++i) m[group[i]] += s[i];
-    for (int64_t j = 0; j < g.size; ++j) m[j] /= n[j];
-    for (int64_t i = 0; i < rows; ++i) {
-      const scalar_t centered = s[i] - m[group[i]];
-      sd[group[i]] += centered * centered;
-    }
-    for (int64_t j = 0; j < g.size; ++j) {
-      if (n[j] <= 1) {
-        m[j] = 0;
-        sd[j] = 1;
-      } else {
-        sd[j] = std::sqrt(sd[j] / (n[j] - 1));
-      }
-    }
-  });
-  return {mean, std};
-}
-
 // Per-group mean and unbiased std of scores (bs,), as (G,) tensors. Singleton groups get mean 0,
 // std 1 (verl's convention in every grouped estimator).
 std::pair<torch::Tensor, torch::Tensor> group_mean_std(const torch::Tensor& scores, const Groups& g) {
-  if (scores.is_cpu()) return group_mean_std_cpu(scores, g);
-  torch::Tensor mean = g.sum(scores) / g.count;
-  const torch::Tensor centered = scores - g.per_row(mean);
-  torch::Tensor std = (g.sum(centered * centered) / (g.count - 1).clamp_min(1)).sqrt();
-  const torch::Tensor single = g.count <= 1;
-  mean = torch::where(single, torch::zeros({}, mean.options()), mean);
-  std = torch::where(single, torch::ones({}, std.options()), std);
+  auto [mean, std] = kernels::group_mean_std(scores, g.id, g.count);
   return {mean, std};
-}
-
-// scalar[i] * mask[i][t] in one pass over the mask as given: ATen would first convert an int64 mask
-// into a float copy, then multiply. CPU only; the products are those of the ATen expression.
-torch::Tensor scale_rows_by_mask_cpu(const torch::Tensor& scalar_in, const torch::Tensor& mask_in) {
-  const torch::Tensor scalar = scalar_in.contiguous(), mask = mask_in.contiguous();
-  torch::Tensor out = torch::empty(mask.sizes(), scalar.options());
-  const int64_t length = mask.size(1);
-  AT_DISPATCH_FLOATING_TYPES(scalar.scalar_type(), "outcome_result", [&] {
-    using value_t = scalar_t;
-    const value_t* s = scalar.data_ptr<value_t>();
-    value_t* o = out.data_ptr<value_t>();
-    AT_DISPATCH_ALL_TYPES_AND3(torch::kBool, torch::kHalf, torch::kBFloat16, mask.scalar_type(), "outcome_mask", [&] {
-      const scalar_t* m = mask.data_ptr<scalar_t>();
-      // A memory-bound pass of ~1 ms: below ~2M elements one thread is as fast and is not slowed down
-      // by waiting for a second thread that the OS has descheduled (shared machines).
-      at::parallel_for(0, mask.size(0), std::max<int64_t>(1, (int64_t{1} << 21) / std::max<int64_t>(length, 1)),
-                       [&](int64_t begin, int64_t end) {
-                         for (int64_t i = begin; i < end; ++i) {
-                           const value_t row = s[i];
-                           if constexpr (std::is_same_v<scalar_t, int64_t>) {
-                             // Masks hold 0/1. Converting through int32 lets the loop vectorise
-                             // (there is no packed int64 -> float before AVX-512, and the scalar
-                             // cvtsi2ss chains every iteration to the previous one); a row holding
-                             // any other value is redone with the exact conversion.
-                             uint64_t not_01 = 0;
-                             for (int64_t t = i * length, stop = t + length; t < stop; ++t) {
-                               not_01 |= static_cast<uint64_t>(m[t]) & ~uint64_t{1};
-                               o[t] = row * static_cast<value_t>(static_cast<int32_t>(m[t]));
-                             }
-                             if (not_01 != 0) {
-                               for (int64_t t = i * length, stop = t + length; t < stop; ++t) {
-                                 o[t] = row * static_cast<value_t>(m[t]);
-                               }
-                             }
-                           } else if constexpr (std::is_integral_v<scalar_t> && sizeof(scalar_t) <= 2) {
-                             // bool and small integers widen to int32 exactly, and then vectorise.
-                             for (int64_t t = i * length, stop = t + length; t < stop; ++t) {
-                               o[t] = row * static_cast<value_t>(static_cast<int32_t>(m[t]));
-                             }
-                           } else {
-                             for (int64_t t = i * length, stop = t + length; t < stop; ++t) {
-                               o[t] = row * static_cast<value_t>(m[t]);
-                             }
-                           }
-                         }
-                       });
-    });
-  });
-  return out;
 }
 
 // Per-row scalar (bs,) broadcast over the row and masked, as verl's `scalar.unsqueeze(-1) * mask`.
 AdvantageResult outcome_result(const Batch& b, const torch::Tensor& scalar) {
-  const bool fused = scalar.is_cpu() && b.response_mask.is_cpu() && !b.response_mask.is_complex() &&
-                     (scalar.scalar_type() == torch::kFloat || scalar.scalar_type() == torch::kDouble);
+  const bool kernel = !b.response_mask.is_complex() &&
+                      (scalar.scalar_type() == torch::kFloat || scalar.scalar_type() == torch::kDouble);
   const torch::Tensor adv =
-      b.out(fused ? scale_rows_by_mask_cpu(scalar, b.response_mask) : scalar.unsqueeze(-1) * b.response_mask);
+      b.out(kernel ? kernels::scale_rows_by_mask(scalar, b.response_mask) : scalar.unsqueeze(-1) * b.response_mask);
   return {adv, adv};
 }
 
@@ -295,16 +170,8 @@ AdvantageResult compute_gae_advantage_return(const torch::Tensor& token_level_re
   const Batch b = prepare(who, token_level_rewards, response_mask, out_dtype);
   check_same_shape(token_level_rewards, "token_level_rewards", values, "values");
   const torch::Tensor v = values.to(b.rewards.device()).to(b.rewards.scalar_type());
-  if (b.rewards.is_cpu()) {
-    // Fused: one reverse pass per row plus masked_whiten's passes, same results as below.
-    const detail::GaeResult fused = detail::gae_advantage_return_cpu(b.rewards, v, b.response_mask, gamma, lam);
-    return {b.out(fused.advantages), b.out(fused.returns)};
-  }
-  const TokenMask m = token_mask(b);
-  check_finite(v, "values", m.valid);
-  const torch::Tensor advantages = detail::gae_scan_aten(b.rewards, v, b.response_mask, gamma, lam);
-  const torch::Tensor returns = advantages + v;
-  return {b.out(masked_whiten(advantages, m.mask)), b.out(returns)};
+  const auto [advantages, returns] = kernels::gae_advantage_return(b.rewards, v, b.response_mask, gamma, lam);
+  return {b.out(advantages), b.out(returns)};
 }
 
 AdvantageResult compute_grpo_outcome_advantage(const torch::Tensor& token_level_rewards,

@@ -1,5 +1,5 @@
-// The per-token part of the vanilla (dual-clip PPO) policy loss as one fused CPU pass, for
-// compute_policy_loss_vanilla and its tests. Private to libverl's algo/ sources.
+// The per-token part of the vanilla (dual-clip PPO) policy loss as one fused pass (the
+// verl::vanilla_token_losses op, kernels/ops.h), for compute_policy_loss_vanilla and its tests. Private to libverl's algo/ sources.
 // VERL_API on the functions tests/cpp calls: the tests link the shared libverl (hidden visibility),
 // so these are exported for them; the header is not installed and they are not API.
 #pragma once
@@ -29,7 +29,8 @@ struct VanillaTokenLosses {
   double mask_sum = 0;           // sum of response_mask
 };
 
-// Whether vanilla_token_losses can take these inputs: CPU tensors, old_log_prob / log_prob /
+// Whether vanilla_token_losses can take these inputs: tensors of one device that has a kernel of
+// the op (today the CPU; elsewhere the ATen formula runs), old_log_prob / log_prob /
 // advantages of one dtype (float32 or float64), no gradient wanted for old_log_prob or advantages.
 VERL_API bool vanilla_fusable(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
                               const torch::Tensor& advantages, const torch::Tensor& response_mask);

@@ -2,13 +2,11 @@
 // slot-mapped writes / block-table reads of the rollout engine's attention.
 #include "verl/rollout/kv_cache.h"
 
-#include <ATen/Dispatch.h>
-
 #include <algorithm>
 #include <cmath>
 
 #include "verl/core/error.h"
-#include "verl/rollout/paged_attention.h"
+#include "kernels/ops.h"
 
 namespace verl::rollout {
 
@@ -141,53 +139,16 @@ void PagedKVCache::set_batch(PagedBatch batch) {
   batch_ = std::move(batch);
 }
 
-namespace {
-
-// pool (num_blocks, block_size, kv_heads, d) at flat slot s <- token t of row i of x (bs, kv_heads,
-// q, d), s = slots[i * q + t]. On CPU a loop over x's strides (no transposed copy, and none of
-// index_copy_'s per-element indexing); elsewhere index_copy_.
-void write_slots(torch::Tensor& pool, const torch::Tensor& slots, const torch::Tensor& x_in) {
-  const int64_t bs = x_in.size(0), kv_heads = x_in.size(1), q = x_in.size(2), d = x_in.size(3);
-  VERL_CHECK(slots.numel() == bs * q, "PagedKVCache: slot_mapping has ", slots.numel(), " entries for ", bs * q,
-             " new tokens");
-  if (!pool.device().is_cpu()) {
-    pool.view({-1, kv_heads, d}).index_copy_(0, slots, x_in.transpose(1, 2).reshape({-1, kv_heads, d}));
-    return;
-  }
-  const torch::Tensor x = x_in.to(pool.scalar_type());
-  const int64_t* sp = slots.data_ptr<int64_t>();  // int64, contiguous and in range: set_batch checked
-  const int64_t s0 = x.stride(0), s1 = x.stride(1), s2 = x.stride(2), s3 = x.stride(3);
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, pool.scalar_type(), "PagedKVCache.write", [&] {
-    scalar_t* dst = pool.data_ptr<scalar_t>();
-    const scalar_t* src = x.data_ptr<scalar_t>();
-    for (int64_t i = 0; i < bs; ++i)
-      for (int64_t t = 0; t < q; ++t) {
-        scalar_t* row = dst + sp[i * q + t] * kv_heads * d;
-        for (int64_t h = 0; h < kv_heads; ++h) {
-          const scalar_t* from = src + i * s0 + h * s1 + t * s2;
-          scalar_t* to = row + h * d;
-          if (s3 == 1) {
-            std::copy(from, from + d, to);
-          } else {
-            for (int64_t c = 0; c < d; ++c) to[c] = from[c * s3];
-          }
-        }
-      }
-  });
-}
-
-}  // namespace
-
 torch::Tensor PagedKVCache::attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k_new,
                                    const torch::Tensor& v_new, const torch::Tensor& mask) {
   VERL_CHECK(allocated(), "PagedKVCache: the KV cache is released (sleep); call wake_up() first");
   const int64_t bs = q.size(0), heads = q.size(1), q_len = q.size(2), d = q.size(3);
   const int64_t groups = heads / kv_heads_;
-  write_slots(k_[layer], batch_.slot_mapping, k_new);
-  write_slots(v_[layer], batch_.slot_mapping, v_new);
+  kernels::kv_cache_write(k_[layer], batch_.slot_mapping, k_new);
+  kernels::kv_cache_write(v_[layer], batch_.slot_mapping, v_new);
   if (!needs_mask())
-    return paged_attention_cpu(q, k_[layer], v_[layer], batch_.block_tables, batch_.positions,
-                               1.0 / std::sqrt(static_cast<double>(d)));
+    return kernels::paged_attention(q, k_[layer], v_[layer], batch_.block_tables, batch_.positions,
+                                    1.0 / std::sqrt(static_cast<double>(d)));
   // Read: each row's blocks in order -> (bs, kv_heads, ctx, d).
   const int64_t max_blocks = batch_.block_tables.size(1), ctx = max_blocks * block_size_;
   torch::Tensor flat = batch_.block_tables.reshape({-1});

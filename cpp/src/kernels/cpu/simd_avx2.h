@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-namespace verl::rollout::simd {
+namespace verl::kernels::cpu::simd {
 
 inline bool cpu_has_avx2_fma() {
   static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -80,6 +80,6 @@ __attribute__((target("avx2,fma"))) inline __m256 hsum8_ps(const __m256* v) {
   return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
 }
 
-}  // namespace verl::rollout::simd
+}  // namespace verl::kernels::cpu::simd
 
 #endif

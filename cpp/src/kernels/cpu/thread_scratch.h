@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace verl::rollout::detail {
+namespace verl::kernels::cpu::detail {
 
 // A buffer of at least `n` elements owned by the calling thread, kept for its next call: the sampler
 // and the paged-attention kernel need vocab- and context-sized work arrays on every decode step, and
@@ -18,4 +18,4 @@ T* thread_scratch(size_t n) {
   return buffer.data();
 }
 
-}  // namespace verl::rollout::detail
+}  // namespace verl::kernels::cpu::detail

@@ -1,32 +1,19 @@
-// GAE's reverse-time recurrence and whitening (see gae_scan.h): fused per-row kernels on CPU, ATen
-// ops elsewhere.
-#include "algo/gae_scan.h"
+// GAE's reverse-time recurrence and whitening on CPU (see gae.h): fused per-row kernels.
+#include "kernels/cpu/gae.h"
 
 #include <cmath>
 #include <mutex>
 
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
+#include <torch/library.h>
 #include <torch/torch.h>
 
 #include "verl/core/error.h"
+#include "kernels/aten/compositions.h"
 
-namespace verl::algo::detail {
+namespace verl::kernels::cpu {
 namespace {
-
-// (bs, T) -> (T, bs) contiguous, so the per-step ATen ops read and write whole contiguous rows.
-torch::Tensor time_major(const torch::Tensor& t) { return t.t().contiguous(); }
-
-void check_inputs(const torch::Tensor& rewards, const torch::Tensor& values, const torch::Tensor& mask) {
-  VERL_CHECK(rewards.dim() == 2 && rewards.sizes() == values.sizes() && rewards.sizes() == mask.sizes(),
-             "gae: rewards, values and mask must have one (bs, T) shape, got ", rewards.sizes(), ", ", values.sizes(),
-             " and ", mask.sizes());
-  VERL_CHECK(rewards.scalar_type() == values.scalar_type() &&
-                 (rewards.scalar_type() == torch::kFloat || rewards.scalar_type() == torch::kDouble),
-             "gae: rewards and values must both be float32 or both float64, got ", rewards.scalar_type(), " and ",
-             values.scalar_type());
-  VERL_CHECK(!mask.is_complex(), "gae: mask must be bool, integer or floating, got ", mask.scalar_type());
-}
 
 void check_cpu(const torch::Tensor& rewards, const torch::Tensor& values, const torch::Tensor& mask) {
   VERL_CHECK(rewards.is_cpu() && values.is_cpu() && mask.is_cpu(), "gae: the fused kernels need CPU tensors");
@@ -118,7 +105,7 @@ void for_each_index(int64_t n, const F& f) {
 
 GaeScan gae_scan_cpu(const torch::Tensor& rewards_in, const torch::Tensor& values_in, const torch::Tensor& mask_in,
                      double gamma, double lam) {
-  check_inputs(rewards_in, values_in, mask_in);
+  aten::check_gae_inputs(rewards_in, values_in, mask_in);
   check_cpu(rewards_in, values_in, mask_in);
   const torch::Tensor rewards = rewards_in.contiguous(), values = values_in.contiguous(), mask = mask_in.contiguous();
   GaeScan out;
@@ -129,31 +116,9 @@ GaeScan gae_scan_cpu(const torch::Tensor& rewards_in, const torch::Tensor& value
   return out;
 }
 
-torch::Tensor gae_scan_aten(const torch::Tensor& rewards, const torch::Tensor& values, const torch::Tensor& mask,
-                            double gamma, double lam) {
-  check_inputs(rewards, values, mask);
-  torch::NoGradGuard no_grad;
-  const torch::Tensor r_t = time_major(rewards), v_t = time_major(values), valid_t = time_major(mask.ne(0));
-  torch::Tensor adv_t = torch::empty_like(r_t);
-  const int64_t bs = rewards.size(0);
-  torch::Tensor next_value = torch::zeros({bs}, r_t.options());
-  torch::Tensor last_gae = torch::zeros({bs}, r_t.options());
-  const double gamma_lam = gamma * lam;
-  for (int64_t t = r_t.size(0) - 1; t >= 0; --t) {
-    const torch::Tensor delta = r_t[t] + gamma * next_value - v_t[t];
-    const torch::Tensor gae = delta + gamma_lam * last_gae;
-    // verl blends with mask arithmetic; `where` gives the same result for a 0/1 mask and keeps
-    // non-finite values at skipped positions from leaking.
-    next_value = torch::where(valid_t[t], v_t[t], next_value);
-    last_gae = torch::where(valid_t[t], gae, last_gae);
-    adv_t[t].copy_(last_gae);
-  }
-  return adv_t.t().contiguous();
-}
-
 GaeResult gae_advantage_return_cpu(const torch::Tensor& rewards_in, const torch::Tensor& values_in,
                                    const torch::Tensor& mask_in, double gamma, double lam) {
-  check_inputs(rewards_in, values_in, mask_in);
+  aten::check_gae_inputs(rewards_in, values_in, mask_in);
   check_cpu(rewards_in, values_in, mask_in);
   const torch::Tensor rewards = rewards_in.contiguous(), values = values_in.contiguous(), mask = mask_in.contiguous();
   GaeResult out;
@@ -195,4 +160,25 @@ GaeResult gae_advantage_return_cpu(const torch::Tensor& rewards_in, const torch:
   return out;
 }
 
-}  // namespace verl::algo::detail
+namespace {
+
+torch::Tensor gae_scan_op(const torch::Tensor& rewards, const torch::Tensor& values, const torch::Tensor& mask,
+                          double gamma, double lam) {
+  return gae_scan_cpu(rewards, values, mask, gamma, lam).advantages;
+}
+
+std::tuple<torch::Tensor, torch::Tensor> gae_advantage_return_op(const torch::Tensor& rewards,
+                                                                 const torch::Tensor& values, const torch::Tensor& mask,
+                                                                 double gamma, double lam) {
+  GaeResult r = gae_advantage_return_cpu(rewards, values, mask, gamma, lam);
+  return {r.advantages, r.returns};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(verl, CPU, m) {
+  m.impl("gae_scan", TORCH_FN(gae_scan_op));
+  m.impl("gae_advantage_return", TORCH_FN(gae_advantage_return_op));
+}
+
+}  // namespace verl::kernels::cpu

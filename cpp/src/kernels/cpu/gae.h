@@ -1,5 +1,5 @@
-// GAE's reverse-time recurrence and whitening, shared by compute_gae_advantage_return and its
-// tests. Private to libverl's algo/ sources.
+// GAE's reverse-time recurrence and whitening on CPU: the kernels of verl::gae_scan and
+// verl::gae_advantage_return (kernels/ops.h), and their tests. Private to libverl.
 // VERL_API on the functions tests/cpp calls: the tests link the shared libverl (hidden visibility),
 // so these are exported for them; the header is not installed and they are not API.
 #pragma once
@@ -10,7 +10,7 @@
 
 #include "verl/core/export.h"
 
-namespace verl::algo::detail {
+namespace verl::kernels::cpu {
 
 // Raw GAE advantages with verl's multi-turn semantics: at a position with mask == 0 (an
 // observation token) neither the TD step nor the bootstrap value is taken; the next value and the
@@ -34,10 +34,6 @@ struct GaeScan {
 VERL_API GaeScan gae_scan_cpu(const torch::Tensor& rewards, const torch::Tensor& values, const torch::Tensor& mask,
                               double gamma, double lam);
 
-// The device-generic form: ~10 ATen ops on (bs,) slices per time step; no finiteness counting.
-VERL_API torch::Tensor gae_scan_aten(const torch::Tensor& rewards, const torch::Tensor& values, const torch::Tensor& mask,
-                                     double gamma, double lam);
-
 // compute_gae_advantage_return's whole result on CPU in three passes: the scan (also writing
 // returns = advantages + values and the masked advantages), then masked_whiten's two reductions
 // and its final scaling. Every tensor ATen sums and every scalar step are those of
@@ -51,4 +47,4 @@ struct GaeResult {
 VERL_API GaeResult gae_advantage_return_cpu(const torch::Tensor& rewards, const torch::Tensor& values,
                                             const torch::Tensor& mask, double gamma, double lam);
 
-}  // namespace verl::algo::detail
+}  // namespace verl::kernels::cpu

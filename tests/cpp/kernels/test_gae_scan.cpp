@@ -5,12 +5,16 @@
 #include <limits>
 #include <torch/torch.h>
 
-#include "algo/gae_scan.h"
+#include "kernels/aten/compositions.h"
+#include "kernels/cpu/gae.h"
 #include "verl/algo/advantage.h"
 #include "verl/algo/functional.h"
 
 using namespace verl::algo;
-namespace kernels = verl::algo::detail;
+namespace kernels {
+using namespace verl::kernels::cpu;
+using verl::kernels::aten::gae_scan_aten;
+}  // namespace kernels
 
 namespace {
 

@@ -1,0 +1,62 @@
+// The ATen compositions of the verl ops (kernels/ops.h), registered as CompositeExplicitAutograd:
+// what every device without a kernel of its own runs, and the portable references the device
+// kernels are tested against. Declared here so that the CPU kernels can fall back on them (the
+// sampler's truncated rows) and tests/cpp/kernels can run them on CPU tensors, where the dispatcher
+// picks the CPU kernel. Private to libverl; VERL_API for the tests.
+#pragma once
+
+#include <tuple>
+
+#include <c10/util/ArrayRef.h>
+#include <torch/types.h>
+
+#include "verl/core/export.h"
+#include "verl/rollout/sampler.h"
+
+namespace verl::kernels::aten {
+
+// Each row's blocks gathered into one context, a causal-by-position mask, one SDPA. Unwritten
+// slots inside the gathered blocks must be finite (masked scores still multiply their values):
+// PagedKVCache zero-fills its pools wherever this path can run.
+VERL_API torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& k_pool,
+                                       const torch::Tensor& v_pool, const torch::Tensor& block_tables,
+                                       const torch::Tensor& positions, double scale, bool allow_simd);
+
+// One index_copy_ of the new tokens into their slots.
+VERL_API void kv_cache_write(torch::Tensor& pool, const torch::Tensor& slots, const torch::Tensor& x);
+
+// Any rows: truncation by topk / sort, the draw by an inverse CDF (cumsum in float64, searchsorted).
+VERL_API rollout::SampleResult sample_rows(const torch::Tensor& logits, const rollout::SamplerRows& rows);
+
+// The op's per-row arrays as SamplerRows.
+rollout::SamplerRows sampler_rows(c10::ArrayRef<double> temperature, c10::ArrayRef<int64_t> top_k,
+                                  c10::ArrayRef<double> top_p, c10::ArrayRef<double> min_p,
+                                  c10::ArrayRef<double> uniform);
+
+// rewards / values (bs, T) of one dtype, float32 or float64; mask (bs, T) bool, integer or floating.
+void check_gae_inputs(const torch::Tensor& rewards, const torch::Tensor& values, const torch::Tensor& mask);
+
+// GAE's raw advantages (the recurrence of kernels/cpu/gae.h) as ~10 ATen ops on (bs,) slices per
+// time step; no finiteness checks.
+VERL_API torch::Tensor gae_scan_aten(const torch::Tensor& rewards, const torch::Tensor& values,
+                                     const torch::Tensor& mask, double gamma, double lam);
+
+// Finiteness checks, the verl::gae_scan op (a device's own kernel where it has one), returns and
+// masked_whiten.
+VERL_API std::tuple<torch::Tensor, torch::Tensor> gae_advantage_return(const torch::Tensor& rewards,
+                                                                       const torch::Tensor& values,
+                                                                       const torch::Tensor& mask, double gamma,
+                                                                       double lam);
+
+VERL_API torch::Tensor row_sums(const torch::Tensor& rewards);  // rewards.sum(-1)
+
+// Group sums by index_add_; groups of one get mean 0 and std 1.
+VERL_API std::tuple<torch::Tensor, torch::Tensor> group_mean_std(const torch::Tensor& scores,
+                                                                 const torch::Tensor& group_id,
+                                                                 const torch::Tensor& count);
+
+VERL_API torch::Tensor scale_rows_by_mask(const torch::Tensor& scalar, const torch::Tensor& mask);  // scalar[:, None] * mask
+
+// verl::rotary's composition is model::apply_rotary_ops (verl/model/rope.h).
+
+}  // namespace verl::kernels::aten

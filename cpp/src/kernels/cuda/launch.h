@@ -1,0 +1,38 @@
+// The CUDA kernels' launchers, as plain C++ over raw pointers: the .cu files that define them
+// include no LibTorch header (nvcc compiles each in seconds), and the registrations beside them
+// (*.cpp, compiled by the host compiler) take the tensors apart, check them and pick the stream.
+// Every launcher enqueues on `stream` and returns the launch's error code. Private to libverl.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace verl::kernels::cuda {
+
+// Element types the launchers take (the registrations map torch's dtypes onto these).
+enum class Dtype { kFloat32, kFloat64, kFloat16, kBFloat16 };
+
+// A 4-d tensor's strides, in elements.
+struct Strides4 {
+  int64_t s0, s1, s2, s3;
+};
+
+// pool (slots, kv_heads, d) contiguous, flat slot slots[i * q + t] <- x[i, h, t, :] (bs, kv_heads, q, d
+// with strides `xs`), elements of `element_bytes` (2, 4 or 8) bytes copied as they are.
+cudaError_t launch_kv_cache_write(void* pool, const void* x, Strides4 xs, const int64_t* slots, int64_t bs,
+                                  int64_t kv_heads, int64_t q, int64_t d, int element_bytes, cudaStream_t stream);
+
+// GAE's raw advantages, one thread per row (the recurrence of kernels/cpu/gae.h, the same roundings:
+// no contraction into FMAs). rewards, values, advantages (bs, T) contiguous of `dtype` (kFloat32 or
+// kFloat64); valid (bs, T) contiguous bool.
+cudaError_t launch_gae_scan(const void* rewards, const void* values, const bool* valid, void* advantages, int64_t bs,
+                            int64_t length, double gamma, double gamma_lam, Dtype dtype, cudaStream_t stream);
+
+// out = x * cos + rotate_half(x) * sin, each product and the sum rounded to `dtype` (reduced types
+// computed in float and rounded after each op, as ATen's elementwise kernels). x (bs, heads, q, d)
+// with strides `xs`, out with strides `os`; cos / sin (bs, q, d) contiguous.
+cudaError_t launch_rotary(const void* x, Strides4 xs, const void* cos, const void* sin, void* out, Strides4 os,
+                          int64_t bs, int64_t heads, int64_t q, int64_t d, Dtype dtype, cudaStream_t stream);
+
+}  // namespace verl::kernels::cuda

@@ -1,0 +1,241 @@
+// Every verl op (kernels/ops.h) against its portable reference on every device this machine has:
+// on CPU, the CPU kernel against the op's ATen composition (kernels/aten/compositions.h) run on the
+// same CPU tensors; on CUDA, the op (its CUDA kernel, or the composition where it has none) against
+// the CPU kernel on the same inputs -- bit for bit where the kernels promise the same roundings.
+// CUDA cases skip, with a message, where torch sees no GPU.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/aten/compositions.h"
+#include "kernels/ops.h"
+#include "verl/core/error.h"
+#include "verl/model/rope.h"
+
+namespace ops = verl::kernels;
+namespace aten_ops = verl::kernels::aten;
+
+namespace {
+
+// True where the CUDA case can run; otherwise says why it is skipped.
+bool cuda_or_skip(const char* what) {
+  if (torch::cuda::is_available()) return true;
+  WARN(std::string("skipped on CUDA: torch sees no GPU on this machine (") + what + ")");
+  return false;
+}
+
+double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.cpu().to(torch::kDouble) - b.cpu().to(torch::kDouble)).abs().max().item<double>();
+}
+
+const std::vector<std::string> kOps = {"paged_attention", "kv_cache_write", "sample",   "gae_scan",
+                                       "gae_advantage_return", "rotary",   "group_mean_std", "row_sums",
+                                       "scale_rows_by_mask"};
+const std::vector<std::string> kCudaKernels = {"kv_cache_write", "gae_scan", "rotary"};
+
+struct PagedInputs {
+  torch::Tensor q, k_pool, v_pool, tables, positions;
+};
+
+// Rows of ragged contexts in scattered blocks; q a transposed view, as the model hands it over.
+PagedInputs paged_inputs(torch::Dtype dtype, int64_t heads, int64_t kv_heads, int64_t d, int64_t block_size,
+                         int64_t q_len) {
+  const int64_t bs = 3, max_blocks = 24 / block_size + 1, blocks = bs * max_blocks + 1;
+  PagedInputs in;
+  in.k_pool = torch::randn({blocks, block_size, kv_heads, d}).to(dtype);
+  in.v_pool = torch::randn({blocks, block_size, kv_heads, d}).to(dtype);
+  in.tables = (torch::randperm(blocks - 1, torch::kLong) + 1).narrow(0, 0, bs * max_blocks).view({bs, max_blocks});
+  in.positions = torch::randint(0, max_blocks * block_size, {bs, q_len}, torch::kLong);
+  in.positions[0][0] = 0;  // a context of one token
+  in.q = torch::randn({bs, q_len, heads, d}).to(dtype).transpose(1, 2);
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("kernels: every op has a CPU kernel and an ATen composition; CUDA kernels all or none", "[kernels]") {
+  for (const std::string& op : kOps) {
+    INFO("verl::" << op);
+    CHECK(ops::has_kernel(op.c_str(), c10::DispatchKey::CPU));
+    CHECK(ops::has_kernel(op.c_str(), c10::DispatchKey::CompositeExplicitAutograd));
+  }
+  // Built with VERL_WITH_CUDA: each .cu kernel registered for the CUDA key; without: none is.
+  const bool with_cuda = ops::has_kernel("kv_cache_write", c10::DispatchKey::CUDA);
+  for (const std::string& op : kCudaKernels) CHECK(ops::has_kernel(op.c_str(), c10::DispatchKey::CUDA) == with_cuda);
+  for (const char* op : {"paged_attention", "sample", "row_sums"}) CHECK_FALSE(ops::has_kernel(op, c10::DispatchKey::CUDA));
+  // The fused vanilla loss exists on CPU only; elsewhere policy_loss.cpp runs verl's formula.
+  CHECK(ops::has_kernel_for("vanilla_token_losses", torch::zeros({1})));
+  CHECK_FALSE(ops::has_kernel_for("vanilla_token_losses", torch::empty({1}, torch::kMeta)));
+  CHECK(ops::has_kernel_for("sample", torch::empty({1}, torch::kMeta)));  // the composition runs anywhere
+  CHECK_THROWS_AS(ops::has_kernel("no_such_op", c10::DispatchKey::CPU), c10::Error);
+}
+
+TEST_CASE("kernels: paged_attention on each device against the gather + SDPA composition", "[kernels]") {
+  torch::manual_seed(21);
+  struct Case {
+    torch::Dtype dtype;
+    int64_t heads, kv_heads, d, block_size, q_len;
+    double tol;
+  };
+  for (const Case& c : {Case{torch::kFloat, 4, 2, 16, 4, 1, 2e-6}, Case{torch::kFloat, 8, 2, 64, 16, 3, 2e-6},
+                        Case{torch::kFloat, 4, 4, 12, 1, 2, 2e-6}, Case{torch::kDouble, 4, 1, 8, 4, 2, 1e-13}}) {
+    INFO("dtype " << c.dtype << " heads " << c.heads << "/" << c.kv_heads << " d " << c.d << " block " << c.block_size
+                  << " q " << c.q_len);
+    const PagedInputs in = paged_inputs(c.dtype, c.heads, c.kv_heads, c.d, c.block_size, c.q_len);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+    const torch::Tensor want = aten_ops::paged_attention(in.q, in.k_pool, in.v_pool, in.tables, in.positions, scale, true);
+    for (bool simd : {true, false}) {
+      const torch::Tensor got = ops::paged_attention(in.q, in.k_pool, in.v_pool, in.tables, in.positions, scale, simd);
+      CHECK(got.sizes() == want.sizes());
+      CHECK(max_abs_diff(got, want) <= c.tol);
+    }
+    if (!cuda_or_skip("paged_attention")) continue;
+    const torch::Tensor cpu = ops::paged_attention(in.q, in.k_pool, in.v_pool, in.tables, in.positions, scale, false);
+    const torch::Tensor got = ops::paged_attention(in.q.cuda(), in.k_pool.cuda(), in.v_pool.cuda(), in.tables.cuda(),
+                                                   in.positions.cuda(), scale, true);
+    CHECK(got.is_cuda());
+    CHECK(max_abs_diff(got, cpu) <= (c.dtype == torch::kDouble ? 1e-12 : 1e-5));
+  }
+}
+
+TEST_CASE("kernels: kv_cache_write on each device equals index_copy_ bit for bit", "[kernels]") {
+  torch::manual_seed(22);
+  for (auto pool_dtype : {torch::kFloat, torch::kBFloat16, torch::kHalf, torch::kDouble}) {
+    for (auto x_dtype : {pool_dtype, torch::kFloat}) {
+      INFO("pool " << pool_dtype << " x " << x_dtype);
+      const int64_t blocks = 9, block_size = 4, kv_heads = 2, d = 6, bs = 3, q = 2;
+      const torch::Tensor base = torch::randn({blocks, block_size, kv_heads, d}).to(pool_dtype);
+      // x as attention hands it over: (bs, kv_heads, q, d), a transposed view.
+      const torch::Tensor x = torch::randn({bs, q, kv_heads, d}).to(x_dtype).transpose(1, 2);
+      const torch::Tensor slots = torch::randperm(blocks * block_size, torch::kLong).narrow(0, 0, bs * q).contiguous();
+      torch::Tensor want = base.clone(), got = base.clone();
+      aten_ops::kv_cache_write(want, slots, x.to(pool_dtype));
+      ops::kv_cache_write(got, slots, x);
+      CHECK(torch::equal(got, want));
+      CHECK_FALSE(torch::equal(got, base));
+      torch::Tensor bad = base.clone();
+      CHECK_THROWS_AS(ops::kv_cache_write(bad, slots.narrow(0, 0, 5), x), verl::Error);
+      if (!cuda_or_skip("kv_cache_write")) continue;
+      torch::Tensor on_gpu = base.cuda();
+      ops::kv_cache_write(on_gpu, slots.cuda(), x.cuda());
+      CHECK(torch::equal(on_gpu.cpu(), got));
+    }
+  }
+}
+
+TEST_CASE("kernels: sample on each device against the ATen sampler, row by row", "[kernels]") {
+  torch::manual_seed(23);
+  const int64_t vocab = 300;
+  verl::rollout::SamplerRows rows;
+  // greedy, plain (T = 1 and T = 0.7), top-k, top-p, min-p, and all three truncations at once.
+  rows.push(0.0, 0, 1.0, 0.0, 0.3);
+  rows.push(1.0, 0, 1.0, 0.0, 0.61);
+  rows.push(0.7, 0, 1.0, 0.0, 0.17);
+  rows.push(0.9, 20, 1.0, 0.0, 0.42);
+  rows.push(1.1, 0, 0.8, 0.0, 0.93);
+  rows.push(1.0, 0, 1.0, 0.05, 0.55);
+  rows.push(0.8, 50, 0.9, 0.01, 0.08);
+  const torch::Tensor logits = torch::randn({static_cast<int64_t>(rows.size()), vocab}) * 3;
+  const verl::rollout::SampleResult want = aten_ops::sample_rows(logits, rows);
+  for (bool simd : {true, false}) {
+    INFO("allow_simd " << simd);
+    auto [tokens, logprobs] =
+        ops::sample(logits, rows.temperature, rows.top_k, rows.top_p, rows.min_p, rows.uniform, simd);
+    CHECK(torch::equal(tokens, want.tokens));
+    CHECK(max_abs_diff(logprobs, want.logprobs) <= 2e-6);
+  }
+  if (!cuda_or_skip("sample")) return;
+  auto [tokens, logprobs] = ops::sample(logits.cuda(), rows.temperature, rows.top_k, rows.top_p, rows.min_p, rows.uniform);
+  CHECK(tokens.is_cuda());
+  CHECK(torch::equal(tokens.cpu(), want.tokens));
+  CHECK(max_abs_diff(logprobs, want.logprobs) <= 2e-6);
+}
+
+TEST_CASE("kernels: gae_scan and gae_advantage_return on each device against the ATen loop", "[kernels]") {
+  torch::manual_seed(24);
+  for (auto dtype : {torch::kFloat, torch::kDouble}) {
+    const int64_t bs = 7, length = 33;
+    const torch::Tensor rewards = torch::randn({bs, length}).to(dtype);
+    const torch::Tensor values = torch::randn({bs, length}).to(dtype);
+    // Multi-turn masks: observation spans (mask 0) inside the response, and a row's padded tail.
+    torch::Tensor valid = torch::rand({bs, length}) > 0.3;
+    valid.narrow(1, length - 5, 5).narrow(0, 0, 2).fill_(false);
+    for (const torch::Tensor& mask : {valid, valid.to(torch::kLong), valid.to(torch::kFloat)}) {
+      INFO("dtype " << dtype << " mask " << mask.scalar_type());
+      const torch::Tensor want = aten_ops::gae_scan_aten(rewards, values, mask, 0.99, 0.95);
+      const torch::Tensor got = ops::gae_scan(rewards, values, mask, 0.99, 0.95);
+      CHECK(torch::equal(got, want));
+      auto [adv_want, ret_want] = aten_ops::gae_advantage_return(rewards, values, mask, 0.99, 0.95);
+      auto [adv, ret] = ops::gae_advantage_return(rewards, values, mask, 0.99, 0.95);
+      CHECK(torch::equal(adv, adv_want));
+      CHECK(torch::equal(ret, ret_want));
+      if (!cuda_or_skip("gae")) continue;
+      // The CUDA scan kernel has the CPU kernel's roundings: bit for bit. Whitening reduces in
+      // another order on the GPU.
+      CHECK(torch::equal(ops::gae_scan(rewards.cuda(), values.cuda(), mask.cuda(), 0.99, 0.95).cpu(), got));
+      auto [adv_gpu, ret_gpu] = ops::gae_advantage_return(rewards.cuda(), values.cuda(), mask.cuda(), 0.99, 0.95);
+      CHECK(max_abs_diff(adv_gpu, adv) <= (dtype == torch::kFloat ? 1e-5 : 1e-12));
+      CHECK(torch::equal(ret_gpu.cpu(), ret));
+    }
+  }
+  torch::Tensor bad = torch::randn({2, 4});
+  bad[1][2] = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THROWS_AS(ops::gae_advantage_return(bad, torch::zeros({2, 4}), torch::ones({2, 4}), 1.0, 1.0), verl::Error);
+  CHECK_THROWS_AS(ops::gae_scan(torch::zeros({2, 4}), torch::zeros({2, 3}), torch::ones({2, 4}), 1.0, 1.0),
+                  verl::Error);
+}
+
+TEST_CASE("kernels: rotary on each device equals the ATen op sequence bit for bit", "[kernels]") {
+  torch::manual_seed(25);
+  torch::NoGradGuard no_grad;
+  for (auto dtype : {torch::kFloat, torch::kBFloat16, torch::kHalf, torch::kDouble}) {
+    INFO("dtype " << dtype);
+    const int64_t bs = 2, heads = 3, q = 5, d = 16;
+    const torch::Tensor angle = torch::rand({bs, q, d}) * 50;
+    const torch::Tensor cos = angle.cos().to(dtype), sin = angle.sin().to(dtype);
+    const torch::Tensor x = (torch::randn({bs, q, heads, d}) * 4).to(dtype).transpose(1, 2);
+    const torch::Tensor want = verl::model::apply_rotary_ops(x, cos, sin);
+    const torch::Tensor got = ops::rotary(x, cos, sin);
+    CHECK(torch::equal(got, want));
+    if (!cuda_or_skip("rotary")) continue;
+    const torch::Tensor on_gpu = ops::rotary(x.cuda(), cos.cuda(), sin.cuda());
+    CHECK(torch::equal(on_gpu.cpu(), got));
+    CHECK(on_gpu.strides() == got.strides());
+  }
+}
+
+TEST_CASE("kernels: group_mean_std, row_sums and scale_rows_by_mask on each device against ATen", "[kernels]") {
+  torch::manual_seed(26);
+  for (auto dtype : {torch::kFloat, torch::kDouble}) {
+    INFO("dtype " << dtype);
+    const torch::Tensor scores = torch::randn({12}).to(dtype);
+    // Groups of 4, 3, 1 (a singleton: mean 0, std 1) and 4.
+    const torch::Tensor id = torch::tensor({0, 0, 1, 3, 1, 0, 2, 3, 3, 1, 0, 3}, torch::kLong);
+    const torch::Tensor count = torch::tensor({4, 3, 1, 4}).to(dtype);
+    auto [mean_want, std_want] = aten_ops::group_mean_std(scores, id, count);
+    auto [mean, std] = ops::group_mean_std(scores, id, count);
+    CHECK(torch::equal(mean, mean_want));
+    CHECK(torch::equal(std, std_want));
+    CHECK(mean[2].item<double>() == 0.0);
+    CHECK(std[2].item<double>() == 1.0);
+
+    const torch::Tensor rewards = torch::randn({5, 301}).to(dtype);
+    const double sum_tol = dtype == torch::kFloat ? 1e-5 : 1e-12;
+    CHECK(max_abs_diff(ops::row_sums(rewards), aten_ops::row_sums(rewards)) <= sum_tol);
+
+    const torch::Tensor scalar = torch::randn({5}).to(dtype);
+    const torch::Tensor valid = torch::rand({5, 301}) > 0.4;
+    for (const torch::Tensor& mask : {valid, valid.to(torch::kLong), valid.to(torch::kUInt8), valid.to(dtype)}) {
+      INFO("mask " << mask.scalar_type());
+      CHECK(torch::equal(ops::scale_rows_by_mask(scalar, mask), aten_ops::scale_rows_by_mask(scalar, mask)));
+    }
+    if (!cuda_or_skip("advantage rows")) continue;
+    auto [mean_gpu, std_gpu] = ops::group_mean_std(scores.cuda(), id.cuda(), count.cuda());
+    CHECK(max_abs_diff(mean_gpu, mean) <= sum_tol);
+    CHECK(max_abs_diff(std_gpu, std) <= sum_tol);
+    CHECK(max_abs_diff(ops::row_sums(rewards.cuda()), ops::row_sums(rewards)) <= sum_tol);
+    CHECK(torch::equal(ops::scale_rows_by_mask(scalar.cuda(), valid.cuda()).cpu(), ops::scale_rows_by_mask(scalar, valid)));
+  }
+}
