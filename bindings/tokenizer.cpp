@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bindings.h"
+#include "json_cast.h"
 #include "verl/tokenizer/tokenizer.h"
 
 namespace verl::bindings {
@@ -35,6 +36,14 @@ std::vector<std::int32_t> ids_from_python(py::handle ids) {
   return out;
 }
 
+// A str (its UTF-8, or InvalidArgument naming `where` for a lone surrogate) or bytes (as they are); anything else is
+// the TypeError pybind gives for a wrong argument type.
+std::string text_argument(py::handle text, const std::string& where) {
+  if (py::isinstance<py::str>(text)) return utf8_text(text, where);
+  if (py::isinstance<py::bytes>(text)) return py::reinterpret_borrow<py::bytes>(text).cast<std::string>();
+  throw py::type_error(where + " must be str or bytes, got " + std::string(py::str(py::type::of(text).attr("__name__"))));
+}
+
 }  // namespace
 
 void register_tokenizer(py::module_& m) {
@@ -45,8 +54,28 @@ void register_tokenizer(py::module_& m) {
                   "Loads tokenizer.json (a file, or a directory holding it) and tokenizer_config.json beside it.")
       .def_static("from_json", &Tokenizer::from_json, py::arg("tokenizer_json"), py::arg("tokenizer_config_json") = "",
                   Release())
-      .def("encode", &Tokenizer::encode, py::arg("text"), py::arg("add_special_tokens") = true, Release())
-      .def("encode_batch", &Tokenizer::encode_batch, py::arg("texts"), py::arg("add_special_tokens") = true, Release())
+      // Text is converted here rather than by pybind, whose UnicodeEncodeError for a lone surrogate ("\ud800", a
+      // surrogate-escaped byte) named neither the call nor the item. bytes pass as they are (encode checks UTF-8).
+      .def(
+          "encode",
+          [](const Tokenizer& t, py::handle text, bool add_special_tokens) {
+            const std::string utf8 = text_argument(text, "Tokenizer.encode: text");
+            py::gil_scoped_release release;
+            return t.encode(utf8, add_special_tokens);
+          },
+          py::arg("text"), py::arg("add_special_tokens") = true)
+      .def(
+          "encode_batch",
+          [](const Tokenizer& t, const std::vector<py::handle>& texts, bool add_special_tokens) {
+            std::vector<std::string> utf8;
+            utf8.reserve(texts.size());
+            for (std::size_t i = 0; i < texts.size(); ++i) {
+              utf8.push_back(text_argument(texts[i], "Tokenizer.encode_batch: texts[" + std::to_string(i) + "]"));
+            }
+            py::gil_scoped_release release;
+            return t.encode_batch(utf8, add_special_tokens);
+          },
+          py::arg("texts"), py::arg("add_special_tokens") = true)
       // Ids are read under the GIL, then decoded without it.
       .def(
           "decode",

@@ -59,9 +59,11 @@ def test_concurrent_encodes_from_python_threads(qwen3_dir, corpus):
 
 def test_encode_rejects_what_is_not_utf8_text(qwen3_dir):
     tok = verl.load_tokenizer(qwen3_dir)
-    with pytest.raises(UnicodeEncodeError):
-        tok.encode("a\ud800b")  # a lone surrogate has no UTF-8 form
-    with pytest.raises(UnicodeEncodeError):
+    # A lone surrogate ("\ud800" from a JSON escape, a surrogate-escaped byte from sys.argv) has no UTF-8 form: a
+    # typed error naming the call and the item (pybind's own conversion raised a bare UnicodeEncodeError).
+    with pytest.raises(verl.InvalidArgumentError, match=r"Tokenizer.encode: text: 'a\\ud800b' is not valid text"):
+        tok.encode("a\ud800b")
+    with pytest.raises(verl.InvalidArgumentError, match=r"Tokenizer.encode_batch: texts\[1\]: '\\udfff'"):
         tok.batch_encode(["ok", "\udfff"])
     with pytest.raises(TypeError, match="expected str, got int"):
         tok.encode(42)
