@@ -33,7 +33,7 @@ double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
 const std::vector<std::string> kOps = {"paged_attention", "kv_cache_write", "sample",   "gae_scan",
                                        "gae_advantage_return", "rotary",   "group_mean_std", "row_sums",
                                        "scale_rows_by_mask"};
-const std::vector<std::string> kCudaKernels = {"kv_cache_write", "gae_scan", "rotary"};
+const std::vector<std::string> kCudaKernels = {"kv_cache_write", "gae_scan", "rotary", "sample"};
 
 struct PagedInputs {
   torch::Tensor q, k_pool, v_pool, tables, positions;
@@ -64,7 +64,7 @@ TEST_CASE("kernels: every op has a CPU kernel and an ATen composition; CUDA kern
   // Built with VERL_WITH_CUDA: each .cu kernel registered for the CUDA key; without: none is.
   const bool with_cuda = ops::has_kernel("kv_cache_write", c10::DispatchKey::CUDA);
   for (const std::string& op : kCudaKernels) CHECK(ops::has_kernel(op.c_str(), c10::DispatchKey::CUDA) == with_cuda);
-  for (const char* op : {"paged_attention", "sample", "row_sums"}) CHECK_FALSE(ops::has_kernel(op, c10::DispatchKey::CUDA));
+  for (const char* op : {"paged_attention", "row_sums", "group_mean_std"}) CHECK_FALSE(ops::has_kernel(op, c10::DispatchKey::CUDA));
   // The fused vanilla loss exists on CPU only; elsewhere policy_loss.cpp runs verl's formula.
   CHECK(ops::has_kernel_for("vanilla_token_losses", torch::zeros({1})));
   CHECK_FALSE(ops::has_kernel_for("vanilla_token_losses", torch::empty({1}, torch::kMeta)));
@@ -151,6 +151,17 @@ TEST_CASE("kernels: sample on each device against the ATen sampler, row by row",
   CHECK(tokens.is_cuda());
   CHECK(torch::equal(tokens.cpu(), want.tokens));
   CHECK(max_abs_diff(logprobs, want.logprobs) <= 2e-6);
+  // Qwen2.5's vocabulary, untruncated rows only (the CUDA kernel's one-block-per-row scan): the same
+  // draws as the CPU kernel, greedy rows the argmax.
+  verl::rollout::SamplerRows wide;
+  for (int i = 0; i < 16; ++i) wide.push(i % 4 == 0 ? 0.0 : 0.5 + 0.1 * i, 0, 1.0, 0.0, (i + 0.5) / 16.0);
+  const torch::Tensor big = torch::randn({16, 151936}) * 4;
+  auto [cpu_tokens, cpu_logprobs] = ops::sample(big, wide.temperature, wide.top_k, wide.top_p, wide.min_p, wide.uniform);
+  auto [gpu_tokens, gpu_logprobs] =
+      ops::sample(big.cuda(), wide.temperature, wide.top_k, wide.top_p, wide.min_p, wide.uniform);
+  CHECK(torch::equal(gpu_tokens.cpu(), cpu_tokens));
+  CHECK(max_abs_diff(gpu_logprobs, cpu_logprobs) <= 1e-5);
+  CHECK(torch::equal(gpu_tokens.cpu().index({torch::indexing::Slice(0, 16, 4)}), big.argmax(1).index({torch::indexing::Slice(0, 16, 4)})));
 }
 
 TEST_CASE("kernels: gae_scan and gae_advantage_return on each device against the ATen loop", "[kernels]") {

@@ -28,6 +28,11 @@ VERL_API void kv_cache_write(torch::Tensor& pool, const torch::Tensor& slots, co
 // Any rows: truncation by topk / sort, the draw by an inverse CDF (cumsum in float64, searchsorted).
 VERL_API rollout::SampleResult sample_rows(const torch::Tensor& logits, const rollout::SamplerRows& rows);
 
+// Whether row i of a (rows, vocab) batch is truncated (top-k below vocab, top-p below 1 or min-p above
+// 0; greedy rows never are). Device kernels draw untruncated rows themselves and leave truncated ones
+// to sample_rows: the split is per row, so a row's path does not depend on its batch.
+VERL_API bool truncates(const rollout::SamplerRows& rows, int64_t i, int64_t vocab);
+
 // The op's per-row arrays as SamplerRows.
 rollout::SamplerRows sampler_rows(c10::ArrayRef<double> temperature, c10::ArrayRef<int64_t> top_k,
                                   c10::ArrayRef<double> top_p, c10::ArrayRef<double> min_p,

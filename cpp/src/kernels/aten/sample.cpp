@@ -93,6 +93,11 @@ std::tuple<torch::Tensor, torch::Tensor> sample(const torch::Tensor& logits, c10
 
 }  // namespace
 
+bool truncates(const rollout::SamplerRows& rows, int64_t i, int64_t vocab) {
+  return rows.temperature[i] != 0.0 &&
+         ((rows.top_k[i] > 0 && rows.top_k[i] < vocab) || rows.top_p[i] < 1.0 || rows.min_p[i] > 0.0);
+}
+
 rollout::SamplerRows sampler_rows(c10::ArrayRef<double> temperature, c10::ArrayRef<int64_t> top_k,
                                   c10::ArrayRef<double> top_p, c10::ArrayRef<double> min_p,
                                   c10::ArrayRef<double> uniform) {

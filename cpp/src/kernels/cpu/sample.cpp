@@ -172,11 +172,7 @@ std::tuple<torch::Tensor, torch::Tensor> sample(const torch::Tensor& logits_in, 
   // The path is chosen per row (never per batch), so a row's draw does not depend on its neighbours.
   const int64_t n = logits_in.size(0), vocab = logits_in.size(1);
   std::vector<int64_t> plain, truncated;
-  for (int64_t i = 0; i < n; ++i) {
-    const bool trunc = rows.temperature[i] != 0.0 && ((rows.top_k[i] > 0 && rows.top_k[i] < vocab) ||
-                                                      rows.top_p[i] < 1.0 || rows.min_p[i] > 0.0);
-    (trunc ? truncated : plain).push_back(i);
-  }
+  for (int64_t i = 0; i < n; ++i) (aten::truncates(rows, i, vocab) ? truncated : plain).push_back(i);
   torch::Tensor logits = logits_in.to(torch::kFloat).contiguous();
   torch::Tensor tokens = torch::empty({n}, torch::kLong);
   torch::Tensor logprobs = torch::empty({n}, torch::kFloat);
