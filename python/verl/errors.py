@@ -6,6 +6,7 @@ __all__ = [
     "ConfigError",
     "ConfigTypeError",
     "DataError",
+    "DataContractError",
     "InvalidArgumentError",
     "VerlTypeError",
     "CheckpointError",
@@ -27,6 +28,12 @@ class ConfigTypeError(ConfigError, TypeError):
 
 class DataError(VerlError, ValueError):
     """Data that does not fit the operation: batch sizes, keys, indices (C++ ``verl::DataError``)."""
+
+
+class DataContractError(DataError, AssertionError):
+    """A broken DataProto contract where verl asserts (unequal ``chunk``, conflicting ``union`` / ``concat``,
+    batch sizes that disagree, more than one batch dimension): also an ``AssertionError``, so code written against
+    verl keeps catching what it caught there."""
 
 
 class InvalidArgumentError(VerlError, ValueError):

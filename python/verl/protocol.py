@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from . import _C
-from .errors import DataError, VerlTypeError
+from .errors import DataContractError, DataError, VerlTypeError
 
 __all__ = [
     "DataProto",
@@ -30,6 +30,12 @@ __all__ = [
     "unpad_dataproto",
     "union_tensor_dict",
     "union_numpy_dict",
+    "fold_batch_dim",
+    "unfold_batch_dim",
+    "serialize_single_tensor",
+    "deserialize_single_tensor",
+    "serialize_tensordict",
+    "deserialize_tensordict",
 ]
 
 _plan = _C.row_plan
@@ -80,6 +86,20 @@ def _as_rows(n: int, idxs: Any) -> torch.Tensor:
     if not isinstance(idxs, torch.Tensor):
         raise TypeError(f"indices must be a list, numpy array or tensor, got {type(idxs).__name__}")
     return _plan.selection_rows(n, idxs.reshape(-1) if idxs.dim() == 0 else idxs)
+
+
+def _cells_as_columns(column: np.ndarray) -> np.ndarray:
+    """A 1-D object column whose cells are sequences of one length L as a (rows, L) object array (what verl's
+    ``np.array(list_of_lists, dtype=object)`` holds); any other array as it is."""
+    if column.ndim != 1 or column.dtype != object or not len(column):
+        return column
+    if not all(isinstance(cell, (list, tuple, np.ndarray)) for cell in column) or len({len(c) for c in column}) != 1:
+        return column
+    out = np.empty((len(column), len(column[0])), dtype=object)
+    for i, cell in enumerate(column):
+        for j, value in enumerate(cell):
+            out[i, j] = value
+    return out
 
 
 class TensorBatch(dict):
@@ -147,15 +167,43 @@ def _tensors_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(a, b)
 
 
-def _cells_equal(a: Any, b: Any) -> bool:
-    """Deep equality for non-tensor cells (dicts, lists, arrays, NaN == NaN)."""
+def _cells_equal(a: Any, b: Any, on_path: set[tuple[int, int]] | None = None) -> bool:
+    """Deep equality for non-tensor cells (dicts, lists, arrays, NaN == NaN).
+
+    ``on_path`` holds the (id(a), id(b)) pairs being compared further up: meeting a pair again means both sides
+    loop back the same way (an object array holding itself), which counts as equal instead of recursing forever.
+    """
+    on_path = set() if on_path is None else on_path
+    pair = (id(a), id(b))
+    if pair in on_path:
+        return True
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        a, b = np.asarray(a, dtype=object), np.asarray(b, dtype=object)
-        return a.shape == b.shape and all(_cells_equal(x, y) for x, y in zip(a.ravel(), b.ravel()))
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) or a.shape != b.shape:
+            return False
+        if a.dtype != object and b.dtype != object:
+            if a.dtype != b.dtype:
+                return False
+            try:
+                return bool(np.array_equal(a, b, equal_nan=True))
+            except TypeError:  # equal_nan on strings / bytes
+                return bool(np.array_equal(a, b))
+        on_path.add(pair)
+        try:
+            return all(_cells_equal(x, y, on_path) for x, y in zip(a.ravel(), b.ravel()))
+        finally:
+            on_path.discard(pair)
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_cells_equal(a[k], b[k]) for k in a)
+        on_path.add(pair)
+        try:
+            return a.keys() == b.keys() and all(_cells_equal(a[k], b[k], on_path) for k in a)
+        finally:
+            on_path.discard(pair)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_cells_equal(x, y) for x, y in zip(a, b))
+        on_path.add(pair)
+        try:
+            return len(a) == len(b) and all(_cells_equal(x, y, on_path) for x, y in zip(a, b))
+        finally:
+            on_path.discard(pair)
     if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
         return True
     try:
@@ -164,25 +212,29 @@ def _cells_equal(a: Any, b: Any) -> bool:
         return a is b
 
 
-def union_tensor_dict(tensor_dict1: TensorBatch, tensor_dict2: TensorBatch) -> TensorBatch:
-    """Adds tensor_dict2's tensors to tensor_dict1; shared keys must hold equal tensors."""
+def union_tensor_dict(tensor_dict1: Any, tensor_dict2: Any) -> Any:
+    """Adds tensor_dict2's tensors to tensor_dict1 (a ``TensorBatch`` or a tensordict ``TensorDict``, changed in
+    place and returned); shared keys must hold equal tensors, else ``verl.DataContractError`` (an AssertionError,
+    as verl asserts)."""
     if tensor_dict1.batch_size != tensor_dict2.batch_size:
-        raise DataError(
+        raise DataContractError(
             f"Two tensor dict must have identical batch size. Got {tensor_dict1.batch_size} and {tensor_dict2.batch_size}"
         )
     for key, value in tensor_dict2.items():
-        if key in tensor_dict1 and not _tensors_equal(tensor_dict1[key], value):
-            raise DataError(f"union: tensor '{key}' differs between the two DataProtos")
+        if key in tensor_dict1.keys() and not _tensors_equal(tensor_dict1[key], value):
+            raise DataContractError(f"{key} in tensor_dict1 and tensor_dict2 are not the same object")
     for key, value in tensor_dict2.items():
-        tensor_dict1.setdefault(key, value)
+        if key not in tensor_dict1.keys():
+            tensor_dict1[key] = value
     return tensor_dict1
 
 
 def union_numpy_dict(dict1: dict[str, np.ndarray], dict2: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Adds dict2's columns to dict1; shared keys must hold equal values."""
+    """Adds dict2's columns to dict1; shared keys must hold equal values (NaN equals NaN, object arrays compared
+    cell by cell, self-referencing arrays allowed), else ``verl.DataContractError``."""
     for key, value in dict2.items():
         if key in dict1 and not _cells_equal(dict1[key], value):
-            raise DataError(f"union: non-tensor column '{key}' differs between the two DataProtos")
+            raise DataContractError(f"`{key}` in tensor_dict1 and tensor_dict2 are not the same object.")
     dict1.update(dict2)
     return dict1
 
@@ -190,7 +242,8 @@ def union_numpy_dict(dict1: dict[str, np.ndarray], dict2: dict[str, np.ndarray])
 def _union_meta(dict1: dict, dict2: dict, what: str) -> dict:
     for key, value in dict2.items():
         if key in dict1 and not _cells_equal(dict1[key], value):
-            raise DataError(f"{what}: meta_info key '{key}' has conflicting values {dict1[key]!r} and {value!r}")
+            raise DataContractError(
+                f"{what}: Conflicting values for meta_info key '{key}': {dict1[key]!r} and {value!r}")
     dict1.update(dict2)
     return dict1
 
@@ -217,6 +270,8 @@ class DataProto:
             if not hasattr(self.batch, "items"):
                 raise VerlTypeError(f"batch must be a dict of tensors, got {type(self.batch).__name__}")
             size = getattr(self.batch, "batch_size", None)  # a tensordict.TensorDict keeps its batch size
+            if size is not None and not isinstance(size, int) and len(size) != 1:
+                raise DataContractError(f"only support num_batch_dims=1, got a batch of batch_size {tuple(size)}")
             self.batch = TensorBatch(dict(self.batch.items()), size)
         if self.non_tensor_batch is None:
             self.non_tensor_batch = {}
@@ -234,9 +289,11 @@ class DataProto:
         num_batch_dims: int = 1,
         auto_padding: bool = False,
     ) -> DataProto:
-        """From tensors sharing dim 0 and per-row non-tensor values (lists become object arrays)."""
+        """From tensors sharing dim 0 and per-row non-tensor values (lists become object arrays). A DataProto has one
+        batch dimension, as verl's (whose ``check_consistency`` asserts it): ``num_batch_dims`` other than 1 raises
+        ``verl.DataContractError``."""
         if num_batch_dims != 1:
-            raise DataError(f"only num_batch_dims=1 is supported, got {num_batch_dims}")
+            raise DataContractError(f"only support num_batch_dims=1, got num_batch_dims={num_batch_dims}")
         tensors = dict(tensors or {})
         meta_info = dict(meta_info or {})
         columns = {k: v if isinstance(v, np.ndarray) else _object_array(v) for k, v in (non_tensors or {}).items()}
@@ -249,7 +306,7 @@ class DataProto:
             if pivot is None:
                 pivot = key
             elif tensor.shape[0] != tensors[pivot].shape[0]:
-                raise DataError(
+                raise DataContractError(
                     "Not all the tensor in tensors have the same batch size with batch_dims=1. "
                     f"Got {pivot} has {tensors[pivot].shape[0]}, {key} has {tensor.shape[0]}"
                 )
@@ -309,7 +366,7 @@ class DataProto:
                     raise DataError(f"tensor '{key}' has {tensor.shape[0]} rows but the batch has {n}")
         for key, value in self.non_tensor_batch.items():
             if value.shape[0] != n:
-                raise DataError(f"key {key} length {len(value)} is not equal to batch size {n}")
+                raise DataContractError(f"key {key} length {len(value)} is not equal to batch size {n}")
 
     def is_padding_enabled(self) -> bool:
         """Whether chunk() may split unevenly (meta_info flag, DataProtoConfig.auto_padding or VERL_AUTO_PADDING)."""
@@ -464,7 +521,11 @@ class DataProto:
     def chunk(self, chunks: int) -> list[DataProto]:
         """``chunks`` pieces along the rows; sizes must divide unless auto-padding is enabled."""
         out, begin = [], 0
-        for size in _plan.chunk_sizes(len(self), chunks, self.is_padding_enabled()):
+        try:
+            sizes = _plan.chunk_sizes(len(self), chunks, self.is_padding_enabled())
+        except DataError as e:  # verl asserts divisibility: the same error, catchable as an AssertionError too
+            raise DataContractError(str(e)) from None
+        for size in sizes:
             out.append(self.slice(begin, begin + size))
             begin += size
         return out
@@ -513,6 +574,84 @@ class DataProto:
 
         return batches()
 
+    def sample_level_repeat(self, repeat_times: Any) -> DataProto:
+        """Row i repeated ``repeat_times[i]`` times, rows kept together (a list, tuple, 1-D ndarray or tensor of
+        counts, one per row)."""
+        if isinstance(repeat_times, (torch.Tensor, np.ndarray)):
+            if repeat_times.ndim != 1:
+                raise DataContractError(f"repeat_times must be 1-D, got shape {tuple(repeat_times.shape)}")
+            repeat_times = repeat_times.tolist()
+        elif isinstance(repeat_times, tuple):
+            repeat_times = list(repeat_times)
+        elif not isinstance(repeat_times, list):
+            raise DataContractError(
+                f"repeat_times type must be in [list, torch.Tensor, np.ndarray, tuple], got {type(repeat_times)}")
+        if len(repeat_times) != len(self):
+            raise DataError(f"sample_level_repeat needs one count per row: got {len(repeat_times)} for {len(self)} rows")
+        counts = torch.tensor(repeat_times, dtype=torch.long)
+        if counts.numel() and counts.min() < 0:
+            raise DataError(f"sample_level_repeat counts must be >= 0, got {repeat_times}")
+        return self._take(torch.repeat_interleave(torch.arange(len(self)), counts))
+
+    def unfold_column_chunks(self, n_split: int, split_keys: list[str] | None = None) -> DataProto:
+        """Each row becomes ``n_split`` rows: the entries named in ``split_keys`` are cut along their second dimension
+        into ``n_split`` pieces (one per new row), every other entry is repeated ``n_split`` times."""
+        split_keys = set(split_keys or [])
+        if n_split < 1:
+            raise DataError(f"n_split must be >= 1, got {n_split}")
+
+        def unfold(key: str, value: Any) -> Any:
+            if isinstance(value, np.ndarray):
+                value = _cells_as_columns(value)
+            if value.ndim < 2 or value.shape[1] % n_split:
+                raise DataError(f"unfold_column_chunks: '{key}' has shape {tuple(value.shape)}, whose second "
+                                f"dimension does not divide into {n_split}")
+            return value.reshape(value.shape[0] * n_split, value.shape[1] // n_split, *value.shape[2:])
+
+        batch = None
+        if self.batch is not None:
+            batch = TensorBatch({k: unfold(k, t) if k in split_keys else t.repeat_interleave(n_split, dim=0)
+                                 for k, t in self.batch.items()}, len(self) * n_split)
+        columns = {k: unfold(k, v) if k in split_keys else np.repeat(v, n_split, axis=0)
+                   for k, v in self.non_tensor_batch.items()}
+        return type(self)(batch=batch, non_tensor_batch=columns, meta_info=self.meta_info)
+
+    # -- tensordict -----------------------------------------------------------------------------
+    def to_tensordict(self) -> Any:
+        """One ``tensordict.TensorDict``: the tensors, each non-tensor column as a ``NonTensorStack`` (nested lists
+        and dicts kept per row) and each meta_info entry as ``NonTensorData``; ``from_tensordict`` inverts it."""
+        from .utils import tensordict_utils
+
+        tensors: dict[str, Any] = dict(self.batch.items()) if self.batch is not None else {}
+        common = set(tensors) & set(self.non_tensor_batch)
+        if common:
+            raise DataContractError(f"tensor_batch and non_tensor_batch have common keys {common}")
+        for key, column in self.non_tensor_batch.items():
+            tensors[key] = tensordict_utils.non_tensor_stack(column)
+        return tensordict_utils.get_tensordict(tensors, dict(self.meta_info))
+
+    @classmethod
+    def from_tensordict(cls, tensor_dict: Any, meta_info: dict | None = None, num_batch_dims: int = 1) -> DataProto:
+        """From a ``tensordict.TensorDict``: tensors to ``batch``, ``NonTensorStack`` entries to ``non_tensor_batch``
+        (object arrays), ``NonTensorData`` entries to ``meta_info``."""
+        from tensordict import NonTensorData, NonTensorStack
+
+        if num_batch_dims != 1:
+            raise DataContractError(f"only support num_batch_dims=1, got num_batch_dims={num_batch_dims}")
+        meta = dict(meta_info or {})
+        tensors, columns = {}, {}
+        for key, value in tensor_dict.items():
+            if isinstance(value, torch.Tensor):
+                tensors[key] = value
+            elif isinstance(value, NonTensorStack):
+                columns[key] = _object_array(value.tolist())
+            elif isinstance(value, NonTensorData):
+                meta[key] = value.data
+            else:
+                raise VerlTypeError(f"from_tensordict: entry '{key}' is a {type(value).__name__}, not a tensor, "
+                                    "NonTensorStack or NonTensorData")
+        return cls.from_dict(tensors=tensors, non_tensors=columns, meta_info=meta)
+
     def to(self, device: torch.device | str) -> DataProto:
         """Moves the tensors to ``device`` in place and returns self."""
         if self.batch is not None:
@@ -551,3 +690,87 @@ def pad_dataproto_to_divisor(data: DataProto, size_divisor: int) -> tuple[DataPr
 def unpad_dataproto(data: DataProto, pad_size: int) -> DataProto:
     """Drops the last ``pad_size`` rows (``data[:-pad_size]``)."""
     return data[:-pad_size] if pad_size != 0 else data
+
+
+def fold_batch_dim(data: DataProto, new_batch_size: int) -> DataProto:
+    """Rows [bsz, ...] regrouped as [new_batch_size, bsz // new_batch_size, ...]: each tensor and non-tensor column
+    gets a second dimension, the DataProto keeps one batch dimension of ``new_batch_size`` rows."""
+    n = len(data)
+    if new_batch_size < 1 or n % new_batch_size:
+        raise DataContractError(f"fold_batch_dim: {n} rows do not fold into {new_batch_size} groups")
+    group = n // new_batch_size
+    batch = None
+    if data.batch is not None:
+        batch = TensorBatch({k: t.reshape(new_batch_size, group, *t.shape[1:]) for k, t in data.batch.items()},
+                            new_batch_size)
+    columns = {k: np.reshape(v, (new_batch_size, group, *v.shape[1:])) for k, v in data.non_tensor_batch.items()}
+    return type(data)(batch=batch, non_tensor_batch=columns, meta_info=data.meta_info)
+
+
+def unfold_batch_dim(data: DataProto, batch_dims: int = 2) -> DataProto:
+    """The inverse of ``fold_batch_dim``: the first ``batch_dims`` dimensions of every entry flattened into rows."""
+    if batch_dims < 1:
+        raise DataError(f"unfold_batch_dim: batch_dims must be >= 1, got {batch_dims}")
+
+    def rows_of(key: str, shape: Sequence[int]) -> int:
+        if len(shape) < batch_dims:
+            raise DataError(f"unfold_batch_dim: '{key}' has shape {tuple(shape)}, fewer than {batch_dims} dimensions")
+        return int(np.prod(shape[:batch_dims]))
+
+    batch, n = None, None
+    if data.batch is not None and len(data.batch):
+        tensors = {k: t.reshape(rows_of(k, t.shape), *t.shape[batch_dims:]) for k, t in data.batch.items()}
+        n = next(iter(tensors.values())).shape[0]
+        batch = TensorBatch(tensors, n)
+    columns = {k: np.reshape(v, (rows_of(k, v.shape), *v.shape[batch_dims:])) for k, v in data.non_tensor_batch.items()}
+    return type(data)(batch=batch, non_tensor_batch=columns, meta_info=data.meta_info)
+
+
+def serialize_single_tensor(obj: torch.Tensor) -> tuple[str, torch.Size, np.ndarray]:
+    """(dtype name, shape, the raw bytes as a uint8 array): a tensor as plain data, for any dtype numpy lacks too
+    (bfloat16, float8)."""
+    data = obj.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy()
+    return str(obj.dtype).removeprefix("torch."), obj.shape, data
+
+
+def deserialize_single_tensor(arr: tuple[str, Sequence[int], Any]) -> torch.Tensor:
+    """The tensor ``serialize_single_tensor`` described (a CPU tensor owning a copy of the bytes)."""
+    dtype_name, shape, data = arr
+    dtype = getattr(torch, dtype_name, None)
+    if not isinstance(dtype, torch.dtype):
+        raise DataError(f"deserialize_single_tensor: '{dtype_name}' is not a torch dtype")
+    raw = torch.frombuffer(bytearray(data), dtype=torch.uint8) if len(data) else torch.empty(0, dtype=torch.uint8)
+    return raw.view(dtype).reshape(tuple(shape))
+
+
+def serialize_tensordict(batch: Any) -> tuple[tuple[int, ...], str | None, dict[str, tuple]]:
+    """(batch_size, device, {key: serialized tensor}) of a ``TensorDict`` (or ``TensorBatch``); a nested tensor is
+    (layout name, [serialized component, ...])."""
+    items: dict[str, tuple] = {}
+    for key, value in batch.items():
+        if value.is_nested:
+            items[key] = (str(value.layout).removeprefix("torch."), [serialize_single_tensor(t) for t in value.unbind()])
+        else:
+            items[key] = serialize_single_tensor(value)
+    device = getattr(batch, "device", None)
+    return tuple(batch.batch_size), (str(device) if device is not None else None), items
+
+
+def deserialize_tensordict(arr: tuple) -> Any:
+    """The ``tensordict.TensorDict`` ``serialize_tensordict`` described."""
+    from tensordict import TensorDict
+
+    batch_size, device, items = arr
+    tensors = {}
+    for key, value in items.items():
+        if len(value) == 3:
+            tensors[key] = deserialize_single_tensor(value)
+        elif len(value) == 2:
+            layout_name, parts = value
+            layout = getattr(torch, layout_name, None)
+            if not isinstance(layout, torch.layout):
+                raise DataError(f"deserialize_tensordict: '{layout_name}' of '{key}' is not a torch layout")
+            tensors[key] = torch.nested.as_nested_tensor([deserialize_single_tensor(p) for p in parts], layout=layout)
+        else:
+            raise DataError(f"Invalid tensor encoding format, expected length 2 or 3, got {len(value)}")
+    return TensorDict(source=tensors, batch_size=batch_size, device=device)

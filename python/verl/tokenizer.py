@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import _C
+from .errors import InvalidArgumentError
 
 __all__ = ["Tokenizer", "load_tokenizer"]
 
@@ -49,6 +50,7 @@ class Tokenizer:
         #: The directory it was loaded from (transformers' attribute name); trainers copy its files into checkpoints.
         self.name_or_path: str | None = None
         self._special = dict(cpp.special_tokens_map())
+        self._special_ids: dict[str, int] = {}  # special tokens assigned in Python (pad_token = eos_token)
         self._templates = dict(cpp.chat_templates())
 
     # -- ids <-> text -----------------------------------------------------------------------
@@ -111,6 +113,19 @@ class Tokenizer:
     def pad_token(self) -> str | None:
         return self._special.get("pad_token")
 
+    @pad_token.setter
+    def pad_token(self, token: str) -> None:
+        self._set_special("pad_token", token)
+
+    def _set_special(self, name: str, token: str) -> None:
+        """Makes ``token`` (already in the vocabulary) this tokenizer's ``name`` (transformers' assignment
+        ``tokenizer.pad_token = tokenizer.eos_token``); its id follows."""
+        token_id = self.convert_tokens_to_ids(token) if isinstance(token, str) else None
+        if token_id is None:
+            raise InvalidArgumentError(f"{name} = {token!r}: not a token of this tokenizer's vocabulary")
+        self._special[name] = token
+        self._special_ids[name] = token_id
+
     @property
     def bos_token_id(self) -> int | None:
         return self._cpp.bos_token_id
@@ -121,7 +136,7 @@ class Tokenizer:
 
     @property
     def pad_token_id(self) -> int | None:
-        return self._cpp.pad_token_id
+        return self._special_ids.get("pad_token", self._cpp.pad_token_id)
 
     @property
     def chat_template(self) -> str | dict[str, str] | None:

@@ -132,8 +132,10 @@ bool compatible(const Json& declared, Json& value) {
 bool compatible_with_key(const std::string& key, const Json& declared, Json& value, config_schema::Tree tree) {
   if (compatible(declared, value)) return true;
   const config_schema::Rule* rule = config_schema::find_rule(key, tree);
-  return rule != nullptr && rule->kind == config_schema::Rule::Kind::kNumber && declared.is_number() &&
-         value.is_number();
+  if (rule == nullptr) return false;
+  // A string where the default is a list: verl's own command lines write `trainer.logger=console`.
+  if (rule->kind == config_schema::Rule::Kind::kStringOrList) return value.is_string() || value.is_array();
+  return rule->kind == config_schema::Rule::Kind::kNumber && declared.is_number() && value.is_number();
 }
 
 config_schema::Tree schema_tree(bool sft) { return sft ? config_schema::Tree::kSFT : config_schema::Tree::kPPO; }

@@ -244,8 +244,8 @@ std::vector<KeyEntry> build_ppo() {
   // --- actor_rollout_ref.rollout -----------------------------------------------------------------------------
   const std::string g = ar + "rollout.";
   add(t, {
-             R(g + "name", "verl-cpp generates with its own engine (native); vLLM, SGLang and HF generation are "
-                           "not supported"),
+             H(g + "name", "native, vllm and sglang all select verl-cpp's own engine, which takes the place of "
+                           "vLLM / SGLang here (the trainer logs a note naming the key); hf is not a choice"),
              N(g + "mode", "verl's sync / async rollout servers; verl-cpp's engine runs in the trainer's process "
                            "and gives the same samples"),
              R(g + "nnodes", kMultiGpu),

@@ -37,7 +37,7 @@ std::vector<Rule> build_rules() {
       {"data.max_response_length", K::kInt, 1.0},
       {"data.truncation", K::kString, {}, {}, false, {"error", "left", "right", "middle"}},
       {"data.prompt_key", K::kString},
-      {"actor_rollout_ref.rollout.name", K::kString, {}, {}, false, {"native", "vllm", "sglang", "hf"}},
+      {"actor_rollout_ref.rollout.name", K::kString, {}, {}, false, {"native", "vllm", "sglang"}},
       {"actor_rollout_ref.rollout.n", K::kInt, 1.0},
       {"actor_rollout_ref.rollout.temperature", K::kNumber, 0.0},
       {"actor_rollout_ref.rollout.top_p", K::kNumber, 0.0, 1.0, true},

@@ -56,8 +56,10 @@ Metrics compute_data_metrics(const DataProto& batch, bool use_critic) {
   torch::Tensor sequence_reward = batch.tensor("token_level_rewards").to(torch::kFloat64).sum(-1);
   const torch::Tensor& advantages = batch.tensor("advantages");
   const torch::Tensor& returns = batch.tensor("returns");
-  const double max_prompt_length = static_cast<double>(batch.tensor("prompts").size(-1));
+  // The prompt part of attention_mask (its width less the response's), as verl counts it: the same as the width
+  // of `prompts` when the batch has them, and no need for them when it has not.
   const double max_response_length = static_cast<double>(batch.tensor("responses").size(-1));
+  const double max_prompt_length = static_cast<double>(batch.tensor("attention_mask").size(-1)) - max_response_length;
   torch::Tensor response_mask = batch.tensor("response_mask").to(torch::kBool);
 
   LengthInfo info = response_info(batch);
@@ -124,8 +126,22 @@ Metrics compute_throughout_metrics(const DataProto& batch, const TimingRaw& timi
   auto it = timing_raw.find("step");
   VERL_CHECK(it != timing_raw.end(), "compute_throughout_metrics: timing_raw has no 'step' entry");
   VERL_CHECK(n_gpus > 0, "compute_throughout_metrics: n_gpus must be positive, got ", n_gpus);
-  // verl sums meta_info["global_token_num"], the valid tokens of each row's attention_mask.
-  const double total_num_tokens = item(batch.tensor("attention_mask").to(torch::kFloat64).sum());
+  // verl sums meta_info["global_token_num"], the valid tokens of each row's attention_mask; a batch that carries
+  // it (verl's trainer sets it, user code may) is counted from it, one without it from attention_mask itself.
+  double total_num_tokens = 0.0;
+  auto counts = batch.meta_info().find("global_token_num");
+  if (counts != batch.meta_info().end()) {
+    VERL_CHECK_AS(TypeMismatch, counts->is_array(),
+                  "compute_throughout_metrics: meta_info['global_token_num'] must be a list of token counts, got ",
+                  counts->type_name());
+    for (const Json& n : *counts) {
+      VERL_CHECK_AS(TypeMismatch, n.is_number(), "compute_throughout_metrics: meta_info['global_token_num'] holds a ",
+                    n.type_name(), ", not a token count");
+      total_num_tokens += n.get<double>();
+    }
+  } else {
+    total_num_tokens = item(batch.tensor("attention_mask").to(torch::kFloat64).sum());
+  }
   const double time = it->second;
   return {{"perf/total_num_tokens", total_num_tokens},
           {"perf/time_per_step", time},

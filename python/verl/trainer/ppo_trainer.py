@@ -22,6 +22,7 @@ formats as the policy loss, ``.metrics`` holds the rest), and ``PPOTrainer(confi
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections import defaultdict
@@ -137,6 +138,17 @@ def _scores_as_token_level(rewards: Any, batch: DataProto) -> torch.Tensor:
     return scores
 
 
+def _note_rollout_engine(cfg: Any) -> None:
+    """verl's command lines name their rollout engine (``actor_rollout_ref.rollout.name=vllm`` / ``sglang``); verl-cpp
+    generates with its own engine whatever the name, with the same sampling parameters, so the line runs unchanged
+    and one note says so (the engine-only keys such as gpu_memory_utilization are of no effect, docs/config.md)."""
+    name = cfg.get("actor_rollout_ref.rollout.name")
+    if name in ("vllm", "sglang"):
+        logging.getLogger("verl").warning(
+            "verl: actor_rollout_ref.rollout.name=%s: verl-cpp's native engine generates in %s's place (same "
+            "sampling parameters; %s's own tuning keys have no effect here)", name, name, name)
+
+
 class PPOTrainer:
     """verl's PPO-family trainer. See the module docstring.
 
@@ -214,6 +226,7 @@ class PPOTrainer:
         self.val_dataset = self._dataset(val_dataset, "val_files", "val_max_samples")
         #: the batch sizes settled for the user (verl.trainer.batch_defaults), one note per change
         self.batch_notes = fill_batch_defaults(cfg, len(self.train_dataset) if self.train_dataset is not None else None)
+        _note_rollout_engine(cfg)
         self.train_dataloader = None
         if self.train_dataset is not None:
             from ..utils.dataset import create_rl_dataloader

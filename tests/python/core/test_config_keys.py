@@ -53,8 +53,8 @@ def test_refused_and_no_effect_entries_say_why(sft):
 def test_counts_and_the_keys_the_issue_names():
     """The keys verl users set most often land where they should."""
     find = config_keys.find
-    for key in ["actor_rollout_ref.model.lora_rank", "actor_rollout_ref.rollout.name",
-                "actor_rollout_ref.rollout.multi_turn.enable", "actor_rollout_ref.rollout.tensor_model_parallel_size",
+    for key in ["actor_rollout_ref.model.lora_rank", "actor_rollout_ref.rollout.multi_turn.enable",
+                "actor_rollout_ref.rollout.tensor_model_parallel_size",
                 "actor_rollout_ref.actor.fsdp_config.param_offload", "algorithm.use_pf_ppo",
                 "actor_rollout_ref.actor.ulysses_sequence_parallel_size", "trainer.n_gpus_per_node",
                 "critic.model.path", "trainer.nnodes"]:
@@ -62,8 +62,9 @@ def test_counts_and_the_keys_the_issue_names():
     for key in ["actor_rollout_ref.actor.use_torch_compile", "actor_rollout_ref.model.use_liger",
                 "actor_rollout_ref.rollout.gpu_memory_utilization", "ray_kwargs.ray_init.num_cpus"]:
         assert find(key).cls == config_keys.NO_EFFECT, key
+    # rollout.name: native, vllm and sglang select verl-cpp's engine (issue 16 item 5); hf is not a choice
     for key in ["algorithm.adv_estimator", "actor_rollout_ref.rollout.n", "data.train_batch_size",
-                "actor_rollout_ref.actor.optim.lr", "trainer.default_local_dir"]:
+                "actor_rollout_ref.actor.optim.lr", "trainer.default_local_dir", "actor_rollout_ref.rollout.name"]:
         assert find(key).cls == config_keys.HONOURED, key
 
 
@@ -71,7 +72,6 @@ def test_counts_and_the_keys_the_issue_names():
 
 _SPECIAL = {
     # string keys with a choice rule: another allowed choice
-    "actor_rollout_ref.rollout.name": "vllm",
     "actor_rollout_ref.rollout.dtype": "float16",
     # null defaults with a type rule
     "trainer.max_critic_ckpt_to_keep": 3,
@@ -120,10 +120,12 @@ def test_refused_key_with_another_value_is_a_config_error_naming_it(sft, key):
 
 def test_every_refused_key_is_named_in_one_error():
     with pytest.raises(verl.ConfigError) as info:
-        load_config(overrides=["actor_rollout_ref.model.lora_rank=8", "actor_rollout_ref.rollout.name=vllm"])
+        load_config(overrides=["actor_rollout_ref.model.lora_rank=8",
+                               "actor_rollout_ref.ref.fsdp_config.param_offload=true"])
     message = str(info.value)
     assert "2 settings are refused" in message
-    assert "'actor_rollout_ref.model.lora_rank' = 8" in message and "'actor_rollout_ref.rollout.name' = \"vllm\"" in message
+    assert "'actor_rollout_ref.model.lora_rank' = 8" in message
+    assert "'actor_rollout_ref.ref.fsdp_config.param_offload' = true" in message
 
 
 def test_refused_key_at_its_default_value_or_interpolation_is_fine():
@@ -138,7 +140,8 @@ def test_refused_key_at_its_default_value_or_interpolation_is_fine():
 def test_refused_key_with_same_as_accepts_that_keys_value():
     cfg = load_config(overrides=["actor_rollout_ref.model.path=/models/a", "critic.model.path=/models/a",
                                  "trainer.max_actor_ckpt_to_keep=2", "trainer.max_critic_ckpt_to_keep=2",
-                                 "actor_rollout_ref.actor.fsdp_config.dtype=fp32"])  # == model_dtype (fp32)
+                                 "actor_rollout_ref.actor.fsdp_config.dtype=fp16",
+                                 "actor_rollout_ref.rollout.dtype=float16"])  # == the actor's compute dtype
     assert cfg["critic.model.path"] == "/models/a"
     with pytest.raises(verl.ConfigError, match="critic.model.path"):
         load_config(overrides=["actor_rollout_ref.model.path=/models/a", "critic.model.path=/models/b"])

@@ -33,8 +33,9 @@ VERL_API Metrics compute_data_metrics(const DataProto& batch, bool use_critic);
 // gen (per response token) and ref, values, adv, update_critic, update_actor (per prompt + response token).
 VERL_API Metrics compute_timing_metrics(const DataProto& batch, const TimingRaw& timing_raw);
 
-// verl's compute_throughout_metrics: perf/total_num_tokens (valid tokens of attention_mask),
-// perf/time_per_step (timing_raw["step"]) and perf/throughput = tokens / (time * n_gpus).
+// verl's compute_throughout_metrics: perf/total_num_tokens (the sum of meta_info["global_token_num"] when the
+// batch carries it, else the valid tokens of attention_mask), perf/time_per_step (timing_raw["step"]) and
+// perf/throughput = tokens / (time * n_gpus). TypeMismatch when global_token_num is not a list of numbers.
 VERL_API Metrics compute_throughout_metrics(const DataProto& batch, const TimingRaw& timing_raw, int64_t n_gpus);
 
 // verl's calculate_debug_metrics: how far the actor's recomputed probabilities are from the rollout's

@@ -9,10 +9,11 @@ validation aggregation (``process_validation_metrics`` with bootstrapped best@N 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
 from ... import _C
 from ...protocol import DataProto
@@ -21,19 +22,48 @@ __all__ = ["compute_data_metrics", "compute_timing_metrics", "compute_throughout
            "calc_maj_val", "process_validation_metrics", "validation_metric_dict"]
 
 
+def _cpp_batch(batch: Any) -> _C.DataProto:
+    """The C++ DataProto the metric functions read: a ``DataProto`` as it is, or any object shaped like one (verl's
+    tests pass a mock with ``.batch`` a dict of tensors and ``.meta_info`` a dict); what it lacks is empty."""
+    if isinstance(batch, DataProto):
+        return batch.to_cpp()
+    tensors = getattr(batch, "batch", None)
+    tensors = dict(tensors.items()) if isinstance(tensors, Mapping) or _is_tensordict(tensors) else {}
+    columns = getattr(batch, "non_tensor_batch", None)
+    columns = dict(columns) if isinstance(columns, Mapping) else {}
+    meta = getattr(batch, "meta_info", None)
+    return _C.DataProto(tensors, columns, dict(meta) if isinstance(meta, Mapping) else {})
+
+
+def _is_tensordict(value: Any) -> bool:
+    return type(value).__name__ == "TensorDict" and hasattr(value, "batch_size")
+
+
+def _compute_response_info(batch: Any) -> dict[str, torch.Tensor]:
+    """verl's per-row lengths of a step batch: ``response_mask`` (the attention mask's response part),
+    ``prompt_length`` and ``response_length`` (float counts of valid tokens)."""
+    tensors = batch.batch
+    response_length = tensors["responses"].shape[-1]
+    attention_mask = tensors["attention_mask"]
+    prompt_mask, response_mask = attention_mask[:, :-response_length], attention_mask[:, -response_length:]
+    return {"response_mask": response_mask, "prompt_length": prompt_mask.sum(-1).float(),
+            "response_length": response_mask.sum(-1).float()}
+
+
 def compute_data_metrics(batch: DataProto, use_critic: bool = True) -> dict[str, float]:
     """verl's critic/*, response_length/*, prompt_length/* metrics of a step batch."""
-    return dict(_C.trainer.compute_data_metrics(batch.to_cpp(), use_critic))
+    return dict(_C.trainer.compute_data_metrics(_cpp_batch(batch), use_critic))
 
 
 def compute_timing_metrics(batch: DataProto, timing_raw: dict[str, float]) -> dict[str, float]:
     """timing_s/<stage> and timing_per_token_ms/<stage>."""
-    return dict(_C.trainer.compute_timing_metrics(batch.to_cpp(), dict(timing_raw)))
+    return dict(_C.trainer.compute_timing_metrics(_cpp_batch(batch), dict(timing_raw)))
 
 
 def compute_throughout_metrics(batch: DataProto, timing_raw: dict[str, float], n_gpus: int = 1) -> dict[str, float]:
-    """perf/total_num_tokens, perf/time_per_step, perf/throughput."""
-    return dict(_C.trainer.compute_throughout_metrics(batch.to_cpp(), dict(timing_raw), n_gpus))
+    """perf/total_num_tokens (the sum of meta_info["global_token_num"] when the batch carries it, else the valid
+    tokens of attention_mask), perf/time_per_step, perf/throughput (tokens / (time * n_gpus))."""
+    return dict(_C.trainer.compute_throughout_metrics(_cpp_batch(batch), dict(timing_raw), n_gpus))
 
 
 def bootstrap_metric(data: Sequence[Any], subset_size: int, reduce_fns: list[Callable[[np.ndarray], float]],

@@ -1,0 +1,6 @@
+"""verl's typed config dataclasses (``verl.trainer.config``), built from sections of the config tree with
+``verl.utils.config.omega_conf_to_dataclass``. The YAML files beside this module are the tree itself."""
+
+from .algorithm import AlgoConfig, FilterGroupsConfig, KLControlConfig, RolloutCorrectionConfig
+
+__all__ = ["AlgoConfig", "FilterGroupsConfig", "KLControlConfig", "RolloutCorrectionConfig"]

@@ -1,0 +1,67 @@
+"""The ``algorithm`` section of the config tree as dataclasses (verl's ``verl.trainer.config.algorithm``): the same
+fields and defaults as verl 0.9.1's, so code that builds or reads them runs unchanged."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+from ...base_config import BaseConfig
+
+__all__ = ["AlgoConfig", "FilterGroupsConfig", "KLControlConfig", "RolloutCorrectionConfig"]
+
+
+@dataclass
+class KLControlConfig(BaseConfig):
+    """``algorithm.kl_ctrl``: ``type`` fixed or adaptive, the initial ``kl_coef``, and the adaptive controller's
+    ``horizon`` and ``target_kl``."""
+
+    type: str = "fixed"
+    kl_coef: float = 0.001
+    horizon: int = 10000
+    target_kl: float = 0.1
+
+
+@dataclass
+class FilterGroupsConfig(BaseConfig):
+    """``algorithm.filter_groups`` (DAPO's dynamic sampling): drop prompt groups whose ``metric`` is the same for
+    every sample; at most ``max_num_gen_batches`` generation batches per step (non-positive: no limit)."""
+
+    enable: bool = False
+    metric: Optional[str] = None
+    max_num_gen_batches: int = 0
+    max_inflight_gen_batches: int = 1
+
+
+@dataclass
+class RolloutCorrectionConfig(BaseConfig):
+    """``algorithm.rollout_correction``: importance-sampling weights (``rollout_is``: token / sequence / None) and
+    rejection sampling (``rollout_rs``) between the rollout and the training policy."""
+
+    rollout_is: Optional[str] = "sequence"
+    rollout_is_threshold: Union[str, float] = 2.0
+    rollout_is_batch_normalize: bool = False
+    rollout_rs: Optional[str] = None
+    rollout_rs_threshold: Optional[Union[str, float]] = None
+    bypass_mode: bool = False
+    loss_type: str = "ppo_clip"
+
+
+@dataclass
+class AlgoConfig(BaseConfig):
+    """``algorithm``: the advantage estimator and its discounting (``gamma``, ``lam``), GRPO's std normalisation,
+    the in-reward KL penalty and its controller, PF-PPO reweighting, DAPO's group filter, rollout correction."""
+
+    gamma: float = 1.0
+    lam: float = 1.0
+    adv_estimator: str = "gae"
+    norm_adv_by_std_in_grpo: bool = True
+    use_kl_in_reward: bool = False
+    kl_penalty: str = "kl"
+    kl_ctrl: KLControlConfig = field(default_factory=KLControlConfig)
+    use_pf_ppo: bool = False
+    pf_ppo: dict[str, Any] = field(default_factory=dict)
+    filter_groups: Optional[FilterGroupsConfig] = None
+    rollout_correction: Optional[RolloutCorrectionConfig] = None
+    gdpo_reward_keys: Optional[list[str]] = None
+    gdpo_reward_weights: Optional[list[float]] = None
