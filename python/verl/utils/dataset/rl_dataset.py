@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ...errors import ConfigError, ConfigTypeError, DataError
+from ...errors import ConfigError, ConfigTypeError, DataError, InvalidArgumentError
 from ...protocol import DataProto
 from .reader import RowOrigin, read_rows
 
@@ -207,9 +207,13 @@ def render_prompt(tokenizer: Any, messages: list[dict], chat_template_kwargs: di
     text = render_chat(tokenizer, messages, chat_template_kwargs, origin, add_generation_prompt=True)
     try:
         return text, list(tokenizer.encode(text, add_special_tokens=False))
-    except UnicodeEncodeError as e:  # a lone surrogate that did not come from a data file (read_rows refuses those)
+    # A lone surrogate that did not come from a data file (read_rows refuses those): a transformers tokenizer raises
+    # UnicodeEncodeError, verl-cpp's an InvalidArgumentError naming the text.
+    except UnicodeEncodeError as e:
         raise DataError(f"{origin}: the rendered prompt is not valid Unicode text ({e.reason}: "
                         f"{e.object[e.start:e.end]!r})") from e
+    except InvalidArgumentError as e:
+        raise DataError(f"{origin}: the rendered prompt is not valid Unicode text ({e})") from e
 
 
 def select_max_samples(total: int, max_samples: int, shuffle: bool, seed: int | None) -> list[int]:
