@@ -33,7 +33,7 @@ double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
 const std::vector<std::string> kOps = {"paged_attention", "kv_cache_write", "sample",   "gae_scan",
                                        "gae_advantage_return", "rotary",   "group_mean_std", "row_sums",
                                        "scale_rows_by_mask"};
-const std::vector<std::string> kCudaKernels = {"kv_cache_write", "gae_scan", "rotary", "sample"};
+const std::vector<std::string> kCudaKernels = {"kv_cache_write", "gae_scan", "rotary", "sample", "paged_attention"};
 
 struct PagedInputs {
   torch::Tensor q, k_pool, v_pool, tables, positions;
@@ -64,7 +64,7 @@ TEST_CASE("kernels: every op has a CPU kernel and an ATen composition; CUDA kern
   // Built with VERL_WITH_CUDA: each .cu kernel registered for the CUDA key; without: none is.
   const bool with_cuda = ops::has_kernel("kv_cache_write", c10::DispatchKey::CUDA);
   for (const std::string& op : kCudaKernels) CHECK(ops::has_kernel(op.c_str(), c10::DispatchKey::CUDA) == with_cuda);
-  for (const char* op : {"paged_attention", "row_sums", "group_mean_std"}) CHECK_FALSE(ops::has_kernel(op, c10::DispatchKey::CUDA));
+  for (const char* op : {"gae_advantage_return", "row_sums", "group_mean_std"}) CHECK_FALSE(ops::has_kernel(op, c10::DispatchKey::CUDA));
   // The fused vanilla loss exists on CPU only; elsewhere policy_loss.cpp runs verl's formula.
   CHECK(ops::has_kernel_for("vanilla_token_losses", torch::zeros({1})));
   CHECK_FALSE(ops::has_kernel_for("vanilla_token_losses", torch::empty({1}, torch::kMeta)));
@@ -97,6 +97,14 @@ TEST_CASE("kernels: paged_attention on each device against the gather + SDPA com
                                                    in.positions.cuda(), scale, true);
     CHECK(got.is_cuda());
     CHECK(max_abs_diff(got, cpu) <= (c.dtype == torch::kDouble ? 1e-12 : 1e-5));
+    // bfloat16: both accumulate in float from the same inputs; the outputs differ by their last rounding.
+    const torch::Tensor cpu16 = ops::paged_attention(in.q.to(torch::kBFloat16), in.k_pool.to(torch::kBFloat16),
+                                                     in.v_pool.to(torch::kBFloat16), in.tables, in.positions, scale);
+    const torch::Tensor gpu16 = ops::paged_attention(in.q.to(torch::kBFloat16).cuda(), in.k_pool.to(torch::kBFloat16).cuda(),
+                                                     in.v_pool.to(torch::kBFloat16).cuda(), in.tables.cuda(),
+                                                     in.positions.cuda(), scale);
+    const torch::Tensor a = gpu16.cpu().to(torch::kDouble), b = cpu16.to(torch::kDouble);
+    CHECK(((a - b).abs() <= 1e-2 * b.abs() + 1e-2).all().item<bool>());
   }
 }
 

@@ -1,0 +1,47 @@
+// verl::paged_attention on CUDA (kernels/ops.h): paged_attention.cu, one launch per call, K/V read
+// through the block table in place.
+#include <torch/library.h>
+#include <torch/torch.h>
+
+#include "kernels/cuda/dtype.h"
+
+namespace verl::kernels::cuda {
+namespace {
+
+torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& k_pool, const torch::Tensor& v_pool,
+                              const torch::Tensor& block_tables, const torch::Tensor& positions, double scale,
+                              bool /*allow_simd: the CPU kernel's switch*/) {
+  VERL_CHECK(q.dim() == 4 && k_pool.dim() == 4 && k_pool.sizes() == v_pool.sizes(),
+             "paged_attention: q (bs, heads, q, d) and pools (blocks, block_size, kv_heads, d) expected");
+  VERL_CHECK(k_pool.is_contiguous() && v_pool.is_contiguous(), "paged_attention: pools must be contiguous");
+  VERL_CHECK(q.scalar_type() == k_pool.scalar_type() && k_pool.scalar_type() == v_pool.scalar_type(),
+             "paged_attention: q and the pools must share a dtype");
+  VERL_CHECK(k_pool.device() == q.device() && v_pool.device() == q.device(),
+             "paged_attention: q and the pools must be on one device");
+  const int64_t bs = q.size(0), heads = q.size(1), q_len = q.size(2), d = q.size(3);
+  const int64_t block_size = k_pool.size(1), kv_heads = k_pool.size(2);
+  VERL_CHECK(k_pool.size(3) == d && heads % kv_heads == 0, "paged_attention: head_dim / kv_heads mismatch");
+  const c10::DeviceGuard guard(q.device());
+  const torch::Tensor tables = block_tables.to(q.device(), torch::kLong).contiguous();
+  const torch::Tensor pos = positions.to(q.device(), torch::kLong).contiguous();
+  VERL_CHECK(tables.dim() == 2 && tables.size(0) == bs && pos.sizes() == torch::IntArrayRef({bs, q_len}),
+             "paged_attention: block_tables (bs, max_blocks) and positions (bs, q) expected, got ", tables.sizes(),
+             " and ", pos.sizes());
+  const int64_t max_blocks = tables.size(1);
+  // Written as (bs, q, heads, d), the layout o_proj wants, and returned as a permuted view (as on CPU).
+  torch::Tensor out = torch::empty({bs, q_len, heads, d}, q.options());
+  const auto acc_dtype = q.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+  torch::Tensor scores = torch::empty({bs * q_len * heads, max_blocks * block_size}, q.options().dtype(acc_dtype));
+  check_launch(launch_paged_attention(q.const_data_ptr(), strides4(q), k_pool.const_data_ptr(), v_pool.const_data_ptr(),
+                                      tables.const_data_ptr<int64_t>(), pos.const_data_ptr<int64_t>(), out.data_ptr(),
+                                      scores.data_ptr(), bs, q_len, heads, kv_heads, d, block_size, max_blocks, scale,
+                                      launcher_dtype(q.scalar_type(), "paged_attention"), stream_of(q)),
+               "paged_attention");
+  return out.permute({0, 2, 1, 3});
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(verl, CUDA, m) { m.impl("paged_attention", TORCH_FN(paged_attention)); }
+
+}  // namespace verl::kernels::cuda
