@@ -20,6 +20,9 @@ the TRL venv's python (setup_trl_venv.sh), verl-cpp under this one.
 2. reward  -- the learnable toy task (grpo_common.toy_reward: the fraction of response tokens among the lowest
               eighth of the vocabulary) on the tiny model, N steps on both sides with shorter responses; reward per
               step and the mean of the last steps.
+4. precision -- verl-cpp only, per model at the speed part's workload: fsdp_config.dtype float32 (no mixed
+              precision) and bfloat16 (verl's default: fp32 master weights, bf16 compute copy) as two trainers in one
+              process, their steps alternating; the phases side by side and the bf16 / fp32 time ratio.
 3. scaling -- verl-cpp only, tiny model: step time vs response length (128..1024, at 4 prompts per step) and vs
               prompts per step (8..64, at 64 tokens), 1 warm-up + 2 measured steps per point, with the power-law
               exponent fitted by log-log least squares (--full: at the issue's 16 prompts / 256 tokens).
@@ -128,6 +131,34 @@ def bench_speed(args, checkpoints: dict, peaks: dict, workdir: str) -> list[dict
                                        if row["verl"][name]["median"] > 0 else None) for name in common.PHASES}
         row["target"] = TARGETS.get(model)
         row["met"] = row["target"] is not None and row["speedup"] >= row["target"]
+        rows.append(row)
+    return rows
+
+
+PRECISIONS = ("float32", "bfloat16")
+
+
+def bench_precision(args, checkpoints: dict, peaks: dict, workdir: str) -> list[dict]:
+    """verl-cpp at fsdp_config.dtype float32 and bfloat16, one process, alternating steps, the speed workload."""
+    rows = []
+    for model in args.models:
+        prompts, max_tokens, steps = args.prompts, args.max_tokens, args.steps
+        if model == "small":
+            prompts, max_tokens, steps = args.small_prompts, args.small_max_tokens, args.small_steps
+        spec = spec_for(args, model, checkpoints[model], prompts, max_tokens, args.warmup, steps, prompt_seed=1)
+        spec["compute_dtypes"] = list(PRECISIONS)
+        print(f"precision/{model}: {prompts} prompts x {args.n} x {max_tokens} tokens, fp32 and bf16 compute "
+              "alternating in one process", flush=True)
+        result = run_side("verl", spec, args.python["verl"], workdir, f"precision-{model}")
+        row = {"model": model, "workload": {k: spec[k] for k in ("prompts_per_step", "n", "max_tokens", "warmup",
+                                                                 "steps", "micro_batch", "lr", "threads")}}
+        for dtype in PRECISIONS:
+            one = dict(result, steps=result["by_dtype"][dtype])
+            row[dtype] = speed_summary(one, spec, peaks)
+            row[dtype]["rollout_probs_diff_max"] = max(s["rollout_probs_diff_max"] for s in one["steps"])
+        row["ratio"] = {name: (row["bfloat16"][name]["median"] / row["float32"][name]["median"]
+                               if row["float32"][name]["median"] > 0 else None)
+                        for name in common.PHASES + ("step",)}
         rows.append(row)
     return rows
 
@@ -283,6 +314,23 @@ def report(results: dict) -> str:
                 lines.append(f"| {p['value']} | {_mmm(p['step_s'])} | {p['phases']['generation']:.2f} | "
                              f"{p['phases']['log_prob']:.2f} | {p['phases']['update']:.2f} | {p['tokens_per_s']:.0f} |")
             lines.append("")
+    if results.get("precision"):
+        lines += ["## Mixed precision (verl-cpp): fsdp_config.dtype float32 vs bfloat16, one process", "",
+                  "The same workload as the speed table, two trainers in one process with their steps alternating: "
+                  "float32 (no mixed precision, as in the TRL comparison above) and bfloat16 (verl's default: fp32 "
+                  "master weights and AdamW state, forward/backward on a bf16 copy, the rollout from that copy). "
+                  "Seconds, median (min-max) over the measured steps; ratio = bf16 / fp32 (< 1: bf16 faster).", "",
+                  "| model | compute | step s | generation s | log-prob s | update s | max rollout-vs-trainer "
+                  "log-prob diff |", "|---|---|---|---|---|---|---|"]
+        for row in results["precision"]:
+            for dtype in PRECISIONS:
+                r = row[dtype]
+                lines.append(f"| {row['model']} | {dtype} | {_mmm(r['step'])} | {_mmm(r['generation'])} | "
+                             f"{_mmm(r['log_prob'])} | {_mmm(r['update'])} | {r['rollout_probs_diff_max']:.2g} |")
+            ratio = row["ratio"]
+            lines.append(f"| {row['model']} | ratio bf16/fp32 | {ratio['step']:.2f} | {ratio['generation']:.2f} | "
+                         f"{ratio['log_prob']:.2f} | {ratio['update']:.2f} | |")
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -305,6 +353,9 @@ def targets(results: dict) -> list[dict]:
         for axis, label in (("max_tokens", "response length"), ("prompts_per_step", "prompts per step")):
             out.append(results_json.target(f"step-time exponent vs {label} (verl-cpp)", sc[axis]["fit"]["exponent"],
                                            "reported", None, unit=""))
+    for row in results.get("precision", []):
+        out.append(results_json.target(f"update time bf16 / fp32 compute, {row['model']} (verl-cpp)",
+                                       row["ratio"]["update"], "reported", None, unit="x"))
     return out
 
 
@@ -323,7 +374,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trl-python", default=os.path.expanduser("~/.cache/verl-cpp/trl-venv/bin/python"),
                     help="python of the TRL venv (benchmarks/grpo_step/setup_trl_venv.sh)")
-    ap.add_argument("--parts", nargs="+", default=["speed", "reward", "scaling"], choices=["speed", "reward", "scaling"])
+    ap.add_argument("--parts", nargs="+", default=["speed", "reward", "scaling", "precision"],
+                    choices=["speed", "reward", "scaling", "precision"])
     ap.add_argument("--models", nargs="+", default=["tiny", "small"], choices=list(common.MODELS))
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--seed", type=int, default=0)
@@ -392,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = tempfile.TemporaryDirectory(prefix="grpo-bench-")
         workdir = tmp.name
     os.makedirs(workdir, exist_ok=True)
-    models = set(args.models) if "speed" in args.parts else set()
+    models = set(args.models) if {"speed", "precision"} & set(args.parts) else set()
     if {"reward", "scaling"} & set(args.parts):
         models.add("tiny")
     checkpoints = {}
@@ -408,6 +460,8 @@ def main(argv: list[str] | None = None) -> int:
         results["reward"] = bench_reward(args, checkpoints, workdir)
     if "scaling" in args.parts:
         results["scaling"] = bench_scaling(args, checkpoints, workdir)
+    if "precision" in args.parts:
+        results["precision"] = bench_precision(args, checkpoints, peaks, workdir)
     results["seconds"] = time.perf_counter() - start
     text = report(results)
     print()

@@ -41,7 +41,7 @@ def run_verl(spec: dict) -> dict:
     import torch
 
     import verl
-    from verl import PPOTrainer, RLConfig
+    from verl import PPOTrainer
     from verl.protocol import DataProto
     from verl.workers.reward_manager.abstract import AbstractRewardManager, place_scores
 
@@ -72,10 +72,52 @@ def run_verl(spec: dict) -> dict:
             _record_rewards(reward_calls, scores, [int(p + r) for p, r in zip(prompt_lengths, lengths)])
             return {"reward_tensor": reward, "reward_extra_info": {}} if return_dict else reward
 
+    P = spec["prompts_per_step"]
+    total_steps = spec["warmup"] + spec["steps"]
+    # fsdp_config.dtype per trainer: float32 (no mixed precision: the same precision as TRL's fp32 side) unless the
+    # spec asks for more; several dtypes run as several trainers in this one process, their steps alternating.
+    compute_dtypes = spec.get("compute_dtypes", ["float32"])
+    trainers = {dtype: PPOTrainer(config=_verl_config(spec, width, total_steps, dtype),
+                                  reward_fn=TokenIdReward(tokenizer), tokenizer=tokenizer) for dtype in compute_dtypes}
+
+    by_dtype: dict[str, list] = {dtype: [] for dtype in compute_dtypes}
+    for k in range(total_steps):
+        ids = prompt_ids[k * P:(k + 1) * P]
+        input_ids = torch.full((P, width), pad, dtype=torch.long)
+        attention_mask = torch.zeros((P, width), dtype=torch.long)
+        for i, p in enumerate(ids):
+            input_ids[i, width - len(p):] = torch.tensor(p)
+            attention_mask[i, width - len(p):] = 1
+        position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+        for dtype, trainer in trainers.items():
+            batch = DataProto.from_single_dict({
+                "input_ids": input_ids, "attention_mask": attention_mask, "position_ids": position_ids,
+                "data_source": np.array(["toy"] * P, dtype=object),
+                "reward_model": np.array([{"ground_truth": ""} for _ in range(P)], dtype=object)})
+            t0 = time.perf_counter()
+            metrics = trainer.step(batch)
+            step_s = time.perf_counter() - t0
+            t = {key[len("timing_s/"):]: float(v) for key, v in metrics.items() if key.startswith("timing_s/")}
+            record = dict(reward_calls[-1], step_s=step_s, generation_s=t.get("gen", 0.0),
+                          log_prob_s=t.get("old_log_prob", 0.0) + t.get("ref", 0.0),
+                          update_s=t.get("update_actor", 0.0) + t.get("update_weights", 0.0),
+                          timing=t,
+                          trainer_mfu_actor=float(metrics.get("perf/mfu/actor", float("nan"))),
+                          rollout_probs_diff_max=float(metrics.get("training/rollout_probs_diff_max", float("nan"))),
+                          response_length_mean=float(metrics.get("response_length/mean", float("nan"))))
+            by_dtype[dtype].append(record)
+            print(f"[verl-cpp {dtype}] step {k + 1}/{total_steps}: {step_s:.2f} s, reward {record['reward_mean']:.3f}",
+                  file=sys.stderr, flush=True)
+    return {"side": "verl", "steps": by_dtype[compute_dtypes[0]], "by_dtype": by_dtype,
+            "prompt_tokens": [len(p) for p in prompt_ids]}
+
+
+def _verl_config(spec: dict, width: int, total_steps: int, compute_dtype: str):
+    from verl import RLConfig
+
     P, n = spec["prompts_per_step"], spec["n"]
     micro = spec["micro_batch"]
-    total_steps = spec["warmup"] + spec["steps"]
-    config = RLConfig(
+    return RLConfig(
         algorithm="grpo", model=spec["checkpoint"], batch_size=P, n=n, learning_rate=spec["lr"],
         max_prompt_length=width, max_response_length=spec["max_tokens"], seed=spec["seed"],
         overrides=[
@@ -95,36 +137,8 @@ def run_verl(spec: dict) -> dict:
             "algorithm.norm_adv_by_std_in_grpo=true",
             "trainer.total_epochs=1", f"trainer.total_training_steps={total_steps}", "trainer.save_freq=-1",
             "trainer.test_freq=-1", "trainer.val_before_train=false", "trainer.resume_mode=disable",
-            "trainer.logger=[]", "trainer.device=cpu"])
-    trainer = PPOTrainer(config=config, reward_fn=TokenIdReward(tokenizer), tokenizer=tokenizer)
-
-    steps = []
-    for k in range(total_steps):
-        ids = prompt_ids[k * P:(k + 1) * P]
-        input_ids = torch.full((P, width), pad, dtype=torch.long)
-        attention_mask = torch.zeros((P, width), dtype=torch.long)
-        for i, p in enumerate(ids):
-            input_ids[i, width - len(p):] = torch.tensor(p)
-            attention_mask[i, width - len(p):] = 1
-        position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
-        batch = DataProto.from_single_dict({
-            "input_ids": input_ids, "attention_mask": attention_mask, "position_ids": position_ids,
-            "data_source": np.array(["toy"] * P, dtype=object),
-            "reward_model": np.array([{"ground_truth": ""} for _ in range(P)], dtype=object)})
-        t0 = time.perf_counter()
-        metrics = trainer.step(batch)
-        step_s = time.perf_counter() - t0
-        t = {key[len("timing_s/"):]: float(v) for key, v in metrics.items() if key.startswith("timing_s/")}
-        record = dict(reward_calls[-1], step_s=step_s, generation_s=t.get("gen", 0.0),
-                      log_prob_s=t.get("old_log_prob", 0.0) + t.get("ref", 0.0),
-                      update_s=t.get("update_actor", 0.0) + t.get("update_weights", 0.0),
-                      timing=t,
-                      trainer_mfu_actor=float(metrics.get("perf/mfu/actor", float("nan"))),
-                      response_length_mean=float(metrics.get("response_length/mean", float("nan"))))
-        steps.append(record)
-        print(f"[verl-cpp] step {k + 1}/{total_steps}: {step_s:.2f} s, reward {record['reward_mean']:.3f}",
-              file=sys.stderr, flush=True)
-    return {"side": "verl", "steps": steps, "prompt_tokens": [len(p) for p in prompt_ids]}
+            "trainer.logger=[]", "trainer.device=cpu",
+            f"actor_rollout_ref.actor.fsdp_config.dtype={compute_dtype}"])
 
 
 # ---- TRL ---------------------------------------------------------------------------------------------------------

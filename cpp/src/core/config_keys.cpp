@@ -30,8 +30,10 @@ constexpr const char* kProfiler = "verl's nsys / npu / torch profiler integratio
 constexpr const char* kMultiTurn = "multi-turn rollouts with tools and agent loops are not implemented";
 constexpr const char* kMultimodal = "multimodal (image / video / audio) data is not supported; text only";
 constexpr const char* kDeterminism = "torch's full-determinism mode (deterministic CUDA kernels) is not implemented";
-constexpr const char* kDtype = "mixed precision is not implemented: every pass computes in "
-                               "actor_rollout_ref.actor.fsdp_config.model_dtype, so this may only name that dtype";
+constexpr const char* kRmDtype = "the reward model scores in actor_rollout_ref.actor.fsdp_config.model_dtype "
+                                 "(forward passes only), so this may only name that dtype";
+constexpr const char* kRolloutDtype = "the rollout engine generates from the actor's compute-dtype weights "
+                                      "(actor_rollout_ref.actor.fsdp_config.dtype), so this may only name that dtype";
 constexpr const char* kTorchCompile = "torch.compile of verl's Python model; verl-cpp's model is C++";
 constexpr const char* kEntropyMemory = "memory switch of verl's entropy computation; verl-cpp computes log-probs "
                                        "and entropy in one fused, chunked C++ pass";
@@ -91,7 +93,7 @@ std::vector<KeyEntry> optim(const std::string& p) {
 }
 
 // fsdp_config (actor, ref) / fsdp (critic). `model_dtype` is the actor's own key, honoured there; the ref and the
-// critic are built from the actor's weights and run in its dtype.
+// critic are built from the actor's weights in its dtype. `dtype` (the compute dtype) is each role's own.
 std::vector<KeyEntry> fsdp(const std::string& p, bool actor) {
   const std::string actor_dtype = "actor_rollout_ref.actor.fsdp_config.model_dtype";
   return {
@@ -102,7 +104,8 @@ std::vector<KeyEntry> fsdp(const std::string& p, bool actor) {
       N(p + ".reshard_after_forward", kFsdp),
       N(p + ".fsdp_size", kFsdp),
       N(p + ".forward_prefetch", kFsdp),
-      actor ? H(p + ".model_dtype", "fp32 / bf16 / fp16: the dtype of the weights, the optimizer and every pass")
+      actor ? H(p + ".model_dtype", "fp32 / bf16 / fp16: the dtype of the master weights and the optimizer state "
+                                    "(bf16 / fp16 log a warning: AdamW updates below their resolution are lost)")
             : R(p + ".model_dtype", "the reference policy and the critic are built from the actor's weights, in "
                                     "the actor's dtype", actor_dtype),
       N(p + ".use_orig_params", kFsdp),
@@ -118,7 +121,9 @@ std::vector<KeyEntry> fsdp(const std::string& p, bool actor) {
       N(p + ".pad_to_length_bucket", kPadToLength),
       N(p + ".forward_only", "set by verl per role (the reference only runs forward passes); nothing to choose"),
       N(p + ".strategy", kStrategy),
-      R(p + ".dtype", kDtype, actor_dtype),
+      H(p + ".dtype", "bfloat16 / float16 / float32: the compute dtype of forward and backward (mixed precision "
+                      "over master weights in model_dtype, gradients accumulated in model_dtype, fp16 with verl's "
+                      "dynamic loss scale; float32 turns it off)"),
       R(p + ".qat", kQat),
       N(p + ".turbo_config", kTurbo),
   };
@@ -257,7 +262,7 @@ std::vector<KeyEntry> build_ppo() {
              H(g + "seed", "the engine's seed (per-request streams) and the critic head's initialisation"),
              H(g + "prompt_length"),
              H(g + "response_length"),
-             R(g + "dtype", kDtype, "actor_rollout_ref.actor.fsdp_config.model_dtype"),
+             R(g + "dtype", kRolloutDtype, "actor_rollout_ref.actor.fsdp_config.dtype"),
              N(g + "gpu_memory_utilization", "vLLM's share of GPU memory; the engine sizes its paged KV cache for "
                                              "max_num_seqs sequences of max_model_len tokens (at most 4 GiB)"),
              H(g + "ignore_eos"),
@@ -419,7 +424,7 @@ std::vector<KeyEntry> build_ppo() {
              H("reward_model.model.input_tokenizer"),
              R("reward_model.model.external_lib", kExternalLib),
              N("reward_model.model.trust_remote_code", kRemoteCode),
-             R("reward_model.rollout.dtype", kDtype, "actor_rollout_ref.actor.fsdp_config.model_dtype"),
+             R("reward_model.rollout.dtype", kRmDtype, "actor_rollout_ref.actor.fsdp_config.model_dtype"),
              H("reward_model.rollout.max_num_batched_tokens", "verl's legacy layout of "
                                                               "reward.reward_model.rollout.max_num_batched_tokens"),
              H("reward_model.rollout.max_num_seqs", "verl's legacy layout of reward.reward_model.rollout.max_num_seqs"),
@@ -461,7 +466,7 @@ std::vector<KeyEntry> build_ppo() {
     t.push_back(N(rr + leaf, kRmSampling));
   }
   add(t, {
-             R(rr + "dtype", kDtype, "actor_rollout_ref.actor.fsdp_config.model_dtype"),
+             R(rr + "dtype", kRmDtype, "actor_rollout_ref.actor.fsdp_config.model_dtype"),
              H(rr + "max_num_batched_tokens", "the RM worker's token budget per forward pass when "
                                               "reward_model.forward_max_token_len_per_gpu is unset"),
              H(rr + "max_num_seqs", "the RM worker's sequences per forward pass when "

@@ -248,7 +248,9 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
                                                : max_model_len.get<int64_t>();
     ec.eos_token_ids = options.eos_token_ids;
     ec.seed = static_cast<uint64_t>(settings_.rollout_seed);
-    engine_ = std::make_shared<rollout::Engine>(models_.actor, ec);
+    // The engine generates from the actor's compute-dtype weights (the actor module itself unless mixed
+    // precision keeps a copy): the rollout log-probs and the actor's recomputation share weights and kernels.
+    engine_ = std::make_shared<rollout::Engine>(actor_->compute_model(), ec);
     models_.engine = engine_;
   }
 }
@@ -288,6 +290,8 @@ rollout::SamplingParams PPOTrainer::sampling_params(bool validation) const {
 
 DataProto PPOTrainer::generate(const DataProto& prompts, const rollout::SamplingParams& params, int64_t seed) {
   if (engine_->sleeping()) engine_->wake_up();
+  // Weights written since the last hand-over (a checkpoint load, a user's edit) reach the engine first.
+  actor_->precision().refresh();
   DataProto out = generate_sequences(*engine_, prompts, params, pad_token_id_, seed);
   // verl puts the rollout replicas to sleep after generation: the KV cache is freed for the updates.
   if (settings_.free_cache_engine) engine_->sleep();
@@ -407,11 +411,12 @@ DataProto PPOTrainer::compute_rewards(DataProto batch) {
 Metrics PPOTrainer::optimize(DataProto batch) { return optimize_impl(std::move(batch), std::nullopt); }
 
 void PPOTrainer::hand_over_weights() {
-  // The engine generates with the actor's own module: nothing to copy. A separately built engine gets
-  // the updated tensors by name.
-  if (engine_->model() == models_.actor) return;
+  // The engine generates with the actor's compute model (refreshed by the update): nothing to copy. A
+  // separately built engine gets the compute-dtype tensors by name, the weights the actor computes with.
+  std::shared_ptr<model::CausalLM> compute = actor_->compute_model();
+  if (engine_->model() == compute) return;
   torch::NoGradGuard no_grad;
-  engine_->update_weights(models_.actor->named_state());
+  engine_->update_weights(compute->named_state());
 }
 
 Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_seconds_before) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iostream>
 
 #include <torch/torch.h>
 
@@ -98,6 +99,7 @@ ActorConfig ActorConfig::from_config(const Config& config, PolicyRole role, cons
   c.log_prob_max_token_len_per_gpu =
       get_or<int64_t>(config, lp + "log_prob_max_token_len_per_gpu", c.ppo_max_token_len_per_gpu);
   c.temperature = get_or(config, prefix + ".rollout.temperature", c.temperature);
+  c.dtype = get_or(config, prefix + (role == PolicyRole::kActor ? ".actor" : ".ref") + ".fsdp_config.dtype", c.dtype);
   c.use_remove_padding = get_or(config, prefix + ".model.use_remove_padding", c.use_remove_padding);
   c.enable_gradient_checkpointing =
       get_or(config, prefix + ".model.enable_gradient_checkpointing", c.enable_gradient_checkpointing);
@@ -163,6 +165,8 @@ void ActorConfig::validate(PolicyRole role) const {
                   "log_prob_micro_batch_size_per_gpu' must be >= 1, got ", *log_prob_micro_batch_size_per_gpu);
   }
   VERL_CHECK_AS(ConfigError, temperature >= 0, "config key 'actor_rollout_ref.rollout.temperature' must be >= 0");
+  parse_compute_dtype(dtype, std::string("actor_rollout_ref.") + (role == PolicyRole::kActor ? "actor" : "ref") +
+                                 ".fsdp_config.dtype");
 }
 
 ActorWorker::ActorWorker(const Config& config, std::shared_ptr<model::CausalLM> model, PolicyRole role)
@@ -174,13 +178,21 @@ ActorWorker::ActorWorker(ActorConfig config, std::shared_ptr<model::CausalLM> mo
   VERL_CHECK(model_->head_kind() == model::HeadKind::kLanguageModel,
              "ActorWorker needs a model with the LM head (got a value-head model)");
   config_.validate(role_);
+  const std::string block = role_ == PolicyRole::kActor ? "actor" : "ref";
   if (role_ == PolicyRole::kActor) {
     policy_loss_fn_ = algo::get_policy_loss_fn(config_.policy.policy_loss.loss_mode);
     model_->set_gradient_checkpointing(config_.enable_gradient_checkpointing);
+    // The optimizer holds the master weights (and its moments in their dtype); the compute copy only lends
+    // its gradients.
     optimizer_ = std::make_unique<Optimizer>(model_->parameters(), config_.optim, "actor_rollout_ref.actor.optim");
+    const std::string warning =
+        low_precision_master_warning(model_->dtype(), "actor_rollout_ref.actor.fsdp_config.model_dtype");
+    if (!warning.empty()) std::cerr << warning << std::endl;
   }
+  precision_ = std::make_unique<MixedPrecision>(
+      model_, parse_compute_dtype(config_.dtype, "actor_rollout_ref." + block + ".fsdp_config.dtype"));
   // The MFU's peak is measured once per process; do it here, outside the trainer's timed stages.
-  trainer::device_peak_flops(model_->device(), model_->dtype());
+  trainer::device_peak_flops(model_->device(), precision_->compute_dtype());
 }
 
 Optimizer& ActorWorker::optimizer() {
@@ -201,7 +213,8 @@ DataProto ActorWorker::compute_ref_log_prob(const DataProto& data) { return log_
 
 DataProto ActorWorker::log_prob_pass(const DataProto& data, bool calculate_entropy, const std::string& output_key) {
   torch::NoGradGuard no_grad;
-  const torch::Device device = model_->device();
+  model::CausalLM& model = *precision_->compute();
+  const torch::Device device = model.device();
   const torch::Tensor& responses = data.tensor("responses");
   VERL_CHECK_AS(DataError, responses.dim() == 2, "'responses' must be (bs, response_length), got ", responses.sizes());
   const int64_t response_length = responses.size(1);
@@ -222,7 +235,7 @@ DataProto ActorWorker::log_prob_pass(const DataProto& data, bool calculate_entro
     if (!config_.log_prob_use_dynamic_bsz) {
       for (auto& [k, t] : mb) t = t.narrow(0, rows.front(), static_cast<int64_t>(rows.size()));
     }
-    ResponseLogProbs out = response_log_probs(*model_, mb["input_ids"], mb["attention_mask"],
+    ResponseLogProbs out = response_log_probs(model, mb["input_ids"], mb["attention_mask"],
                                               detail::get(mb, "position_ids"), response_length, temperature,
                                               calculate_entropy, config_.use_remove_padding);
     log_probs.push_back(out.log_probs);
@@ -241,7 +254,7 @@ DataProto ActorWorker::log_prob_pass(const DataProto& data, bool calculate_entro
   if (ent.defined()) result.set_tensor("entropys", ent.to(out_device));
   result.meta_info()["temperature"] = temperature;
   // verl's infer_batch reports the pass's MFU (forward only: a third of the training FLOPs).
-  result.meta_info()["metrics"] = Json{{"mfu", detail::worker_mfu(*model_, seqlens, start, /*forward_only=*/true)}};
+  result.meta_info()["metrics"] = Json{{"mfu", detail::worker_mfu(model, seqlens, start, /*forward_only=*/true)}};
   return result;
 }
 
@@ -267,7 +280,8 @@ Metrics ActorWorker::update_policy(const DataProto& data) {
                   " does not divide the mini-batch of ", mini_rows, " rows");
   }
 
-  const torch::Device device = model_->device();
+  model::CausalLM& model = *precision_->compute();
+  const torch::Device device = model.device();
   const double temperature = temperature_of(data, config_.temperature);
   const bool calculate_entropy = config_.calculate_entropy || config_.entropy_coeff != 0.0;
   keys.insert(keys.end(), {"input_ids", "attention_mask", "position_ids"});
@@ -301,7 +315,7 @@ Metrics ActorWorker::update_policy(const DataProto& data) {
     double mini_batch_loss = 0.0;
     for (const auto& rows : micro) {
       detail::TensorMap m = detail::take_rows(mb, rows, device);
-      ResponseLogProbs out = response_log_probs(*model_, m["input_ids"], m["attention_mask"],
+      ResponseLogProbs out = response_log_probs(model, m["input_ids"], m["attention_mask"],
                                                 detail::get(m, "position_ids"), response_length, temperature,
                                                 calculate_entropy, config_.use_remove_padding);
       torch::Tensor mask = m["response_mask"].to(torch::kBool);
@@ -323,12 +337,16 @@ Metrics ActorWorker::update_policy(const DataProto& data) {
         metrics.add_metric("actor/kl_loss", kl_loss.item<double>(), Agg::kSum);
         metrics.add_plain("actor/kl_coef", config_.kl_loss_coef);
       }
-      policy_loss.backward();
+      const double loss_scale = precision_->loss_scale();
+      (loss_scale == 1.0 ? policy_loss : policy_loss * loss_scale).backward();
+      precision_->accumulate_grads();  // into the master gradients, in the master dtype
       mini_batch_loss += policy_loss.item<double>();
     }
     const double grad_norm = optimizer_->step();
+    precision_->update_loss_scale(std::isfinite(grad_norm));
+    precision_->refresh();  // the next mini-batch (and the rollout) computes with the updated weights
     // verl's train_batch MFU: this mini-batch's FLOPs over its forward/backward/optimizer time.
-    metrics.add_plain("actor/mfu", detail::worker_mfu(*model_, mb_seqlens, mini_batch_start, /*forward_only=*/false));
+    metrics.add_plain("actor/mfu", detail::worker_mfu(model, mb_seqlens, mini_batch_start, /*forward_only=*/false));
     metrics.add_plain("actor/loss", mini_batch_loss);
     metrics.add_plain("actor/grad_norm", grad_norm);
     if (step + 1 == mini_batches.size()) metrics.add_plain("actor/lr", optimizer_->scheduler_step());

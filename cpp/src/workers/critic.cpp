@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iostream>
 
 #include <torch/torch.h>
 
@@ -48,6 +49,7 @@ CriticConfig CriticConfig::from_config(const Config& config, const std::string& 
   c.optim = OptimConfig::from_config(config, k + "optim");
   auto legacy = get_optional<double>(config, k + "grad_clip");
   if (legacy && *legacy != 1.0 && c.optim.clip_grad == 1.0) c.optim.clip_grad = *legacy;
+  c.dtype = get_or(config, k + "fsdp.dtype", c.dtype);
   c.use_remove_padding = get_or(config, k + "model.use_remove_padding", c.use_remove_padding);
   c.enable_gradient_checkpointing =
       get_or(config, k + "model.enable_gradient_checkpointing", c.enable_gradient_checkpointing);
@@ -79,6 +81,7 @@ void CriticConfig::validate() const {
     VERL_CHECK_AS(ConfigError, *loss_scale_factor > 0, "config key '", k, "loss_scale_factor' must be > 0");
   }
   optim.validate(k + "optim");
+  parse_compute_dtype(dtype, k + "fsdp.dtype");
 }
 
 CriticWorker::CriticWorker(const Config& config, std::shared_ptr<model::CausalLM> model)
@@ -92,13 +95,19 @@ CriticWorker::CriticWorker(CriticConfig config, std::shared_ptr<model::CausalLM>
   config_.validate();
   model_->set_gradient_checkpointing(config_.enable_gradient_checkpointing);
   optimizer_ = std::make_unique<Optimizer>(model_->parameters(), config_.optim, "critic.optim");
+  // The critic is built from the actor's weights in the actor's dtype (critic.fsdp.model_dtype follows it).
+  const std::string warning =
+      low_precision_master_warning(model_->dtype(), "actor_rollout_ref.actor.fsdp_config.model_dtype (the critic's)");
+  if (!warning.empty()) std::cerr << warning << std::endl;
+  precision_ = std::make_unique<MixedPrecision>(model_, parse_compute_dtype(config_.dtype, "critic.fsdp.dtype"));
   // The MFU's peak is measured once per process; do it here, outside the trainer's timed stages.
-  trainer::device_peak_flops(model_->device(), model_->dtype());
+  trainer::device_peak_flops(model_->device(), precision_->compute_dtype());
 }
 
 DataProto CriticWorker::compute_values(const DataProto& data) {
   torch::NoGradGuard no_grad;
-  const torch::Device device = model_->device();
+  model::CausalLM& model = *precision_->compute();
+  const torch::Device device = model.device();
   const torch::Tensor& responses = data.tensor("responses");
   VERL_CHECK_AS(DataError, responses.dim() == 2, "'responses' must be (bs, response_length), got ", responses.sizes());
   const int64_t response_length = responses.size(1);
@@ -113,7 +122,7 @@ DataProto CriticWorker::compute_values(const DataProto& data) {
   std::vector<torch::Tensor> parts;
   for (const auto& rows : groups) {
     detail::TensorMap m = detail::take_rows(tensors, rows, device);
-    parts.push_back(response_values(*model_, m["input_ids"], m["attention_mask"], detail::get(m, "position_ids"),
+    parts.push_back(response_values(model, m["input_ids"], m["attention_mask"], detail::get(m, "position_ids"),
                                     response_length, config_.use_remove_padding));
   }
   torch::Tensor values = torch::cat(parts);
@@ -143,7 +152,8 @@ std::map<std::string, double> CriticWorker::update_critic(const DataProto& data)
                   "ppo_micro_batch_size_per_gpu' = ", *config_.ppo_micro_batch_size_per_gpu,
                   " does not divide the mini-batch of ", mini_rows, " rows");
   }
-  const torch::Device device = model_->device();
+  model::CausalLM& model = *precision_->compute();
+  const torch::Device device = model.device();
   detail::TensorMap tensors = detail::gather_tensors(
       data, {"input_ids", "attention_mask", "position_ids", "response_mask", "values", "returns"}, device);
   VERL_CHECK_AS(DataError, tensors.count("input_ids") && tensors.count("attention_mask"),
@@ -166,7 +176,7 @@ std::map<std::string, double> CriticWorker::update_critic(const DataProto& data)
     double mini_batch_loss = 0.0;
     for (const auto& rows : micro) {
       detail::TensorMap m = detail::take_rows(mb, rows, device);
-      torch::Tensor vpreds = response_values(*model_, m["input_ids"], m["attention_mask"],
+      torch::Tensor vpreds = response_values(model, m["input_ids"], m["attention_mask"],
                                              detail::get(m, "position_ids"), response_length, config_.use_remove_padding);
       torch::Tensor mask = m["response_mask"].to(torch::kBool);
       algo::ValueLossOutput out = algo::compute_value_loss(vpreds, m["returns"], m["values"], mask,
@@ -176,12 +186,16 @@ std::map<std::string, double> CriticWorker::update_critic(const DataProto& data)
       metrics.add_metric("critic/vf_loss", out.vf_loss.item<double>(), Agg::kSum);
       metrics.add_plain("critic/vf_clipfrac", out.vf_clipfrac.item<double>());
       metrics.add_plain("critic/vpred_mean", algo::masked_mean(vpreds.detach(), mask).item<double>());
-      out.vf_loss.backward();
+      const double loss_scale = precision_->loss_scale();
+      (loss_scale == 1.0 ? out.vf_loss : out.vf_loss * loss_scale).backward();
+      precision_->accumulate_grads();  // into the master gradients, in the master dtype
       mini_batch_loss += out.vf_loss.item<double>();
     }
     const double grad_norm = optimizer_->step();
+    precision_->update_loss_scale(std::isfinite(grad_norm));
+    precision_->refresh();
     // verl's train_batch MFU: this mini-batch's FLOPs over its forward/backward/optimizer time.
-    metrics.add_plain("critic/mfu", detail::worker_mfu(*model_, mb_seqlens, mini_batch_start, /*forward_only=*/false));
+    metrics.add_plain("critic/mfu", detail::worker_mfu(model, mb_seqlens, mini_batch_start, /*forward_only=*/false));
     metrics.add_plain("critic/loss", mini_batch_loss);
     metrics.add_plain("critic/grad_norm", grad_norm);
     if (step + 1 == mini_batches.size()) metrics.add_plain("critic/lr", optimizer_->scheduler_step());

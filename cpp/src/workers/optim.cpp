@@ -2,6 +2,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include <ATen/ops/_fused_adamw.h>
 
 #include "verl/core/error.h"
 #include "worker_config_util.h"
@@ -126,6 +131,61 @@ double cosine_schedule_with_warmup(int64_t step, int64_t num_warmup_steps, int64
   return std::max(min_lr_ratio, x * coef + intercept);
 }
 
+namespace {
+
+// One AdamW step through torch's fused multi-tensor kernel (aten::_fused_adamw_, what torch.optim.AdamW(fused=True)
+// runs; CPU and CUDA implementations, picked by the dispatcher) over the state torch::optim::AdamW keeps, so
+// save()/load() are unchanged. LibTorch's C++ AdamW::step loops over the parameters with a handful of separate
+// ops each (torch's single-tensor path); on this project's 2-core CPU the fused kernel takes 0.34 s for 136M
+// fp32 parameters where foreach takes 0.93 s and the single-tensor loop 2.4 s. Tensors are grouped by device,
+// dtype and step count, as torch groups them for the fused call.
+void fused_adamw_step(torch::optim::AdamW& adamw) {
+  struct Group {
+    std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs;
+  };
+  for (auto& group : adamw.param_groups()) {
+    const auto& options = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    std::map<std::tuple<std::string, int, int64_t>, Group> groups;
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      auto& slot = adamw.state()[p.unsafeGetTensorImpl()];
+      if (!slot) {
+        auto st = std::make_unique<torch::optim::AdamWParamState>();
+        st->step(0);
+        st->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        st->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        if (options.amsgrad()) st->max_exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        slot = std::move(st);
+      }
+      auto& st = static_cast<torch::optim::AdamWParamState&>(*slot);
+      st.step(st.step() + 1);
+      Group& g = groups[{p.device().str(), static_cast<int>(p.scalar_type()), st.step()}];
+      g.params.push_back(p);
+      g.grads.push_back(p.grad());
+      g.exp_avgs.push_back(st.exp_avg());
+      g.exp_avg_sqs.push_back(st.exp_avg_sq());
+      if (options.amsgrad()) g.max_exp_avg_sqs.push_back(st.max_exp_avg_sq());
+    }
+    const auto [beta1, beta2] = options.betas();
+    for (auto& [key, g] : groups) {
+      // The kernel reads each parameter's step count from a float32 tensor on its device (torch increments it
+      // before the call, as the state's step was above); one shared tensor serves the whole group.
+      torch::Tensor step = torch::full({}, static_cast<double>(std::get<2>(key)),
+                                       torch::TensorOptions().dtype(torch::kFloat).device(g.params.front().device()));
+      std::vector<torch::Tensor> steps(g.params.size(), step);
+      torch::NoGradGuard no_grad;
+      at::_fused_adamw_(g.params, g.grads, g.exp_avgs, g.exp_avg_sqs, g.max_exp_avg_sqs, steps, options.lr(), beta1,
+                        beta2, options.weight_decay(), options.eps(), options.amsgrad(), /*maximize=*/false);
+      // The fused op writes in place without bumping the tensors' version counters (torch's own fused AdamW
+      // leaves p._version unchanged too); bump them, so whoever tracks the weights by version (the mixed-precision
+      // compute copy, autograd's saved-tensor checks) sees the update.
+      for (auto& p : g.params) p.unsafeGetTensorImpl()->bump_version();
+    }
+  }
+}
+
+}  // namespace
+
 torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm) {
   std::vector<torch::Tensor> grads;
   for (const auto& p : parameters) {
@@ -189,7 +249,7 @@ double Optimizer::step() {
     zero_grad();
     return value;
   }
-  adamw_->step();
+  fused_adamw_step(*adamw_);
   return value;
 }
 

@@ -56,7 +56,8 @@ TEST_CASE("config_keys: defaults, no-effect keys and same_as values are accepted
   CHECK_NOTHROW(Config::load("", {"actor_rollout_ref.model.lora_rank=0", "actor_rollout_ref.rollout.name=native",
                                   "actor_rollout_ref.model.use_liger=true", "actor_rollout_ref.actor.use_torch_compile=false"}));
   CHECK_NOTHROW(Config::load("", {"actor_rollout_ref.model.path=/m", "critic.model.path=/m",
-                                  "actor_rollout_ref.rollout.dtype=fp32"}));  // fp32 == float32 == model_dtype
+                                  "actor_rollout_ref.actor.fsdp_config.dtype=float32",
+                                  "actor_rollout_ref.rollout.dtype=fp32"}));  // fp32 == float32 == the compute dtype
   CHECK_THROWS_WITH(Config::load("", {"actor_rollout_ref.model.path=/m", "critic.model.path=/other"}),
                     Catch::Contains("critic.model.path"));
   CHECK(keys::find_entry("actor_rollout_ref.model.use_liger", false)->cls == keys::KeyClass::kNoEffect);

@@ -74,6 +74,11 @@ Config toy_config(const std::string& estimator, std::vector<std::string> extra =
       "critic.ppo_micro_batch_size_per_gpu=4",
       "critic.forward_micro_batch_size_per_gpu=8",
       "critic.optim.lr=0.01",
+      // float64 models computing in float64 (mixed precision off): exact agreement checks stay exact.
+      // tests/cpp/workers/test_mixed_precision.cpp runs the trainer in verl's default bf16 compute.
+      "actor_rollout_ref.actor.fsdp_config.dtype=float32",
+      "actor_rollout_ref.ref.fsdp_config.dtype=float32",
+      "critic.fsdp.dtype=float32",
   };
   o.insert(o.end(), extra.begin(), extra.end());
   return Config::load("", o);

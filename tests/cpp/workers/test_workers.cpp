@@ -73,6 +73,9 @@ Config actor_config(int64_t micro, bool dynamic, const std::string& agg_mode = "
   c.set("actor_rollout_ref.actor.use_kl_loss", true);
   c.set("actor_rollout_ref.actor.optim.lr", 1e-2);
   c.set("actor_rollout_ref.model.enable_gradient_checkpointing", false);
+  // These tests check exact float64 semantics: no mixed precision (test_mixed_precision.cpp covers bf16).
+  c.set("actor_rollout_ref.actor.fsdp_config.dtype", "float32");
+  c.set("actor_rollout_ref.ref.fsdp_config.dtype", "float32");
   return c;
 }
 
@@ -190,6 +193,7 @@ TEST_CASE("critic: values at the token before each response token; invariant acc
   c.set("critic.ppo_epochs", 2);
   c.set("critic.optim.lr", 1e-2);
   c.set("critic.model.enable_gradient_checkpointing", false);
+  c.set("critic.fsdp.dtype", "float32");  // exact float64 semantics, no mixed precision
   CriticWorker critic(c, m);
   torch::Tensor values = critic.compute_values(d).tensor("values");
   torch::Tensor expected;

@@ -73,4 +73,9 @@ def toy_overrides(model_dir: str, out_dir: str, estimator: str = "grpo", steps: 
         "trainer.logger=[console]", "trainer.val_before_train=false", "trainer.total_epochs=1",
         f"trainer.total_training_steps={steps}", f"trainer.default_local_dir={out_dir}/ckpt", "trainer.device=cpu",
         "trainer.project_name=proj", "trainer.experiment_name=exp",
+        # fp32 compute (no mixed precision), so the exact-agreement checks stay exact and CPU runs stay fast (bf16
+        # matmuls are ~50x slower than fp32 on an AVX2-only CPU); verl's default bf16 compute is tested in
+        # tests/cpp/workers/test_mixed_precision.cpp (the trainer) and tests/python/workers/test_mixed_precision.py.
+        "actor_rollout_ref.actor.fsdp_config.dtype=float32", "actor_rollout_ref.ref.fsdp_config.dtype=float32",
+        "critic.fsdp.dtype=float32",
     ]

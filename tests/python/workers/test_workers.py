@@ -64,6 +64,9 @@ def actor_config(**extra):
         "actor_rollout_ref.actor.optim.weight_decay": 0.05,
         "actor_rollout_ref.actor.optim.clip_grad": 0.5,
         "actor_rollout_ref.model.enable_gradient_checkpointing": False,
+        # float64 models checked against plain torch in float64: no mixed precision (test_mixed_precision.py)
+        "actor_rollout_ref.actor.fsdp_config.dtype": "float32",
+        "actor_rollout_ref.ref.fsdp_config.dtype": "float32",
     }
     cfg.update(extra)
     return cfg
@@ -148,7 +151,7 @@ def test_update_critic_equals_plain_torch_value_step():
     cfg = {
         "actor_rollout_ref.rollout.n": 1, "critic.ppo_mini_batch_size": 8, "critic.ppo_micro_batch_size_per_gpu": 2,
         "critic.forward_micro_batch_size_per_gpu": 3, "critic.cliprange_value": 0.2, "critic.optim.lr": 1e-2,
-        "critic.model.enable_gradient_checkpointing": False,
+        "critic.model.enable_gradient_checkpointing": False, "critic.fsdp.dtype": "float32",
     }
     worker = CriticWorker(cfg, model)
     data = rollout_batch()

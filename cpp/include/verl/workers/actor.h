@@ -21,6 +21,7 @@
 #include "verl/core/export.h"
 #include "verl/data/data_proto.h"
 #include "verl/model/transformer.h"
+#include "verl/workers/mixed_precision.h"
 #include "verl/workers/optim.h"
 
 namespace verl::workers {
@@ -56,6 +57,10 @@ struct VERL_API ActorConfig {
   bool log_prob_use_dynamic_bsz = false;
   int64_t log_prob_max_token_len_per_gpu = 16384;
   double temperature = 1.0;  // actor_rollout_ref.rollout.temperature (meta_info["temperature"] wins)
+  // actor_rollout_ref.actor.fsdp_config.dtype (the reference: ref.fsdp_config.dtype): the compute dtype of
+  // every forward and backward; the model's own dtype (fsdp_config.model_dtype) holds the master weights and
+  // the optimizer state (verl/workers/mixed_precision.h). float32 turns mixed precision off.
+  std::string dtype = "bfloat16";
   // actor_rollout_ref.model
   bool use_remove_padding = true;
   bool enable_gradient_checkpointing = false;
@@ -70,8 +75,10 @@ struct VERL_API ActorConfig {
 
 class VERL_API ActorWorker {
  public:
-  // The worker shares `model` (no copy); the actor trains it in place. Gradient checkpointing is set
-  // from the config. The reference role builds no optimizer.
+  // The worker shares `model` (no copy): it holds the master weights, which the actor trains in place;
+  // passes run on a copy in the compute dtype (config.dtype) when that is narrower than the model's
+  // (compute_model()). Gradient checkpointing is set from the config. The reference role builds no
+  // optimizer. A trained bf16/fp16 model logs low_precision_master_warning to stderr.
   ActorWorker(const Config& config, std::shared_ptr<model::CausalLM> model, PolicyRole role = PolicyRole::kActor);
   ActorWorker(ActorConfig config, std::shared_ptr<model::CausalLM> model, PolicyRole role = PolicyRole::kActor);
 
@@ -97,6 +104,10 @@ class VERL_API ActorWorker {
   const ActorConfig& config() const { return config_; }
   PolicyRole role() const { return role_; }
   std::shared_ptr<model::CausalLM> model() const { return model_; }
+  // The model the passes run on, its weights those of model() in the compute dtype (model() itself when
+  // nothing is mixed), refreshed if model() changed since. The rollout engine generates from it.
+  std::shared_ptr<model::CausalLM> compute_model() { return precision_->compute(); }
+  MixedPrecision& precision() { return *precision_; }
   Optimizer& optimizer();  // InvalidArgument for the reference role
 
  private:
@@ -107,6 +118,7 @@ class VERL_API ActorWorker {
   PolicyRole role_;
   algo::PolicyLossFn policy_loss_fn_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<MixedPrecision> precision_;
 };
 
 }  // namespace verl::workers

@@ -18,6 +18,7 @@
 #include "verl/core/export.h"
 #include "verl/data/data_proto.h"
 #include "verl/model/transformer.h"
+#include "verl/workers/mixed_precision.h"
 #include "verl/workers/optim.h"
 
 namespace verl::workers {
@@ -37,6 +38,9 @@ struct VERL_API CriticConfig {
   std::string loss_agg_mode = "token-mean";
   std::optional<double> loss_scale_factor;
   OptimConfig optim;
+  // critic.fsdp.dtype: the compute dtype of the value passes and the update; the model's own dtype holds the
+  // master weights and the optimizer state (verl/workers/mixed_precision.h). float32: no mixed precision.
+  std::string dtype = "bfloat16";
   bool use_remove_padding = true;  // critic.model.use_remove_padding
   bool enable_gradient_checkpointing = false;
 
@@ -64,12 +68,16 @@ class VERL_API CriticWorker {
 
   const CriticConfig& config() const { return config_; }
   std::shared_ptr<model::CausalLM> model() const { return model_; }
+  // The model the passes run on: model() in the compute dtype (model() itself when nothing is mixed).
+  std::shared_ptr<model::CausalLM> compute_model() { return precision_->compute(); }
+  MixedPrecision& precision() { return *precision_; }
   Optimizer& optimizer() { return *optimizer_; }
 
  private:
   CriticConfig config_;
   std::shared_ptr<model::CausalLM> model_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<MixedPrecision> precision_;
 };
 
 }  // namespace verl::workers

@@ -1,0 +1,85 @@
+// verl's mixed precision for the training workers: master weights (and so the optimizer state) in the
+// model's dtype (`fsdp_config.model_dtype`, fp32 by default), forward and backward in the compute dtype
+// (`fsdp_config.dtype`, bfloat16 by default), gradients accumulated in the master dtype.
+//
+// verl 0.9.1's FSDP engine does this with MixedPrecision(param_dtype=bf16, reduce_dtype=fp32,
+// buffer_dtype=fp32) plus torch.autocast(param_dtype) around each forward (fp16 adds a
+// ShardedGradScaler(growth_interval=400)); a compute dtype of fp32 turns autocast off. verl-cpp keeps a
+// compute-dtype copy of the model instead of autocasting: the copy is refreshed from the master weights
+// after each optimizer step, every micro-batch's gradient is added (in the master dtype) to the master
+// gradients, and the rollout engine generates from the very same copy, so the rollout log-probs and the
+// trainer's recomputation come from the same weights and kernels.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "verl/core/export.h"
+#include "verl/model/transformer.h"
+
+namespace verl::workers {
+
+// The compute dtype named by a `fsdp_config.dtype` value: bfloat16 / bf16, float16 / fp16, float32 / fp32
+// (verl's PrecisionType names). ConfigError naming `key` for anything else.
+VERL_API torch::Dtype parse_compute_dtype(const std::string& name, const std::string& key);
+
+// The dtype a model of dtype `model_dtype` computes in under compute dtype `compute`: `compute` when it is a
+// 16-bit float narrower than the model (mixed precision), else the model's own dtype (fp32 = no mixed
+// precision, as verl skips autocast for fp32; a bf16/fp16 model computes in its own dtype).
+VERL_API torch::Dtype effective_compute_dtype(torch::Dtype model_dtype, torch::Dtype compute);
+
+// The warning for a trained model whose master weights are 16-bit (empty when they are not): AdamW then
+// updates the 16-bit weights in place, and an update smaller than half a unit in the last place of a weight
+// (lr 1e-6 against bf16's 2^-8 relative spacing) rounds away.
+VERL_API std::string low_precision_master_warning(torch::Dtype model_dtype, const std::string& model_dtype_key);
+
+// The master model and its compute copy for one worker. When nothing is mixed (the compute dtype equals the
+// master's), compute() is the master itself and every method is a no-op.
+class VERL_API MixedPrecision {
+ public:
+  // `compute_dtype` as given by the config (parse_compute_dtype); the copy is made in
+  // effective_compute_dtype(master dtype, compute_dtype) on the master's device, with its gradient
+  // checkpointing and requires_grad flags.
+  MixedPrecision(std::shared_ptr<model::CausalLM> master, torch::Dtype compute_dtype);
+
+  bool mixed() const { return compute_ != master_; }
+  torch::Dtype compute_dtype() const;
+  const std::shared_ptr<model::CausalLM>& master() const { return master_; }
+  // The model to run forward/backward on, its weights equal to the master's rounded to the compute dtype:
+  // refreshed first when a master parameter changed since the last refresh (an optimizer step, a
+  // checkpoint load, any in-place write: tracked by the tensors' version counters).
+  const std::shared_ptr<model::CausalLM>& compute();
+  // Copies the master weights into the compute copy when they changed (see compute()).
+  void refresh();
+  // Sets gradient checkpointing on both models.
+  void set_gradient_checkpointing(bool enabled);
+
+  // The factor to multiply the loss by before backward(): 1, or the dynamic loss scale of fp16 compute
+  // (torch's GradScaler defaults as verl sets them: 2^16 initially, x0.5 after a non-finite gradient,
+  // x2 after 400 finite steps in a row).
+  double loss_scale() const { return loss_scale_; }
+  // Adds the compute copy's gradients (divided by loss_scale()) to the master gradients in the master's
+  // dtype and drops them from the copy: call after each micro-batch's backward(), so accumulation over
+  // micro-batches happens in the master dtype.
+  void accumulate_grads();
+  // After each optimizer step: `finite` = the gradient norm was finite (the step was taken). Moves the fp16
+  // loss scale; no-op otherwise.
+  void update_loss_scale(bool finite);
+
+ private:
+  std::vector<std::pair<const void*, int64_t>> master_versions() const;
+
+  std::shared_ptr<model::CausalLM> master_;
+  std::shared_ptr<model::CausalLM> compute_;
+  std::vector<torch::Tensor> master_params_, compute_params_;  // same order
+  std::vector<std::pair<const void*, int64_t>> synced_versions_;
+  double loss_scale_ = 1.0;
+  int64_t finite_steps_ = 0;
+};
+
+}  // namespace verl::workers

@@ -1,0 +1,142 @@
+#include "verl/workers/mixed_precision.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "verl/core/error.h"
+
+namespace verl::workers {
+
+namespace {
+
+// torch.amp.GradScaler's defaults, with verl's growth_interval for fp16 (ShardedGradScaler(growth_interval=400)).
+constexpr double kInitialLossScale = 65536.0;
+constexpr double kGrowthFactor = 2.0;
+constexpr double kBackoffFactor = 0.5;
+constexpr int64_t kGrowthInterval = 400;
+
+bool is_16bit_float(torch::Dtype d) { return d == torch::kBFloat16 || d == torch::kHalf; }
+
+}  // namespace
+
+torch::Dtype parse_compute_dtype(const std::string& name, const std::string& key) {
+  std::string n = name;
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  if (n == "bfloat16" || n == "bf16") return torch::kBFloat16;
+  if (n == "float16" || n == "fp16" || n == "half") return torch::kHalf;
+  if (n == "float32" || n == "fp32" || n == "float") return torch::kFloat;
+  VERL_FAIL(ConfigError, "config key '", key, "' = '", name,
+            "' is not a compute dtype: use bfloat16 (bf16), float16 (fp16) or float32 (fp32, no mixed precision)");
+}
+
+torch::Dtype effective_compute_dtype(torch::Dtype model_dtype, torch::Dtype compute) {
+  if (is_16bit_float(compute) && !is_16bit_float(model_dtype)) return compute;
+  return model_dtype;
+}
+
+std::string low_precision_master_warning(torch::Dtype model_dtype, const std::string& model_dtype_key) {
+  if (!is_16bit_float(model_dtype)) return "";
+  return std::string("verl WARNING: ") + model_dtype_key + " is " + c10::toString(model_dtype) +
+         ": the optimizer updates " + c10::toString(model_dtype) +
+         " weights in place, and an update below half the spacing of a weight's dtype (about " +
+         (model_dtype == torch::kBFloat16 ? "0.4 %" : "0.05 %") +
+         " of its magnitude) is lost, so at RL learning rates (1e-6) most weights never move. Use fp32 master weights "
+         "(model_dtype=fp32, verl's default) with a bf16 compute dtype (fsdp_config.dtype=bfloat16) instead.";
+}
+
+MixedPrecision::MixedPrecision(std::shared_ptr<model::CausalLM> master, torch::Dtype compute_dtype)
+    : master_(std::move(master)) {
+  VERL_CHECK(master_ != nullptr, "MixedPrecision: model is null");
+  const torch::Dtype dtype = effective_compute_dtype(master_->dtype(), compute_dtype);
+  if (dtype == master_->dtype()) {
+    compute_ = master_;
+    return;
+  }
+  compute_ = std::make_shared<model::CausalLM>(master_->config(), master_->head_kind());
+  compute_->to(master_->device(), dtype);
+  compute_->set_gradient_checkpointing(master_->gradient_checkpointing());
+  master_params_ = master_->parameters();
+  compute_params_ = compute_->parameters();
+  VERL_CHECK(master_params_.size() == compute_params_.size(), "MixedPrecision: the compute copy has ",
+             compute_params_.size(), " parameters, the model ", master_params_.size());
+  for (size_t i = 0; i < master_params_.size(); ++i) {
+    VERL_CHECK(master_params_[i].sizes() == compute_params_[i].sizes(), "MixedPrecision: parameter ", i,
+               " differs in shape between the model and its compute copy");
+    compute_params_[i].set_requires_grad(master_params_[i].requires_grad());
+  }
+  // fp16's narrow exponent range underflows small gradients without a loss scale; bf16 has fp32's range.
+  if (dtype == torch::kHalf) loss_scale_ = kInitialLossScale;
+  refresh();
+}
+
+torch::Dtype MixedPrecision::compute_dtype() const { return compute_->dtype(); }
+
+std::vector<std::pair<const void*, int64_t>> MixedPrecision::master_versions() const {
+  std::vector<std::pair<const void*, int64_t>> out;
+  out.reserve(master_params_.size());
+  for (const auto& p : master_->parameters()) {
+    out.emplace_back(p.unsafeGetTensorImpl(), static_cast<int64_t>(p._version()));
+  }
+  return out;
+}
+
+void MixedPrecision::refresh() {
+  if (!mixed()) return;
+  auto versions = master_versions();
+  if (versions == synced_versions_) return;
+  // A parameter replaced (module.to(), a new tensor) changes the list; re-read it before copying.
+  master_params_ = master_->parameters();
+  VERL_CHECK(master_params_.size() == compute_params_.size(), "MixedPrecision: the model now has ",
+             master_params_.size(), " parameters, its compute copy ", compute_params_.size());
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < master_params_.size(); ++i) {
+    VERL_CHECK(master_params_[i].device() == compute_params_[i].device(),
+               "MixedPrecision: the model moved to ", master_params_[i].device(),
+               " after its compute copy was made on ", compute_params_[i].device());
+    compute_params_[i].copy_(master_params_[i]);
+  }
+  synced_versions_ = std::move(versions);
+}
+
+const std::shared_ptr<model::CausalLM>& MixedPrecision::compute() {
+  refresh();
+  return compute_;
+}
+
+void MixedPrecision::set_gradient_checkpointing(bool enabled) {
+  master_->set_gradient_checkpointing(enabled);
+  compute_->set_gradient_checkpointing(enabled);
+}
+
+void MixedPrecision::accumulate_grads() {
+  if (!mixed()) return;
+  const double inv_scale = 1.0 / loss_scale_;
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < compute_params_.size(); ++i) {
+    torch::Tensor& g = compute_params_[i].mutable_grad();
+    if (!g.defined()) continue;
+    torch::Tensor& master_grad = master_params_[i].mutable_grad();
+    // The compute-dtype gradient is widened before it is scaled or summed: accumulation is in the master dtype.
+    torch::Tensor wide = g.to(master_params_[i].scalar_type());
+    if (inv_scale != 1.0) wide.mul_(inv_scale);
+    if (master_grad.defined()) {
+      master_grad.add_(wide);
+    } else {
+      master_grad = wide;
+    }
+    g.reset();
+  }
+}
+
+void MixedPrecision::update_loss_scale(bool finite) {
+  if (!mixed() || compute_->dtype() != torch::kHalf) return;
+  if (!finite) {
+    loss_scale_ *= kBackoffFactor;
+    finite_steps_ = 0;
+  } else if (++finite_steps_ == kGrowthInterval) {
+    loss_scale_ *= kGrowthFactor;
+    finite_steps_ = 0;
+  }
+}
+
+}  // namespace verl::workers
