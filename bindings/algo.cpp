@@ -9,8 +9,12 @@
 #include "verl/algo/advantage.h"
 #include "verl/algo/agg_loss.h"
 #include "verl/algo/functional.h"
+#include "verl/algo/gdpo.h"
 #include "verl/algo/kl.h"
+#include "verl/algo/optimal_token_baseline.h"
+#include "verl/algo/pf_ppo.h"
 #include "verl/algo/policy_loss.h"
+#include "verl/algo/reinforce_loss.h"
 #include "verl/algo/value_loss.h"
 
 namespace verl::bindings {
@@ -182,6 +186,32 @@ void register_advantages(py::module_& algo) {
   algo.def("compute_gpg_outcome_advantage", &algo::compute_gpg_outcome_advantage, py::arg("token_level_rewards"),
            py::arg("response_mask"), py::arg("index"), py::arg("f_norm") = 1.0, Release());
 
+  for (auto [name, fn] : {std::pair{"compute_optimal_token_baseline_advantage",
+                                    &algo::compute_optimal_token_baseline_advantage},
+                          std::pair{"compute_multi_turn_optimal_token_baseline_advantage",
+                                    &algo::compute_multi_turn_optimal_token_baseline_advantage}}) {
+    algo.def(name,
+             [fn = fn](const torch::Tensor& token_level_rewards, const torch::Tensor& response_mask,
+                       const torch::Tensor& index, const torch::Tensor& old_log_probs,
+                       const torch::Tensor& sum_pi_squared, std::optional<torch::Tensor> rollout_is_weights,
+                       bool handle_zero_tail, double epsilon) {
+               return fn(token_level_rewards, response_mask, index, old_log_probs, sum_pi_squared,
+                         rollout_is_weights.value_or(torch::Tensor()), handle_zero_tail, epsilon);
+             },
+             py::arg("token_level_rewards"), py::arg("response_mask"), py::arg("index"), py::arg("old_log_probs"),
+             py::arg("sum_pi_squared"), py::arg("rollout_is_weights") = py::none(),
+             py::arg("handle_zero_tail") = true, py::arg("epsilon") = 1e-8, Release());
+  }
+  algo.def("compute_gdpo_outcome_advantage", &algo::compute_gdpo_outcome_advantage, py::arg("component_rewards"),
+           py::arg("response_mask"), py::arg("index"), py::arg("epsilon") = 1e-6,
+           py::arg("norm_adv_by_std_in_grpo") = true, py::arg("reward_weights") = py::none(), Release());
+  algo.def("gdpo_component_rewards", &algo::gdpo_component_rewards, py::arg("scores"), py::arg("attention_mask"),
+           py::arg("prompt_length"), py::arg("response_mask"), Release());
+  algo.def("pf_ppo_weights", &algo::pf_ppo_weights, py::arg("scores"), py::arg("reweight_method"),
+           py::arg("weight_pow") = 2.0, Release());
+  algo.def("pf_ppo_sample_indices", &algo::pf_ppo_sample_indices, py::arg("token_level_scores"),
+           py::arg("reweight_method") = "pow", py::arg("weight_pow") = 2.0, Release());
+
   // Runs whatever is registered under `name` in the C++ registry (built-in or Python), as the
   // C++ trainer will.
   algo.def("run_adv_estimator",
@@ -286,6 +316,22 @@ void register_losses(py::module_& algo) {
                  identity.ptr());
            },
            py::arg("name"), py::arg("fn"), py::arg("identity"));
+  algo.def("compute_policy_loss_reinforce",
+           [](const torch::Tensor& rollout_log_prob, const torch::Tensor& log_prob, const torch::Tensor& advantages,
+              const torch::Tensor& response_mask, const std::string& loss_agg_mode, const py::dict& config,
+              std::optional<torch::Tensor> rollout_is_weights) {
+             const PolicyLossConfig cfg = policy_loss_config(to_json(config, "config"));
+             algo::PolicyLossOutput out;
+             {
+               py::gil_scoped_release release;
+               out = algo::compute_policy_loss_reinforce(rollout_log_prob, log_prob, advantages, response_mask,
+                                                         loss_agg_mode, cfg,
+                                                         rollout_is_weights.value_or(torch::Tensor()));
+             }
+             return py::make_tuple(out.pg_loss, out.metrics);
+           },
+           py::arg("rollout_log_prob"), py::arg("log_prob"), py::arg("advantages"), py::arg("response_mask"),
+           py::arg("loss_agg_mode"), py::arg("config"), py::arg("rollout_is_weights") = py::none());
   algo.def("policy_loss_names", [] { return algo::policy_loss_registry().names(); });
   algo.def("compute_policy_loss",
            [](const torch::Tensor& old_log_prob, const torch::Tensor& log_prob, const torch::Tensor& advantages,

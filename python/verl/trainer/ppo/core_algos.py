@@ -53,6 +53,10 @@ __all__ = [
     "compute_reinforce_plus_plus_baseline_outcome_advantage",
     "compute_remax_outcome_advantage",
     "compute_gpg_outcome_advantage",
+    "compute_gdpo_outcome_advantage",
+    "compute_optimal_token_baseline_advantage",
+    "compute_multi_turn_optimal_token_baseline_advantage",
+    "compute_pf_ppo_reweight_data",
     "compute_rewards",
     "kl_penalty",
     "kl_penalty_forward",
@@ -69,6 +73,7 @@ __all__ = [
     "compute_policy_loss_geo_mean",
     "compute_policy_loss_dro",
     "compute_policy_loss_cispo",
+    "compute_policy_loss_reinforce",
     "compute_value_loss",
     "compute_entropy_loss",
 ]
@@ -91,6 +96,15 @@ class AdvantageEstimator(str, Enum):
     GPG = "gpg"
     RLOO_VECTORIZED = "rloo_vectorized"
     GRPO_VECTORIZED = "grpo_vectorized"
+    OPTIMAL_TOKEN_BASELINE = "optimal_token_baseline"
+    TIR_OPTIMAL_TOKEN_BASELINE = "tir_optimal_token_baseline"
+    GDPO = "gdpo"
+
+
+# Estimators the C++ trainer cannot run yet: their inputs (the actor's sum_pi_squared, the reward
+# components of algorithm.gdpo_reward_keys) are not produced by it. They work called from Python
+# (and through verl's compute_advantage call) but are registered in the Python registry only.
+PYTHON_ONLY_ESTIMATORS = frozenset({"optimal_token_baseline", "tir_optimal_token_baseline", "gdpo"})
 
 
 ADV_ESTIMATOR_REGISTRY: dict[str, Callable] = {}
@@ -339,6 +353,97 @@ def compute_gpg_outcome_advantage(token_level_rewards, response_mask, index, eps
     return _algo.compute_gpg_outcome_advantage(token_level_rewards, response_mask, _index(index, token_level_rewards.device), float(f_norm))
 
 
+@register_adv_est(AdvantageEstimator.GDPO)
+@_builtin
+def compute_gdpo_outcome_advantage(token_level_rewards, response_mask, index, epsilon=1e-6, norm_adv_by_std_in_grpo=True,
+                                   config=None, non_tensor_batch=None, batch=None, **kwargs):
+    """GDPO: each reward component GRPO-normalized in its group, weighted sum, whitened over the batch.
+
+    With config, non_tensor_batch and batch all given (verl's compute_advantage passes them), the
+    components are non_tensor_batch[k] for k in config.gdpo_reward_keys (required then), each score
+    placed at its row's last response token, weighted by config.gdpo_reward_weights (all 1 when
+    unset); otherwise token_level_rewards is the single component. norm_adv_by_std_in_grpo is the
+    argument's (verl does not read config's here)."""
+    components, weights = [token_level_rewards], None
+    if config is not None and non_tensor_batch is not None and batch is not None:
+        keys = _get(config, "gdpo_reward_keys", None)
+        if not keys:
+            raise ValueError(
+                "GDPO requires 'algorithm.gdpo_reward_keys' listing the individual reward component keys returned by "
+                "compute_score (e.g. ['format_reward', 'accuracy_reward'])."
+            )
+        prompt_length = batch["prompts"].size(1)
+        components = []
+        for key in keys:
+            if key not in non_tensor_batch:
+                raise KeyError(
+                    f"GDPO reward key '{key}' not found in non_tensor_batch. Available keys: {list(non_tensor_batch.keys())}. "
+                    f"Make sure your compute_score returns a dict containing '{key}'."
+                )
+            scores = torch.from_numpy(np.asarray(non_tensor_batch[key], dtype=np.float32))
+            components.append(_algo.gdpo_component_rewards(scores, batch["attention_mask"], prompt_length, response_mask))
+        gdpo_weights = _get(config, "gdpo_reward_weights", None)
+        if gdpo_weights is not None:
+            weights = [float(w) for w in gdpo_weights]
+    ids = _index(index, token_level_rewards.device)
+    return _algo.compute_gdpo_outcome_advantage(components, response_mask, ids, float(epsilon), bool(norm_adv_by_std_in_grpo),
+                                                weights)
+
+
+def _otb(cpp_fn: Callable, verl_name: str, enum: AdvantageEstimator) -> Callable:
+    def estimator(token_level_rewards, response_mask, index, old_log_probs, sum_pi_squared, rollout_is_weights=None,
+                  handle_zero_tail=True, epsilon=1e-8, **kwargs):
+        ids = _index(index, token_level_rewards.device)
+        return cpp_fn(token_level_rewards, response_mask, ids, old_log_probs, sum_pi_squared, rollout_is_weights,
+                      bool(handle_zero_tail), float(epsilon))
+
+    estimator.__name__ = estimator.__qualname__ = verl_name
+    return register_adv_est(enum)(_builtin(estimator))
+
+
+compute_optimal_token_baseline_advantage = _otb(
+    _algo.compute_optimal_token_baseline_advantage, "compute_optimal_token_baseline_advantage",
+    AdvantageEstimator.OPTIMAL_TOKEN_BASELINE,
+)
+compute_optimal_token_baseline_advantage.__doc__ = (
+    "Optimal Token Baseline: per-timestep group baseline B_t = sum(G_t W_t) / (sum(W_t) + epsilon), W_t the "
+    "cumulative 1 - 2 pi_t + sum_pi_squared (times rollout_is_weights^2 when given); returns (advantages, returns)."
+)
+compute_multi_turn_optimal_token_baseline_advantage = _otb(
+    _algo.compute_multi_turn_optimal_token_baseline_advantage, "compute_multi_turn_optimal_token_baseline_advantage",
+    AdvantageEstimator.TIR_OPTIMAL_TOKEN_BASELINE,
+)
+compute_multi_turn_optimal_token_baseline_advantage.__doc__ = (
+    "Optimal Token Baseline for multi-turn rows: timestep t is a row's t-th response token (mask-0 observation "
+    "tokens squeezed out); rows without response tokens get advantage 0. Returns (advantages, returns)."
+)
+
+
+def compute_pf_ppo_reweight_data(data, reweight_method="pow", weight_pow=2.0):
+    """PF-PPO: a copy of ``data`` resampled with replacement, rows drawn with weights of their summed
+    token_level_scores (pow: |score|^weight_pow; max_min; max_random). Drawn with torch.multinomial on
+    the default generator. Non-tensor columns and meta_info lists of batch length are resampled too."""
+    from copy import deepcopy
+
+    sample_indices = _algo.pf_ppo_sample_indices(data.batch["token_level_scores"], reweight_method, float(weight_pow))
+    batch_size = sample_indices.shape[0]
+    resampled_batch = {key: tensor[sample_indices] for key, tensor in data.batch.items()}
+    rows = sample_indices.cpu().numpy()
+    non_tensor = {
+        key: array[rows] if isinstance(array, np.ndarray) else [array[i] for i in rows]
+        for key, array in data.non_tensor_batch.items()
+    }
+    meta_info = {
+        key: [value[i] for i in rows] if isinstance(value, list) and len(value) == batch_size else value
+        for key, value in data.meta_info.items()
+    }
+    resampled = deepcopy(data)
+    resampled.batch = type(data.batch)(resampled_batch, batch_size=data.batch.batch_size)
+    resampled.non_tensor_batch = non_tensor
+    resampled.meta_info = meta_info
+    return resampled
+
+
 # ---- KL ------------------------------------------------------------------------------------------
 FixedKLController = _algo.FixedKLController
 AdaptiveKLController = _algo.AdaptiveKLController
@@ -436,6 +541,18 @@ compute_policy_loss_kl_cov = _builtin_policy_loss("kl_cov")
 compute_policy_loss_geo_mean = _builtin_policy_loss("geo_mean")
 compute_policy_loss_dro = _builtin_policy_loss("dro")
 compute_policy_loss_cispo = _builtin_policy_loss("cispo")
+
+
+def compute_policy_loss_reinforce(rollout_log_prob, log_prob, advantages, response_mask, loss_agg_mode="seq-mean-token-sum",
+                                  config=None, rollout_is_weights=None):
+    """REINFORCE loss -A * log_prob (times rollout_is_weights when given), no ratio or clip; returns
+    (pg_loss, {"actor/ppo_kl": masked mean of rollout_log_prob - log_prob}). Needs the actor config
+    (its global_batch_info)."""
+    if config is None:
+        raise ValueError("ActorConfig must be provided for REINFORCE loss (config=None)")
+    return _algo.compute_policy_loss_reinforce(
+        rollout_log_prob, log_prob, advantages, response_mask, loss_agg_mode, _policy_config(config), rollout_is_weights
+    )
 
 
 def compute_policy_loss(old_log_prob, log_prob, advantages, response_mask, cliprange=None, cliprange_low=None,
