@@ -121,9 +121,10 @@ std::vector<KeyEntry> fsdp(const std::string& p, bool actor) {
       N(p + ".pad_to_length_bucket", kPadToLength),
       N(p + ".forward_only", "set by verl per role (the reference only runs forward passes); nothing to choose"),
       N(p + ".strategy", kStrategy),
-      H(p + ".dtype", "bfloat16 / float16 / float32: the compute dtype of forward and backward (mixed precision "
-                      "over master weights in model_dtype, gradients accumulated in model_dtype, fp16 with verl's "
-                      "dynamic loss scale; float32 turns it off)"),
+      H(p + ".dtype", "auto / bfloat16 / float16 / float32: the compute dtype of forward and backward (mixed "
+                      "precision over master weights in model_dtype, gradients accumulated in model_dtype, fp16 with "
+                      "verl's dynamic loss scale; float32 turns it off). auto (verl: bfloat16) is bfloat16 on GPUs "
+                      "and on CPUs with bf16 matrix instructions, float32 on other CPUs (bf16 emulated, ~8x slower)"),
       R(p + ".qat", kQat),
       N(p + ".turbo_config", kTurbo),
   };

@@ -165,7 +165,7 @@ void ActorConfig::validate(PolicyRole role) const {
                   "log_prob_micro_batch_size_per_gpu' must be >= 1, got ", *log_prob_micro_batch_size_per_gpu);
   }
   VERL_CHECK_AS(ConfigError, temperature >= 0, "config key 'actor_rollout_ref.rollout.temperature' must be >= 0");
-  parse_compute_dtype(dtype, std::string("actor_rollout_ref.") + (role == PolicyRole::kActor ? "actor" : "ref") +
+  check_compute_dtype(dtype, std::string("actor_rollout_ref.") + (role == PolicyRole::kActor ? "actor" : "ref") +
                                  ".fsdp_config.dtype");
 }
 
@@ -190,7 +190,8 @@ ActorWorker::ActorWorker(ActorConfig config, std::shared_ptr<model::CausalLM> mo
     if (!warning.empty()) std::cerr << warning << std::endl;
   }
   precision_ = std::make_unique<MixedPrecision>(
-      model_, parse_compute_dtype(config_.dtype, "actor_rollout_ref." + block + ".fsdp_config.dtype"));
+      model_,
+      parse_compute_dtype(config_.dtype, "actor_rollout_ref." + block + ".fsdp_config.dtype", model_->device()));
   // The MFU's peak is measured once per process; do it here, outside the trainer's timed stages.
   trainer::device_peak_flops(model_->device(), precision_->compute_dtype());
 }

@@ -81,7 +81,7 @@ void CriticConfig::validate() const {
     VERL_CHECK_AS(ConfigError, *loss_scale_factor > 0, "config key '", k, "loss_scale_factor' must be > 0");
   }
   optim.validate(k + "optim");
-  parse_compute_dtype(dtype, k + "fsdp.dtype");
+  check_compute_dtype(dtype, k + "fsdp.dtype");
 }
 
 CriticWorker::CriticWorker(const Config& config, std::shared_ptr<model::CausalLM> model)
@@ -99,7 +99,8 @@ CriticWorker::CriticWorker(CriticConfig config, std::shared_ptr<model::CausalLM>
   const std::string warning =
       low_precision_master_warning(model_->dtype(), "actor_rollout_ref.actor.fsdp_config.model_dtype (the critic's)");
   if (!warning.empty()) std::cerr << warning << std::endl;
-  precision_ = std::make_unique<MixedPrecision>(model_, parse_compute_dtype(config_.dtype, "critic.fsdp.dtype"));
+  precision_ = std::make_unique<MixedPrecision>(
+      model_, parse_compute_dtype(config_.dtype, "critic.fsdp.dtype", model_->device()));
   // The MFU's peak is measured once per process; do it here, outside the trainer's timed stages.
   trainer::device_peak_flops(model_->device(), precision_->compute_dtype());
 }

@@ -2,6 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iostream>
+#include <mutex>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "verl/core/error.h"
 
@@ -19,14 +25,48 @@ bool is_16bit_float(torch::Dtype d) { return d == torch::kBFloat16 || d == torch
 
 }  // namespace
 
-torch::Dtype parse_compute_dtype(const std::string& name, const std::string& key) {
+bool cpu_has_native_bf16_matmul() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_max(0, nullptr) < 7) return false;
+  __cpuid_count(7, 0, eax, ebx, ecx, edx);
+  const bool avx512f = (ebx >> 16) & 1u, amx_bf16 = (edx >> 22) & 1u, amx_tile = (edx >> 24) & 1u;
+  __cpuid_count(7, 1, eax, ebx, ecx, edx);
+  const bool avx512_bf16 = (eax >> 5) & 1u;
+  __cpuid(1, eax, ebx, ecx, edx);
+  if (!((ecx >> 27) & 1u)) return false;  // no OSXSAVE: the OS saves no extended register state
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  const bool zmm_state = (xcr0_lo & 0xE6u) == 0xE6u;                  // SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM
+  const bool tile_state = ((xcr0_lo >> 17) & 3u) == 3u;               // XTILECFG, XTILEDATA
+  return (avx512f && avx512_bf16 && zmm_state) || (amx_tile && amx_bf16 && tile_state);
+#else
+  return false;  // other CPUs: not known to run bf16 GEMMs natively through LibTorch; float32 is the safe choice
+#endif
+}
+
+torch::Dtype parse_compute_dtype(const std::string& name, const std::string& key, const torch::Device& device) {
   std::string n = name;
   std::transform(n.begin(), n.end(), n.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
   if (n == "bfloat16" || n == "bf16") return torch::kBFloat16;
   if (n == "float16" || n == "fp16" || n == "half") return torch::kHalf;
   if (n == "float32" || n == "fp32" || n == "float") return torch::kFloat;
+  if (n == "auto") {
+    if (!device.is_cpu() || cpu_has_native_bf16_matmul()) return torch::kBFloat16;
+    static std::once_flag noted;
+    std::call_once(noted, [&] {
+      std::cerr << "verl: " << key << "=auto computes in float32 on this CPU, which has no bf16 matrix instructions "
+                << "(AVX512-BF16/AMX): bf16 there is emulated and several times slower. Set it to bfloat16 for "
+                << "verl's default anyway." << std::endl;
+    });
+    return torch::kFloat;
+  }
   VERL_FAIL(ConfigError, "config key '", key, "' = '", name,
-            "' is not a compute dtype: use bfloat16 (bf16), float16 (fp16) or float32 (fp32, no mixed precision)");
+            "' is not a compute dtype: use auto, bfloat16 (bf16), float16 (fp16) or float32 (fp32, no mixed precision)");
+}
+
+void check_compute_dtype(const std::string& name, const std::string& key) {
+  (void)parse_compute_dtype(name, key, torch::Device(torch::kMeta));  // not a CPU: auto resolves without a note
 }
 
 torch::Dtype effective_compute_dtype(torch::Dtype model_dtype, torch::Dtype compute) {

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "core/remove_tree.h"
 #include "verl/core/config.h"
 #include "verl/core/error.h"
 #include "verl/data/data_proto.h"
@@ -89,6 +90,7 @@ Config actor_config(const std::string& dtype, double lr) {
   c.set("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", 4);
   c.set("actor_rollout_ref.actor.optim.lr", lr);
   c.set("actor_rollout_ref.actor.fsdp_config.dtype", dtype);
+  c.set("actor_rollout_ref.ref.fsdp_config.dtype", dtype);
   return c;
 }
 
@@ -155,14 +157,21 @@ class CerrCapture {
 }  // namespace
 
 TEST_CASE("compute dtype names and the effective compute dtype", "[workers][mixed_precision]") {
-  CHECK(parse_compute_dtype("bfloat16", "k") == torch::kBFloat16);
-  CHECK(parse_compute_dtype("bf16", "k") == torch::kBFloat16);
-  CHECK(parse_compute_dtype("float16", "k") == torch::kHalf);
-  CHECK(parse_compute_dtype("fp16", "k") == torch::kHalf);
-  CHECK(parse_compute_dtype("float32", "k") == torch::kFloat);
-  CHECK(parse_compute_dtype("FP32", "k") == torch::kFloat);
-  CHECK_THROWS_AS(parse_compute_dtype("int8", "a.b.dtype"), ConfigError);
-  CHECK_THROWS_WITH(parse_compute_dtype("int8", "a.b.dtype"), Catch::Contains("a.b.dtype") && Catch::Contains("int8"));
+  CHECK(parse_compute_dtype("bfloat16", "k", torch::kCPU) == torch::kBFloat16);
+  CHECK(parse_compute_dtype("bf16", "k", torch::kCPU) == torch::kBFloat16);
+  CHECK(parse_compute_dtype("float16", "k", torch::kCPU) == torch::kHalf);
+  CHECK(parse_compute_dtype("fp16", "k", torch::kCPU) == torch::kHalf);
+  CHECK(parse_compute_dtype("float32", "k", torch::kCPU) == torch::kFloat);
+  CHECK(parse_compute_dtype("FP32", "k", torch::kCPU) == torch::kFloat);
+  CHECK_THROWS_AS(parse_compute_dtype("int8", "a.b.dtype", torch::kCPU), ConfigError);
+  CHECK_THROWS_WITH(parse_compute_dtype("int8", "a.b.dtype", torch::kCPU),
+                    Catch::Contains("a.b.dtype") && Catch::Contains("int8"));
+  CHECK_THROWS_WITH(check_compute_dtype("int8", "a.b.dtype"), Catch::Contains("a.b.dtype"));
+  CHECK_NOTHROW(check_compute_dtype("auto", "a.b.dtype"));
+  // auto: bfloat16 off the CPU (verl's default), on a CPU only where it multiplies bf16 matrices in hardware.
+  CHECK(parse_compute_dtype("auto", "k", torch::Device(torch::kCUDA)) == torch::kBFloat16);
+  CHECK(parse_compute_dtype("auto", "k", torch::kCPU) ==
+        (cpu_has_native_bf16_matmul() ? torch::kBFloat16 : torch::kFloat));
   CHECK(effective_compute_dtype(torch::kFloat, torch::kBFloat16) == torch::kBFloat16);
   CHECK(effective_compute_dtype(torch::kDouble, torch::kHalf) == torch::kHalf);
   CHECK(effective_compute_dtype(torch::kFloat, torch::kFloat) == torch::kFloat);    // fp32: mixing off
@@ -186,11 +195,18 @@ TEST_CASE("compute dtype names and the effective compute dtype", "[workers][mixe
   CHECK_THROWS_WITH(CriticWorker(cc, tiny_model(model::HeadKind::kValue)), Catch::Contains("critic.fsdp.dtype"));
 }
 
-TEST_CASE("verl's default: fp32 master weights, bf16 compute copy, fp32 optimizer state", "[workers][mixed_precision]") {
+TEST_CASE("the default dtype is auto: float32 compute on a CPU without bf16 matrix instructions", "[workers][mixed_precision]") {
+  Config defaults = Config::load("", {});  // ppo_trainer.yaml: model_dtype fp32, fsdp_config.dtype auto
+  CHECK(defaults.get_as<std::string>("actor_rollout_ref.actor.fsdp_config.dtype") == "auto");
+  CHECK(ActorConfig{}.dtype == "auto");
+  ActorWorker actor(actor_config("auto", 1e-6), tiny_model());
+  CHECK(actor.precision().mixed() == cpu_has_native_bf16_matmul());
+  CHECK(actor.compute_model()->dtype() == (cpu_has_native_bf16_matmul() ? torch::kBFloat16 : torch::kFloat));
+}
+
+TEST_CASE("verl's mixed precision: fp32 master weights, bf16 compute copy, fp32 optimizer state", "[workers][mixed_precision]") {
   auto m = tiny_model();
-  Config defaults = Config::load("", {});  // ppo_trainer.yaml: model_dtype fp32, fsdp_config.dtype bfloat16
-  Config c = actor_config(defaults.get_as<std::string>("actor_rollout_ref.actor.fsdp_config.dtype"), 1e-6);
-  CHECK(ActorConfig{}.dtype == defaults.get_as<std::string>("actor_rollout_ref.actor.fsdp_config.dtype"));
+  Config c = actor_config("bfloat16", 1e-6);
   ActorWorker actor(c, m);
   REQUIRE(actor.precision().mixed());
   CHECK(actor.model() == m);
@@ -463,7 +479,7 @@ TEST_CASE("checkpoints hold the fp32 master weights and load back exactly; the c
   }
   DataProto d = rollout_batch();
   CHECK(torch::equal(resumed.compute_log_prob(d).tensor("old_log_probs"), actor.compute_log_prob(d).tensor("old_log_probs")));
-  std::filesystem::remove_all(dir);
+  verl::remove_tree(dir);
 }
 
 TEST_CASE("fp16 compute: dynamic loss scale, gradients unscaled into the fp32 master", "[workers][mixed_precision]") {

@@ -54,7 +54,7 @@ VERL_DEFAULTS = {
     "actor_rollout_ref.rollout.top_k": -1,
     "actor_rollout_ref.rollout.top_p": 1,
     "actor_rollout_ref.rollout.n": 1,
-    "actor_rollout_ref.rollout.dtype": "bfloat16",
+    "actor_rollout_ref.rollout.dtype": "auto",  # verl: bfloat16 (the YAML's header lists the deviations)
     "actor_rollout_ref.rollout.gpu_memory_utilization": 0.5,
     "actor_rollout_ref.rollout.max_num_batched_tokens": 8192,
     "actor_rollout_ref.rollout.max_num_seqs": 256,

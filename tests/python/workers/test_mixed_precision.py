@@ -1,6 +1,6 @@
 """verl's mixed precision through the Python workers (the C++ side: tests/cpp/workers/test_mixed_precision.cpp).
 
-* By default (fsdp_config.dtype = bfloat16 over an fp32 model) the worker's passes compute in bf16: its log-probs
+* With verl's default (fsdp_config.dtype = bfloat16 over an fp32 model) the worker's passes compute in bf16: its log-probs
   equal a plain-torch bf16 copy's, not the fp32 model's, and follow in-place edits of the caller's fp32 weights;
 * at lr 1e-6 one update moves the fp32 weights; a pure bf16 model loses it and the worker warns on stderr;
 * float32 turns mixed precision off (the fp32 model's own log-probs).
@@ -79,10 +79,10 @@ def bf16_copy(model):
     return copy
 
 
-def test_default_computes_in_bf16_over_the_fp32_weights():
+def test_verls_default_computes_in_bf16_over_the_fp32_weights():
     model = make_model()
     data = rollout_batch()
-    worker = ActorWorker(actor_config(), model)
+    worker = ActorWorker(actor_config(**{"actor_rollout_ref.actor.fsdp_config.dtype": "bfloat16"}), model)
     got = worker.compute_log_prob(data).batch["old_log_probs"]
     assert got.dtype == torch.float32
     # exactly an independent bf16 model's (built here from the same weights, same packed pass), not the fp32 one's
@@ -117,7 +117,7 @@ def fraction_changed(before, model):
 
 def test_lr_1e6_moves_fp32_master_weights_and_pure_bf16_warns(capfd):
     mixed, pure = make_model(), make_model(torch.bfloat16)
-    mixed_worker = ActorWorker(actor_config(), mixed)
+    mixed_worker = ActorWorker(actor_config(**{"actor_rollout_ref.actor.fsdp_config.dtype": "bfloat16"}), mixed)
     assert "WARNING" not in capfd.readouterr().err
     pure_worker = ActorWorker(actor_config(), pure)
     err = capfd.readouterr().err

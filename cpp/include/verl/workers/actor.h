@@ -60,7 +60,7 @@ struct VERL_API ActorConfig {
   // actor_rollout_ref.actor.fsdp_config.dtype (the reference: ref.fsdp_config.dtype): the compute dtype of
   // every forward and backward; the model's own dtype (fsdp_config.model_dtype) holds the master weights and
   // the optimizer state (verl/workers/mixed_precision.h). float32 turns mixed precision off.
-  std::string dtype = "bfloat16";
+  std::string dtype = "auto";
   // actor_rollout_ref.model
   bool use_remove_padding = true;
   bool enable_gradient_checkpointing = false;

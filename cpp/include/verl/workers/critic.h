@@ -40,7 +40,7 @@ struct VERL_API CriticConfig {
   OptimConfig optim;
   // critic.fsdp.dtype: the compute dtype of the value passes and the update; the model's own dtype holds the
   // master weights and the optimizer state (verl/workers/mixed_precision.h). float32: no mixed precision.
-  std::string dtype = "bfloat16";
+  std::string dtype = "auto";
   bool use_remove_padding = true;  // critic.model.use_remove_padding
   bool enable_gradient_checkpointing = false;
 

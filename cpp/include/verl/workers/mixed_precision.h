@@ -24,9 +24,18 @@
 
 namespace verl::workers {
 
-// The compute dtype named by a `fsdp_config.dtype` value: bfloat16 / bf16, float16 / fp16, float32 / fp32
-// (verl's PrecisionType names). ConfigError naming `key` for anything else.
-VERL_API torch::Dtype parse_compute_dtype(const std::string& name, const std::string& key);
+// The compute dtype named by a `fsdp_config.dtype` value for a model on `device`: bfloat16 / bf16, float16 / fp16,
+// float32 / fp32 (verl's PrecisionType names), or `auto` (verl-cpp's default): bfloat16 -- verl's default -- where
+// bf16 matrix products run natively (accelerators; CPUs with bf16 matrix instructions, see
+// cpu_has_native_bf16_matmul), float32 on other CPUs, where they are emulated (a GRPO step 7.9x slower in bf16 on
+// an AVX2 EPYC: benchmarks/RESULTS.md). ConfigError naming `key` for anything else.
+VERL_API torch::Dtype parse_compute_dtype(const std::string& name, const std::string& key, const torch::Device& device);
+// The same check of the name alone (config validation, before the device is known).
+VERL_API void check_compute_dtype(const std::string& name, const std::string& key);
+
+// Whether this CPU multiplies bf16 matrices in hardware (x86: AVX512-BF16 or AMX-BF16, with the OS saving the
+// registers). Deterministic (CPUID), so `auto` resolves the same way in every run on a machine.
+VERL_API bool cpu_has_native_bf16_matmul();
 
 // The dtype a model of dtype `model_dtype` computes in under compute dtype `compute`: `compute` when it is a
 // 16-bit float narrower than the model (mixed precision), else the model's own dtype (fp32 = no mixed
