@@ -18,4 +18,5 @@ void register_workers(py::module_& m);  // workers.cpp: verl::workers (ActorWork
 void register_rollout(py::module_& m);  // rollout.cpp: verl::rollout (Engine, SamplingParams)
 void register_trainer(py::module_& m);  // trainer.cpp: verl::trainer (PPOTrainer, step metrics)
 void register_sft_trainer(py::module_& m);  // sft_trainer.cpp: verl::trainer::SFTTrainer (into verl._C.trainer)
+void register_dpo_trainer(py::module_& m);  // dpo_trainer.cpp: verl::trainer::DPOTrainer (into verl._C.trainer)
 }  // namespace verl::bindings

@@ -18,4 +18,5 @@ PYBIND11_MODULE(_C, m) {
   verl::bindings::register_rollout(m);
   verl::bindings::register_trainer(m);
   verl::bindings::register_sft_trainer(m);
+  verl::bindings::register_dpo_trainer(m);
 }

@@ -2,8 +2,8 @@
 
 ``import verl`` gives verl's Python API on top of libverl: ``DataProto`` (``verl.protocol``), the
 config tree (``verl.config``, and ``RLConfig`` with short names), ``PPOTrainer`` (training on the C++
-trainer), ``SFTTrainer`` (the supervised warm start), and the ``python -m verl.trainer.main_ppo`` /
-``python -m verl.trainer.sft_trainer`` command lines.
+trainer), ``SFTTrainer`` (the supervised warm start), ``DPOTrainer`` (preference optimisation), and the
+``python -m verl.trainer.main_ppo`` / ``sft_trainer`` / ``dpo_trainer`` command lines.
 """
 
 import os as _os
@@ -28,6 +28,7 @@ from .tokenizer import Tokenizer, load_tokenizer
 from .trainer.rl_config import RLConfig
 from .trainer.ppo_trainer import PPOTrainer
 from .trainer.sft_trainer import SFTTrainer
+from .trainer.dpo_trainer import DPOTrainer
 from . import data, envs, models, rollout, trainer, utils  # reachable as verl.models, ... after `import verl`
 
 #: Directory to put on CMAKE_PREFIX_PATH for ``find_package(verl)`` (the C++ SDK shipped in the wheel).
@@ -42,6 +43,7 @@ __all__ = [
     "RLConfig",
     "PPOTrainer",
     "SFTTrainer",
+    "DPOTrainer",
     "DataProto",
     "DataProtoItem",
     "Tokenizer",

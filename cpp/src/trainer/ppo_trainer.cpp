@@ -16,6 +16,7 @@
 #include "verl/core/error.h"
 #include "verl/trainer/generation.h"
 #include "verl/workers/micro_batch.h"
+#include "trainer/reference_policy.h"
 
 namespace verl::trainer {
 namespace {
@@ -112,14 +113,7 @@ std::string describe_sample(const DataProto& batch, int64_t row) {
 }
 
 // The frozen reference policy: the actor's initial weights in a separate module.
-std::shared_ptr<model::CausalLM> copy_as_reference(const model::CausalLM& actor) {
-  auto ref = std::make_shared<model::CausalLM>(actor.config(), model::HeadKind::kLanguageModel);
-  ref->to(actor.device(), actor.dtype());
-  torch::NoGradGuard no_grad;
-  ref->load_state_dict(actor.named_state(), /*strict=*/true);
-  for (auto& p : ref->parameters()) p.set_requires_grad(false);
-  return ref;
-}
+using detail::copy_as_reference;
 
 // verl's default critic: the actor checkpoint loaded as AutoModelForTokenClassification(num_labels=1),
 // i.e. the same backbone and a new `score` head initialised N(0, 0.02) (HF's initializer_range) without bias.

@@ -8,9 +8,9 @@
 
 #include <torch/torch.h>
 
-#include "verl/algo/functional.h"
 #include "verl/core/error.h"
 #include "verl/workers/micro_batch.h"
+#include "trainer/target_batch.h"
 #include "workers/worker_common.h"
 #include "workers/worker_config_util.h"
 
@@ -46,94 +46,26 @@ void SFTConfig::validate() const {
 
 namespace {
 
-struct SFTBatch {
-  torch::Tensor input_ids;       // (bs, seq) int64 on the model's device
-  torch::Tensor attention_mask;  // (bs, seq) bool
-  torch::Tensor loss_mask;       // (bs, seq) bool
-};
-
-// Checks keys, shapes, dtypes and token ids (DataError naming what is wrong) before anything runs, so a bad
-// batch leaves the model, its gradients and the optimizer as they were.
-SFTBatch check_batch(const DataProto& data, const model::CausalLM& model) {
-  for (const char* key : {"input_ids", "attention_mask", "loss_mask"}) {
-    VERL_CHECK_AS(DataError, data.has_tensor(key), "SFT batch: missing tensor '", key,
-                  "' (needs input_ids, attention_mask, loss_mask)");
-  }
-  const torch::Tensor& ids = data.tensor("input_ids");
-  VERL_CHECK_AS(DataError, ids.dim() == 2 && ids.size(0) > 0 && ids.size(1) > 0,
-                "SFT batch: 'input_ids' must be (bs, seq) with bs, seq > 0, got ", ids.sizes());
-  VERL_CHECK_AS(DataError, !torch::isFloatingType(ids.scalar_type()) && ids.scalar_type() != torch::kBool,
-                "SFT batch: 'input_ids' must hold integer token ids, got ", ids.scalar_type());
-  for (const char* key : {"attention_mask", "loss_mask"}) {
-    VERL_CHECK_AS(DataError, data.tensor(key).sizes() == ids.sizes(), "SFT batch: '", key, "' has shape ",
-                  data.tensor(key).sizes(), " but 'input_ids' has ", ids.sizes());
-  }
-  const torch::Device device = model.device();
-  SFTBatch b{ids.to(device, torch::kLong), data.tensor("attention_mask").to(device) != 0,
-             data.tensor("loss_mask").to(device) != 0};
-  VERL_CHECK_AS(DataError, b.attention_mask.any(1).all().item<bool>(),
-                "SFT batch: a row has no real token (attention_mask all 0)");
-  torch::Tensor real_ids = b.input_ids.masked_select(b.attention_mask);
-  const int64_t vocab = model.config().vocab_size;
-  const auto [lo, hi] = torch::aminmax(real_ids);
-  VERL_CHECK_AS(DataError, lo.item<int64_t>() >= 0 && hi.item<int64_t>() < vocab,
-                "SFT batch: token ids must lie in [0, vocab_size = ", vocab, "), got [", lo.item<int64_t>(), ", ",
-                hi.item<int64_t>(), "]");
-  return b;
-}
-
-// The rows' real tokens packed back to back (padding removed), and which packed positions predict a
-// target: position q predicts q + 1 when that token is in the same row and marked by loss_mask.
-struct Packed {
-  torch::Tensor ids;         // (total,) int64
-  torch::Tensor cu_seqlens;  // (rows + 1,) int64
-  torch::Tensor predicts;    // (num_targets,) int64 packed positions whose next token is a target
-  torch::Tensor labels;      // (num_targets,) int64 those targets
-};
-
-Packed pack(const SFTBatch& b) {
-  Packed p;
-  p.ids = b.input_ids.masked_select(b.attention_mask);
-  torch::Tensor lens = b.attention_mask.sum(1);  // int64, every row > 0 (check_batch)
-  p.cu_seqlens = torch::cat({torch::zeros({1}, lens.options()), lens.cumsum(0)});
-  torch::Tensor is_target = b.loss_mask.masked_select(b.attention_mask);
-  // a row's first real token has nothing before it to predict it from
-  is_target.index_fill_(0, p.cu_seqlens.slice(0, 0, -1), false);
-  torch::Tensor targets = is_target.nonzero().squeeze(1);
-  p.predicts = targets - 1;
-  p.labels = p.ids.index_select(0, targets);
-  return p;
-}
+using detail::check_target_batch;
+using detail::PackedTargets;
+using detail::TargetBatch;
 
 // One micro-batch's rows and their packing, built once per step.
 struct MicroBatch {
-  SFTBatch rows;
-  Packed packed;
+  TargetBatch rows;
+  PackedTargets packed;
 };
 
 // -sum log p(target) over the rows of `m` (differentiable unless under NoGradGuard), in at least float32;
 // nullopt (no forward at all) when the rows hold no target.
 std::optional<torch::Tensor> loss_sum_of(model::CausalLM& model, const MicroBatch& m, bool remove_padding) {
-  const SFTBatch& b = m.rows;
-  const Packed& p = m.packed;
-  if (p.labels.numel() == 0) return std::nullopt;
-  torch::Tensor hidden =
-      remove_padding ? model.hidden_states_packed(p.ids, p.cu_seqlens)
-                     : model.hidden_states(b.input_ids, b.attention_mask.to(torch::kLong)).index({b.attention_mask});
-  // Only the positions that predict a target go through the (vocab-sized) head.
-  torch::Tensor logits = model.apply_head(hidden.index_select(0, p.predicts));
-  if (logits.scalar_type() != torch::kDouble) logits = logits.to(torch::kFloat);
-  return -algo::logprobs_from_logits(logits, p.labels).sum();
-}
-
-SFTBatch take(const SFTBatch& b, const std::vector<int64_t>& rows) {
-  torch::Tensor index = torch::tensor(rows, torch::kLong).to(b.input_ids.device());
-  return {b.input_ids.index_select(0, index), b.attention_mask.index_select(0, index),
-          b.loss_mask.index_select(0, index)};
+  std::optional<torch::Tensor> logp = detail::target_log_probs(model, m.rows, m.packed, remove_padding);
+  if (!logp) return std::nullopt;
+  return -logp->sum();
 }
 
 // `lens`: the rows' valid tokens (row_token_counts), read from the device once per step.
-workers::RowGroups micro_batches(const SFTConfig& config, const SFTBatch& b, const std::vector<int64_t>& lens) {
+workers::RowGroups micro_batches(const SFTConfig& config, const TargetBatch& b, const std::vector<int64_t>& lens) {
   if (!config.use_dynamic_bsz) {
     return workers::fixed_micro_batches(b.input_ids.size(0), config.micro_batch_size_per_gpu);
   }
@@ -145,13 +77,13 @@ workers::RowGroups micro_batches(const SFTConfig& config, const SFTBatch& b, con
 }
 
 // The batch cut into micro-batches, each packed once; `num_targets` / `num_tokens` add up over them.
-std::vector<MicroBatch> pack_micro_batches(const SFTConfig& config, const SFTBatch& b, const std::vector<int64_t>& lens,
+std::vector<MicroBatch> pack_micro_batches(const SFTConfig& config, const TargetBatch& b, const std::vector<int64_t>& lens,
                                            int64_t& num_targets, int64_t& num_tokens) {
   std::vector<MicroBatch> out;
   num_targets = num_tokens = 0;
   for (const auto& rows : micro_batches(config, b, lens)) {
-    SFTBatch part = take(b, rows);
-    Packed packed = pack(part);
+    TargetBatch part = detail::take_rows(b, rows);
+    PackedTargets packed = detail::pack_targets(part);
     num_targets += packed.labels.numel();
     num_tokens += packed.ids.numel();
     out.push_back({std::move(part), std::move(packed)});
@@ -173,7 +105,7 @@ SFTTrainer::SFTTrainer(SFTConfig config, std::shared_ptr<model::CausalLM> model)
 
 std::map<std::string, double> SFTTrainer::train_step(const DataProto& data) {
   const auto start = std::chrono::steady_clock::now();
-  SFTBatch b = check_batch(data, *model_);
+  TargetBatch b = check_target_batch(data, *model_, "SFT batch");
   int64_t total_targets = 0, total_tokens = 0;
   const std::vector<int64_t> lens = workers::detail::row_token_counts(b.attention_mask);
   const std::vector<MicroBatch> micro = pack_micro_batches(config_, b, lens, total_targets, total_tokens);
@@ -205,7 +137,7 @@ std::map<std::string, double> SFTTrainer::train_step(const DataProto& data) {
 }
 
 SFTLossSum SFTTrainer::loss_sum(const DataProto& data) {
-  SFTBatch b = check_batch(data, *model_);
+  TargetBatch b = check_target_batch(data, *model_, "SFT batch");
   torch::NoGradGuard no_grad;
   int64_t num_targets = 0, num_tokens = 0;
   torch::Tensor sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(model_->device()));

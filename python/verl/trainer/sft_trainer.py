@@ -27,7 +27,7 @@ import functools
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .. import _C
@@ -122,7 +122,7 @@ class SFTTrainer:
             self.total_training_steps = int(configured or len(self.train_dataloader) * epochs)
         else:
             self.total_training_steps = int(configured) if configured else None
-        self._trainer = _C.trainer.SFTTrainer(cfg.cpp, module, self.total_training_steps)
+        self._trainer = self._make_step(module)
         self.global_steps = 0
         self.epoch = 0
         self.total_tokens = 0
@@ -148,6 +148,10 @@ class SFTTrainer:
         return tokenizer_dir(self.config.get("model.tokenizer_path"), self.config.get("model.path"),
                              getattr(self.tokenizer, "name_or_path", None))
 
+    def _make_step(self, module: Any) -> Any:
+        """The C++ step object (``verl._C.trainer.SFTTrainer``) over the model's module."""
+        return _C.trainer.SFTTrainer(self.config.cpp, module, self.total_training_steps)
+
     def _load_tokenizer(self) -> Any:
         path = tokenizer_dir(self.config.get("model.tokenizer_path"), self.config.get("model.path"))
         if path is None:
@@ -170,9 +174,15 @@ class SFTTrainer:
             if self.tokenizer is None:
                 raise ConfigError("no tokenizer to tokenize the SFT data: pass tokenizer=... or put tokenizer.json in "
                                   "model.tokenizer_path / model.path")
-            return SFTDataset(dataset, self.tokenizer, self.config.data,
-                              max_samples=int(self.config.get(f"data.{max_key}")))
+            return self._file_dataset(dataset, int(self.config.get(f"data.{max_key}")))
         return dataset
+
+    def _file_dataset(self, paths: Any, max_samples: int) -> Any:
+        """The dataset of data files (``SFTDataset``)."""
+        return SFTDataset(paths, self.tokenizer, self.config.data, max_samples=max_samples)
+
+    # pads the rows of a dataset without its own collate_fn (the DPO trainer: collate_preference)
+    _collate_rows = staticmethod(collate_sft)
 
     def _collate_fn(self, dataset: Any) -> Any:
         collate = getattr(dataset, "collate_fn", None)
@@ -181,7 +191,7 @@ class SFTTrainer:
         pad = getattr(self.tokenizer, "pad_token_id", None)
         if pad is None:
             pad = getattr(self.tokenizer, "eos_token_id", None)
-        return functools.partial(collate_sft, pad_token_id=pad if pad is not None else 0)
+        return functools.partial(self._collate_rows, pad_token_id=pad if pad is not None else 0)
 
     # -- one step -------------------------------------------------------------------------------------
     def train_step(self, batch: Any) -> dict[str, float]:
@@ -193,17 +203,20 @@ class SFTTrainer:
         metrics["train/total_tokens(B)"] = self.total_tokens / 1e9
         return metrics
 
-    def validate(self, dataset: Any = None) -> dict[str, float]:
-        """``{"val/loss": ...}``: the token-mean cross-entropy over every response token of the validation set
-        (``val_dataset``, or ``dataset``: an SFTDataset or file paths) under the current weights."""
+    def _validation_batches(self, dataset: Any = None) -> Any:
+        """The validation set (``val_dataset``, or ``dataset``) in order, in batches of ``data.train_batch_size``."""
         dataset = dataset if dataset is not None else self.val_dataset
         if dataset is None:
             raise ConfigError("validate: no validation data (pass val_dataset or set data.val_files)")
         dataset = self._dataset(dataset, "val_files", "val_max_samples")
-        loader = ResumableDataLoader(dataset, min(int(self.config.get("data.train_batch_size")), len(dataset)),
-                                     shuffle=False, drop_last=False, collate_fn=self._collate_fn(dataset))
+        return ResumableDataLoader(dataset, min(int(self.config.get("data.train_batch_size")), len(dataset)),
+                                   shuffle=False, drop_last=False, collate_fn=self._collate_fn(dataset))
+
+    def validate(self, dataset: Any = None) -> dict[str, float]:
+        """``{"val/loss": ...}``: the token-mean cross-entropy over every response token of the validation set
+        (``val_dataset``, or ``dataset``: an SFTDataset or file paths) under the current weights."""
         loss_sum, num_tokens = 0.0, 0
-        for batch in loader:
+        for batch in self._validation_batches(dataset):
             s, n = self._trainer.loss_sum(_as_cpp_batch(batch))
             loss_sum += s
             num_tokens += n
@@ -321,13 +334,26 @@ class SFTTrainer:
             self.load_checkpoint(path)
 
 
+def cli_exit_status(run: Callable[[], int | None]) -> int:
+    """Runs a trainer command line's body: its status (0 for None), or 2 with the message on stderr for config and
+    data errors (which name the key / file:line), 1 for checkpoint errors. Shared by the SFT and DPO entry points."""
+    try:
+        return run() or 0
+    except (ConfigError, DataError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except CheckpointError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m verl.trainer.sft_trainer [--print-config] [--explain KEY] [--config-path DIR --config-name NAME]
     key=value ...``:
     exit status 2 with a message naming the key / file:line for config and data errors."""
     from .main_ppo import explain_keys, parse_args, split_explain
 
-    try:
+    def run() -> int:
         explain, args = split_explain(sys.argv[1:] if argv is None else argv)
         print_config, yaml_path, overrides = parse_args(args, prog="verl.trainer.sft_trainer",
                                                         base_config_name="sft_trainer")
@@ -339,13 +365,9 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(config.to_yaml())
             return 0
         SFTTrainer(config=config).fit()
-    except (ConfigError, DataError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except CheckpointError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    return 0
+        return 0
+
+    return cli_exit_status(run)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainer_helpers import write_rows, write_tiny_model
+from trainer_helpers import TOKENIZER_DIR, write_rows, write_tiny_model
 
 
 @pytest.fixture(scope="session")
@@ -17,3 +17,11 @@ def tiny_model_dir(tmp_path_factory) -> str:
 def toy_data(tmp_path_factory) -> dict[str, str]:
     d = tmp_path_factory.mktemp("toy_data")
     return {"train": write_rows(str(d / "train.jsonl"), 16), "test": write_rows(str(d / "test.jsonl"), 6, offset=100)}
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    """The arith demo's tokenizer (verl-cpp's)."""
+    import verl
+
+    return verl.load_tokenizer(TOKENIZER_DIR)

@@ -6,7 +6,6 @@ safety, config errors."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -19,21 +18,9 @@ from verl import SFTTrainer
 from verl.utils.dataset import RLHFDataset, SFTDataset, collate_sft
 from verl.utils.tracking import read_metrics
 
-from trainer_helpers import TOKENIZER_DIR, toy_overrides
+from trainer_helpers import check_ppo_takes_checkpoint, write_jsonl
 
 EOS = "<|im_end|>"
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return verl.load_tokenizer(TOKENIZER_DIR)
-
-
-def write_jsonl(path, rows) -> str:
-    with open(path, "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write((row if isinstance(row, str) else json.dumps(row)) + "\n")
-    return str(path)
 
 
 def arith_rows(n: int, offset: int = 0) -> list[dict]:
@@ -229,14 +216,7 @@ def test_cli_end_to_end_into_a_ppo_ready_checkpoint(tiny_model_dir, toy_data, tm
     assert any(not torch.equal(t, base.state_dict()[k]) for k, t in model.state_dict().items())  # trained
 
     # the checkpoint is a model path for GRPO as it is
-    from verl import PPOTrainer, RLConfig
-
-    ppo = PPOTrainer(config=RLConfig(overrides=toy_overrides(str(actor), str(tmp_path / "ppo"), "grpo", 1)),
-                     reward_fn=lambda response: float(len(response)), train_dataset=toy_data["train"])
-    for name, tensor in ppo.model.state_dict().items():
-        assert torch.equal(tensor, model.state_dict()[name]), name
-    metrics = ppo.step([ppo.train_dataset[i] for i in range(4)])
-    assert metrics["actor/grad_norm"] == metrics["actor/grad_norm"]  # finite, not NaN
+    check_ppo_takes_checkpoint(str(actor), str(tmp_path / "ppo"), toy_data["train"])
 
     bad = subprocess.run([sys.executable, "-m", "verl.trainer.sft_trainer", *args, "data.max_lenght=32"],
                          capture_output=True, text=True, cwd=tmp_path, env=env)

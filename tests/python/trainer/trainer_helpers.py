@@ -79,3 +79,29 @@ def toy_overrides(model_dir: str, out_dir: str, estimator: str = "grpo", steps: 
         "actor_rollout_ref.actor.fsdp_config.dtype=float32", "actor_rollout_ref.ref.fsdp_config.dtype=float32",
         "critic.fsdp.dtype=float32",
     ]
+
+
+def check_ppo_takes_checkpoint(actor: str, out_dir: str, train_file: str) -> None:
+    """A trainer's ``global_step_N/actor`` is a PPO actor as it is: GRPO loads exactly its weights and steps on them."""
+    import math
+
+    import torch
+
+    import verl
+    from verl import PPOTrainer, RLConfig
+
+    model = verl.models.load_model(actor)
+    ppo = PPOTrainer(config=RLConfig(overrides=toy_overrides(actor, out_dir, "grpo", 1)),
+                     reward_fn=lambda response: float(len(response)), train_dataset=train_file)
+    for name, tensor in ppo.model.state_dict().items():
+        assert torch.equal(tensor, model.state_dict()[name]), name
+    metrics = ppo.step([ppo.train_dataset[i] for i in range(4)])
+    assert math.isfinite(metrics["actor/grad_norm"])
+
+
+def write_jsonl(path, rows) -> str:
+    """Rows (objects, or raw lines as strings) into a JSONL file; returns its path."""
+    with open(path, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write((row if isinstance(row, str) else json.dumps(row)) + "\n")
+    return str(path)

@@ -37,7 +37,7 @@ from .reader import RowOrigin, read_rows
 from .rl_dataset import (_cfg_bool, _cfg_int, _cfg_mapping, _cfg_seed, _cfg_str, check_int, check_messages, render_chat,
                          render_prompt, select_max_samples)
 
-__all__ = ["SFTDataset", "collate_sft", "SFT_TRUNCATION_MODES"]
+__all__ = ["SFTDataset", "LossMaskedRows", "collate_sft", "truncate_row", "SFT_TRUNCATION_MODES"]
 
 SFT_TRUNCATION_MODES = ("error", "left", "right")
 
@@ -67,7 +67,70 @@ def collate_sft(rows: Sequence[dict], pad_token_id: int = 0) -> dict[str, torch.
     return {"input_ids": input_ids, "attention_mask": attention_mask, "loss_mask": loss_mask}
 
 
-class SFTDataset:
+def truncate_row(ids: list[int], mask: list[int], max_length: int, truncation: str,
+                 origin: Any) -> tuple[list[int], list[int]]:
+    """A tokenized row cut to ``max_length`` tokens per ``truncation`` (``error``: a DataError naming ``origin``,
+    ``left``: keep the end, ``right``: keep the start); a DataError too when no target (loss_mask 1 after the first
+    token) is left. Shared by the SFT and preference datasets."""
+    if len(ids) > max_length:
+        if truncation == "error":
+            raise DataError(f"{origin}: row has {len(ids)} tokens, more than data.max_length={max_length} (set "
+                            "data.truncation=left|right, or raise data.max_length)")
+        keep = slice(-max_length, None) if truncation == "left" else slice(0, max_length)
+        ids, mask = ids[keep], mask[keep]
+    if not any(mask[1:]):
+        raise DataError(f"{origin}: no response token is left to train on within data.max_length={max_length} "
+                        f"(data.truncation={truncation})")
+    return ids, mask
+
+
+class LossMaskedRows:
+    """What the SFT and preference datasets share: the ``data`` section's prompt and length keys, the tokenizer's EOS
+    and pad tokens, and the rows of the data files with their ``file:line`` origins (``max_samples`` applied)."""
+
+    def _read_rows(self, data_files: str | os.PathLike | Sequence[str | os.PathLike], tokenizer: Any, config: Any,
+                   max_samples: int, eos_use: str) -> list[tuple[Any, RowOrigin]]:
+        if isinstance(data_files, (str, os.PathLike)):
+            data_files = [data_files]
+        self.data_files = [os.fspath(p) for p in data_files]
+        self.tokenizer = tokenizer
+        self.prompt_key = _cfg_str(config, "prompt_key", "prompt")
+        self.max_length = _cfg_int(config, "max_length", 1024, minimum=1)
+        self.truncation = _cfg_str(config, "truncation", "error", choices=SFT_TRUNCATION_MODES)
+        self.apply_chat_template_kwargs = _cfg_mapping(config, "apply_chat_template_kwargs")
+        max_samples = check_int("max_samples", max_samples)
+        shuffle = _cfg_bool(config, "shuffle", False)
+        seed = _cfg_seed(config)
+        self.eos_token_id = getattr(tokenizer, "eos_token_id", None)
+        if self.eos_token_id is None:
+            raise ConfigError(f"{type(self).__name__}: the tokenizer has no EOS token (eos_token in "
+                              f"tokenizer_config.json); {eos_use}")
+        pad = getattr(tokenizer, "pad_token_id", None)
+        self.pad_token_id = int(pad if pad is not None else self.eos_token_id)
+
+        rows: list[tuple[Any, RowOrigin]] = []
+        for path in self.data_files:
+            rows.extend((row, RowOrigin(path, line)) for row, line in read_rows(path))
+        keep = select_max_samples(len(rows), max_samples, shuffle, seed)
+        self.origins: list[RowOrigin] = [rows[i][1] for i in keep]
+        return [rows[i] for i in keep]
+
+    def _encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False)) if text else []
+
+    def _prompt_messages(self, prompt: Any, origin: RowOrigin) -> list[dict]:
+        """A row's prompt as chat messages: a string is one user message."""
+        if isinstance(prompt, str):
+            return [{"role": "user", "content": prompt}]
+        check_messages(prompt, self.prompt_key, origin)
+        return prompt
+
+    def origin(self, item: int) -> str:
+        """``file:line`` of row ``item``."""
+        return str(self.origins[item])
+
+
+class SFTDataset(LossMaskedRows):
     """SFT rows from JSONL / JSON / Parquet files, tokenized once when loaded.
 
     Args:
@@ -88,35 +151,13 @@ class SFTDataset:
 
     def __init__(self, data_files: str | os.PathLike | Sequence[str | os.PathLike], tokenizer: Any,
                  config: Any = None, max_samples: int = -1) -> None:
-        if isinstance(data_files, (str, os.PathLike)):
-            data_files = [data_files]
-        self.data_files = [os.fspath(p) for p in data_files]
-        self.tokenizer = tokenizer
         self.messages_key = _cfg_str(config, "messages_key", "messages")
-        self.prompt_key = _cfg_str(config, "prompt_key", "prompt")
         self.response_key = _cfg_str(config, "response_key", "response")
-        self.max_length = _cfg_int(config, "max_length", 1024, minimum=1)
-        self.truncation = _cfg_str(config, "truncation", "error", choices=SFT_TRUNCATION_MODES)
-        self.apply_chat_template_kwargs = _cfg_mapping(config, "apply_chat_template_kwargs")
-        max_samples = check_int("max_samples", max_samples)
-        shuffle = _cfg_bool(config, "shuffle", False)
-        seed = _cfg_seed(config)
-        self.eos_token_id = getattr(tokenizer, "eos_token_id", None)
-        if self.eos_token_id is None:
-            raise ConfigError("SFTDataset: the tokenizer has no EOS token (eos_token in tokenizer_config.json); the "
-                              "response targets end with it")
-        pad = getattr(tokenizer, "pad_token_id", None)
-        self.pad_token_id = int(pad if pad is not None else self.eos_token_id)
-
-        rows: list[tuple[Any, RowOrigin]] = []
-        for path in self.data_files:
-            rows.extend((row, RowOrigin(path, line)) for row, line in read_rows(path))
-        keep = select_max_samples(len(rows), max_samples, shuffle, seed)
-        self.origins: list[RowOrigin] = [rows[i][1] for i in keep]
+        rows = self._read_rows(data_files, tokenizer, config, max_samples, "the response targets end with it")
         self.input_ids: list[torch.Tensor] = []
         self.loss_masks: list[torch.Tensor] = []
-        for i in keep:
-            ids, mask = self._tokenize(*rows[i])
+        for row, origin in rows:
+            ids, mask = self._tokenize(row, origin)
             self.input_ids.append(torch.tensor(ids, dtype=torch.long))
             self.loss_masks.append(torch.tensor(mask, dtype=torch.long))
 
@@ -133,9 +174,6 @@ class SFTDataset:
                             f"'{self.prompt_key}' + '{self.response_key}' (keys: {sorted(row)[:10]})")
         return self._truncate(ids, mask, origin)
 
-    def _encode(self, text: str) -> list[int]:
-        return list(self.tokenizer.encode(text, add_special_tokens=False)) if text else []
-
     def _prompt_response_row(self, row: dict, origin: RowOrigin) -> tuple[list[int], list[int]]:
         prompt = row.get(self.prompt_key)
         response = row.get(self.response_key)
@@ -143,11 +181,7 @@ class SFTDataset:
             raise DataError(f"{origin}: row has '{self.response_key}' but no '{self.prompt_key}'")
         if response is None:
             raise DataError(f"{origin}: row has '{self.prompt_key}' but no '{self.response_key}'")
-        if isinstance(prompt, str):
-            messages = [{"role": "user", "content": prompt}]
-        else:
-            check_messages(prompt, self.prompt_key, origin)
-            messages = prompt
+        messages = self._prompt_messages(prompt, origin)
         if not isinstance(response, str):
             raise DataError(f"{origin}: '{self.response_key}' must be a string, got {type(response).__name__}")
         _, prompt_ids = render_prompt(self.tokenizer, messages, self.apply_chat_template_kwargs, origin)
@@ -192,17 +226,7 @@ class SFTDataset:
         return ids, mask
 
     def _truncate(self, ids: list[int], mask: list[int], origin: RowOrigin) -> tuple[list[int], list[int]]:
-        limit = self.max_length
-        if len(ids) > limit:
-            if self.truncation == "error":
-                raise DataError(f"{origin}: row has {len(ids)} tokens, more than data.max_length={limit} (set "
-                                "data.truncation=left|right, or raise data.max_length)")
-            keep = slice(-limit, None) if self.truncation == "left" else slice(0, limit)
-            ids, mask = ids[keep], mask[keep]
-        if not any(mask[1:]):
-            raise DataError(f"{origin}: no response token is left to train on within data.max_length={limit} "
-                            f"(data.truncation={self.truncation})")
-        return ids, mask
+        return truncate_row(ids, mask, self.max_length, self.truncation, origin)
 
     # -- access -----------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -216,10 +240,6 @@ class SFTDataset:
     def collate_fn(self, rows: Sequence[dict]) -> dict[str, torch.Tensor]:
         """``collate_sft`` with this dataset's pad token."""
         return collate_sft(rows, self.pad_token_id)
-
-    def origin(self, item: int) -> str:
-        """``file:line`` of row ``item``."""
-        return str(self.origins[item])
 
     def __repr__(self) -> str:
         return f"SFTDataset({len(self)} rows from {self.data_files}, max_length={self.max_length})"

@@ -1,0 +1,233 @@
+// verl::trainer::DPOTrainer: the DPO step (see dpo_trainer.h).
+#include "verl/trainer/dpo_trainer.h"
+
+#include <algorithm>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "verl/algo/dpo_loss.h"
+#include "verl/core/error.h"
+#include "verl/workers/micro_batch.h"
+#include "trainer/reference_policy.h"
+#include "trainer/target_batch.h"
+#include "workers/worker_common.h"
+
+namespace verl::trainer {
+
+using detail::PackedTargets;
+using detail::TargetBatch;
+
+DPOConfig DPOConfig::from_config(const Config& config, double beta, double label_smoothing,
+                                 const std::string& loss_type, std::optional<int64_t> total_training_steps) {
+  DPOConfig c;
+  c.step = SFTConfig::from_config(config, total_training_steps);
+  c.beta = beta;
+  c.label_smoothing = label_smoothing;
+  c.loss_type = loss_type;
+  c.validate();
+  return c;
+}
+
+void DPOConfig::validate() const {
+  step.validate();
+  algo::check_dpo_loss_config(beta, label_smoothing, loss_type, "dpo");
+}
+
+std::map<std::string, double> DPOMetricSums::means() const {
+  const double n = num_pairs > 0 ? static_cast<double>(num_pairs) : 1.0;
+  return {{"loss", loss / n},
+          {"rewards/chosen", chosen_rewards / n},
+          {"rewards/rejected", rejected_rewards / n},
+          {"rewards/accuracies", accuracies / n},
+          {"rewards/margins", margins / n},
+          {"logps/chosen", chosen_logps / n},
+          {"logps/rejected", rejected_logps / n}};
+}
+
+DPOMetricSums& DPOMetricSums::operator+=(const DPOMetricSums& o) {
+  loss += o.loss;
+  chosen_rewards += o.chosen_rewards;
+  rejected_rewards += o.rejected_rewards;
+  accuracies += o.accuracies;
+  margins += o.margins;
+  chosen_logps += o.chosen_logps;
+  rejected_logps += o.rejected_logps;
+  num_pairs += o.num_pairs;
+  return *this;
+}
+
+namespace {
+
+// One micro-batch: whole pairs (rows 2i, 2i + 1 of the batch, kept adjacent), packed once per step.
+struct PairMicroBatch {
+  std::vector<int64_t> batch_rows;  // the rows of the batch it holds, in order
+  TargetBatch rows;
+  PackedTargets packed;
+};
+
+// Checks the pair layout on top of check_target_batch: an even number of rows, and a completion token in each.
+void check_pairs(const TargetBatch& b) {
+  const int64_t rows = b.input_ids.size(0);
+  VERL_CHECK_AS(DataError, rows % 2 == 0, "DPO batch: ", rows,
+                " rows; it needs an even number (row 2i: pair i's chosen sequence, row 2i + 1: its rejected one)");
+  const PackedTargets whole = detail::pack_targets(b);
+  torch::Tensor counts = torch::bincount(whole.target_rows, {}, rows);
+  torch::Tensor empty = (counts == 0).nonzero();
+  if (empty.numel() > 0) {
+    const int64_t row = empty[0][0].item<int64_t>();
+    VERL_CHECK_AS(DataError, false, "DPO batch: the ", row % 2 == 0 ? "chosen" : "rejected", " sequence of pair ",
+                  row / 2, " (row ", row, ") has no completion token after a real token (loss_mask)");
+  }
+}
+
+// Whole pairs per micro-batch: micro_batch_size_per_gpu pairs, or pairs whose two sequences fit the token budget.
+std::vector<PairMicroBatch> pair_micro_batches(const SFTConfig& config, const TargetBatch& b) {
+  const std::vector<int64_t> lens = workers::detail::row_token_counts(b.attention_mask);
+  const int64_t num_pairs = static_cast<int64_t>(lens.size()) / 2;
+  workers::RowGroups pair_groups;
+  if (!config.use_dynamic_bsz) {
+    pair_groups = workers::fixed_micro_batches(num_pairs, config.micro_batch_size_per_gpu);
+  } else {
+    std::vector<int64_t> pair_lens(static_cast<size_t>(num_pairs));
+    for (int64_t p = 0; p < num_pairs; ++p) pair_lens[p] = lens[2 * p] + lens[2 * p + 1];
+    const int64_t longest = *std::max_element(pair_lens.begin(), pair_lens.end());
+    VERL_CHECK_AS(DataError, longest <= config.max_token_len_per_gpu, "DPO batch: a pair of ", longest,
+                  " tokens (chosen + rejected) does not fit the micro-batch token budget data.max_token_len_per_gpu=",
+                  config.max_token_len_per_gpu, " (raise it, or lower data.max_length)");
+    pair_groups = workers::dynamic_micro_batches(pair_lens, config.max_token_len_per_gpu);
+  }
+  std::vector<PairMicroBatch> out;
+  for (const auto& pairs : pair_groups) {
+    std::vector<int64_t> rows;
+    for (int64_t p : pairs) {
+      rows.push_back(2 * p);
+      rows.push_back(2 * p + 1);
+    }
+    TargetBatch part = detail::take_rows(b, rows);
+    PackedTargets packed = detail::pack_targets(part);
+    out.push_back({std::move(rows), std::move(part), std::move(packed)});
+  }
+  return out;
+}
+
+// (rows,) summed completion log-prob of each row of `m` (every row has a target: check_pairs).
+torch::Tensor sequence_sums(model::CausalLM& model, const PairMicroBatch& m, bool remove_padding) {
+  torch::Tensor logp = *detail::target_log_probs(model, m.rows, m.packed, remove_padding);
+  return torch::zeros({m.rows.input_ids.size(0)}, logp.options()).index_add(0, m.packed.target_rows, logp);
+}
+
+// The rows of `m` as pair indices of the micro-batch: even rows are chosen, odd rows rejected.
+torch::Tensor chosen_of(const torch::Tensor& per_row) { return per_row.slice(0, 0, per_row.size(0), 2); }
+torch::Tensor rejected_of(const torch::Tensor& per_row) { return per_row.slice(0, 1, per_row.size(0), 2); }
+
+// The DPO loss of the pairs of `m` from its rows' summed log-probs (policy and reference).
+algo::DPOLossOutput pair_loss(const DPOConfig& c, const PairMicroBatch& m, const torch::Tensor& policy_logps,
+                              const torch::Tensor& ref_logps) {
+  const torch::Tensor lengths = torch::bincount(m.packed.target_rows, {}, m.rows.input_ids.size(0));
+  return algo::dpo_loss(chosen_of(policy_logps), rejected_of(policy_logps), chosen_of(ref_logps),
+                        rejected_of(ref_logps), chosen_of(lengths), rejected_of(lengths), c.beta, c.label_smoothing,
+                        c.loss_type);
+}
+
+DPOMetricSums sums_of(const algo::DPOLossOutput& out, const torch::Tensor& policy_logps) {
+  DPOMetricSums s;
+  auto total = [](const torch::Tensor& t) { return t.detach().to(torch::kDouble).sum().item<double>(); };
+  s.loss = total(out.losses);
+  s.chosen_rewards = total(out.chosen_rewards);
+  s.rejected_rewards = total(out.rejected_rewards);
+  s.accuracies = total((out.chosen_rewards > out.rejected_rewards).to(torch::kDouble));
+  s.margins = total(out.chosen_rewards - out.rejected_rewards);
+  s.chosen_logps = total(chosen_of(policy_logps));
+  s.rejected_logps = total(rejected_of(policy_logps));
+  s.num_pairs = out.losses.size(0);
+  return s;
+}
+
+}  // namespace
+
+DPOTrainer::DPOTrainer(DPOConfig config, std::shared_ptr<model::CausalLM> policy,
+                       std::shared_ptr<model::CausalLM> reference)
+    : config_(std::move(config)), policy_(std::move(policy)), reference_(std::move(reference)) {
+  VERL_CHECK(policy_ != nullptr, "DPOTrainer: model is null");
+  VERL_CHECK(policy_->head_kind() == model::HeadKind::kLanguageModel,
+             "DPOTrainer: the model must have the LM head (got a value-head model)");
+  config_.validate();
+  if (!reference_) reference_ = detail::copy_as_reference(*policy_);
+  VERL_CHECK(reference_ != policy_, "DPOTrainer: the reference must be a separate model (it stays frozen)");
+  VERL_CHECK(reference_->head_kind() == model::HeadKind::kLanguageModel,
+             "DPOTrainer: the reference model must have the LM head");
+  VERL_CHECK(reference_->config().vocab_size == policy_->config().vocab_size, "DPOTrainer: the reference's vocab_size ",
+             reference_->config().vocab_size, " differs from the policy's ", policy_->config().vocab_size);
+  VERL_CHECK(reference_->device() == policy_->device(), "DPOTrainer: the reference is on ", reference_->device(),
+             ", the policy on ", policy_->device());
+  for (auto& p : reference_->parameters()) p.set_requires_grad(false);
+  reference_->eval();
+  policy_->set_gradient_checkpointing(config_.step.enable_gradient_checkpointing);
+  optimizer_ = std::make_unique<workers::Optimizer>(policy_->parameters(), config_.step.optim, "optim");
+}
+
+std::map<std::string, double> DPOTrainer::train_step(const DataProto& data) {
+  const TargetBatch b = detail::check_target_batch(data, *policy_, "DPO batch");
+  check_pairs(b);
+  const std::vector<PairMicroBatch> micro = pair_micro_batches(config_.step, b);
+  const bool remove_padding = config_.step.use_remove_padding;
+  const double num_pairs = static_cast<double>(b.input_ids.size(0) / 2);
+
+  // The reference's log-probs once per batch, before the policy changes anything.
+  std::vector<torch::Tensor> ref_logps;
+  {
+    torch::NoGradGuard no_grad;
+    for (const PairMicroBatch& m : micro) ref_logps.push_back(sequence_sums(*reference_, m, remove_padding));
+  }
+
+  policy_->train();
+  optimizer_->zero_grad();
+  DPOMetricSums sums;
+  for (size_t i = 0; i < micro.size(); ++i) {
+    const PairMicroBatch& m = micro[i];
+    const torch::Tensor policy_logps = sequence_sums(*policy_, m, remove_padding);
+    const algo::DPOLossOutput out = pair_loss(config_, m, policy_logps, ref_logps[i]);
+    // Each micro-batch's sum over its pairs divided by the batch's pairs: the accumulated gradient is that of the
+    // batch's mean loss however the batch is cut.
+    (out.losses.sum() / num_pairs).backward();
+    sums += sums_of(out, policy_logps);
+  }
+  const double grad_norm = optimizer_->step();
+  const double lr = optimizer_->scheduler_step();
+  ++global_step_;
+  std::map<std::string, double> metrics = sums.means();
+  metrics["grad_norm"] = grad_norm;
+  metrics["learning_rate"] = lr;
+  return metrics;
+}
+
+DPOMetricSums DPOTrainer::evaluate(const DataProto& data) {
+  const TargetBatch b = detail::check_target_batch(data, *policy_, "DPO batch");
+  check_pairs(b);
+  torch::NoGradGuard no_grad;
+  const bool remove_padding = config_.step.use_remove_padding;
+  DPOMetricSums sums;
+  for (const PairMicroBatch& m : pair_micro_batches(config_.step, b)) {
+    const torch::Tensor policy_logps = sequence_sums(*policy_, m, remove_padding);
+    const torch::Tensor ref_logps = sequence_sums(*reference_, m, remove_padding);
+    sums += sums_of(pair_loss(config_, m, policy_logps, ref_logps), policy_logps);
+  }
+  return sums;
+}
+
+torch::Tensor DPOTrainer::sequence_log_probs(const DataProto& data, bool reference) {
+  const TargetBatch b = detail::check_target_batch(data, *policy_, "DPO batch");
+  check_pairs(b);
+  torch::NoGradGuard no_grad;
+  model::CausalLM& model = reference ? *reference_ : *policy_;
+  torch::Tensor out = torch::zeros({b.input_ids.size(0)}, b.input_ids.options().dtype(torch::kDouble));
+  for (const PairMicroBatch& m : pair_micro_batches(config_.step, b)) {
+    // dynamic micro-batches regroup the pairs: every row goes back to its place
+    torch::Tensor rows = torch::tensor(m.batch_rows, torch::kLong).to(out.device());
+    out.index_copy_(0, rows, sequence_sums(model, m, config_.step.use_remove_padding).to(torch::kDouble));
+  }
+  return out;
+}
+
+}  // namespace verl::trainer

@@ -1,0 +1,17 @@
+// The frozen reference policy (see reference_policy.h).
+#include "trainer/reference_policy.h"
+
+#include <torch/torch.h>
+
+namespace verl::trainer::detail {
+
+std::shared_ptr<model::CausalLM> copy_as_reference(const model::CausalLM& policy) {
+  auto ref = std::make_shared<model::CausalLM>(policy.config(), model::HeadKind::kLanguageModel);
+  ref->to(policy.device(), policy.dtype());
+  torch::NoGradGuard no_grad;
+  ref->load_state_dict(policy.named_state(), /*strict=*/true);
+  for (auto& p : ref->parameters()) p.set_requires_grad(false);
+  return ref;
+}
+
+}  // namespace verl::trainer::detail
