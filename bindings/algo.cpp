@@ -15,6 +15,7 @@
 #include "verl/algo/pf_ppo.h"
 #include "verl/algo/policy_loss.h"
 #include "verl/algo/reinforce_loss.h"
+#include "verl/algo/rollout_correction.h"
 #include "verl/algo/value_loss.h"
 
 namespace verl::bindings {
@@ -72,6 +73,47 @@ Json config_json(const AdvantageConfig& c) {
 
 Json optional_json(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 
+// A threshold specification as verl takes it: a number, a string, or null (none).
+std::optional<std::string> threshold_field(const Json& j, const char* key, std::optional<std::string> fallback) {
+  auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  if (it->is_null()) return std::nullopt;
+  if (it->is_string()) return it->get<std::string>();
+  VERL_CHECK(it->is_number() && !it->is_boolean(), key,
+             " must be a float or a string threshold specification, not ", it->dump());
+  return algo::rollout_threshold_text(it->get<double>());
+}
+
+std::optional<std::string> optional_string(const Json& j, const char* key, std::optional<std::string> fallback) {
+  auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  return it->is_null() ? std::nullopt : std::optional<std::string>(it->get<std::string>());
+}
+
+algo::RolloutCorrectionConfig rollout_correction_config(const Json& j) {
+  algo::RolloutCorrectionConfig c;
+  c.rollout_is = optional_string(j, "rollout_is", c.rollout_is);
+  c.rollout_is_threshold = threshold_field(j, "rollout_is_threshold", c.rollout_is_threshold);
+  c.rollout_is_batch_normalize = field(j, "rollout_is_batch_normalize", c.rollout_is_batch_normalize);
+  c.rollout_rs = optional_string(j, "rollout_rs", c.rollout_rs);
+  c.rollout_rs_threshold = threshold_field(j, "rollout_rs_threshold", c.rollout_rs_threshold);
+  c.bypass_mode = field(j, "bypass_mode", c.bypass_mode);
+  c.loss_type = field(j, "loss_type", c.loss_type);
+  return c;
+}
+
+Json optional_json(const std::optional<std::string>& v) { return v ? Json(*v) : Json(nullptr); }
+
+Json config_json(const algo::RolloutCorrectionConfig& c) {
+  return Json{{"rollout_is", optional_json(c.rollout_is)},
+              {"rollout_is_threshold", optional_json(c.rollout_is_threshold)},
+              {"rollout_is_batch_normalize", c.rollout_is_batch_normalize},
+              {"rollout_rs", optional_json(c.rollout_rs)},
+              {"rollout_rs_threshold", optional_json(c.rollout_rs_threshold)},
+              {"bypass_mode", c.bypass_mode},
+              {"loss_type", c.loss_type}};
+}
+
 PolicyLossConfig policy_loss_config(const Json& j) {
   PolicyLossConfig c;
   c.clip_ratio = field(j, "clip_ratio", c.clip_ratio);
@@ -89,6 +131,9 @@ PolicyLossConfig policy_loss_config(const Json& j) {
   c.policy_loss.kl_cov_ratio = field(pl, "kl_cov_ratio", c.policy_loss.kl_cov_ratio);
   c.policy_loss.ppo_kl_coef = field(pl, "ppo_kl_coef", c.policy_loss.ppo_kl_coef);
   c.policy_loss.dro_beta = optional_field(pl, "dro_beta", c.policy_loss.dro_beta);
+  if (auto rc = pl.find("rollout_correction"); rc != pl.end() && !rc->is_null()) {
+    c.policy_loss.rollout_correction = rollout_correction_config(*rc);
+  }
   const Json gb = field(j, "global_batch_info", Json::object());
   c.global_batch_info.dp_size = field<int64_t>(gb, "dp_size", c.global_batch_info.dp_size);
   c.global_batch_info.batch_num_tokens = optional_field(gb, "batch_num_tokens", std::nullopt);
@@ -114,7 +159,8 @@ Json config_json(const PolicyLossConfig& c) {
                 {"clip_cov_ub", pl.clip_cov_ub},
                 {"kl_cov_ratio", pl.kl_cov_ratio},
                 {"ppo_kl_coef", pl.ppo_kl_coef},
-                {"dro_beta", optional_json(pl.dro_beta)}}},
+                {"dro_beta", optional_json(pl.dro_beta)},
+                {"rollout_correction", pl.rollout_correction ? config_json(*pl.rollout_correction) : Json(nullptr)}}},
               {"global_batch_info",
                {{"dp_size", gb.dp_size},
                 {"batch_num_tokens", optional_json(gb.batch_num_tokens)},
@@ -332,6 +378,44 @@ void register_losses(py::module_& algo) {
            },
            py::arg("rollout_log_prob"), py::arg("log_prob"), py::arg("advantages"), py::arg("response_mask"),
            py::arg("loss_agg_mode"), py::arg("config"), py::arg("rollout_is_weights") = py::none());
+  // verl's rollout_corr_helper (python/verl/trainer/ppo/rollout_corr_helper.py gives verl's signatures).
+  algo.def("compute_rollout_correction_weights",
+           [](const torch::Tensor& log_ratio, const torch::Tensor& response_mask, const std::string& rollout_is,
+              const std::string& rollout_is_threshold, bool rollout_is_batch_normalize) {
+             auto r = algo::compute_rollout_correction_weights(log_ratio, response_mask, rollout_is,
+                                                               rollout_is_threshold, rollout_is_batch_normalize);
+             return std::make_tuple(r.weights, r.metrics);
+           },
+           py::arg("log_ratio"), py::arg("response_mask"), py::arg("rollout_is"), py::arg("rollout_is_threshold"),
+           py::arg("rollout_is_batch_normalize"), Release());
+  algo.def("compute_rollout_rejection_mask",
+           [](const torch::Tensor& log_ratio, const torch::Tensor& response_mask, const std::string& rollout_rs,
+              const std::string& rollout_rs_threshold) {
+             auto r = algo::compute_rollout_rejection_mask(log_ratio, response_mask, rollout_rs, rollout_rs_threshold);
+             return std::make_tuple(r.response_mask, r.metrics);
+           },
+           py::arg("log_ratio"), py::arg("response_mask"), py::arg("rollout_rs"), py::arg("rollout_rs_threshold"),
+           Release());
+  algo.def("compute_offpolicy_metrics",
+           [](const torch::Tensor& old_log_prob, std::optional<torch::Tensor> rollout_log_prob,
+              const torch::Tensor& response_mask) {
+             py::gil_scoped_release release;
+             return algo::compute_offpolicy_metrics(old_log_prob, rollout_log_prob.value_or(torch::Tensor()),
+                                                    response_mask);
+           },
+           py::arg("old_log_prob"), py::arg("rollout_log_prob"), py::arg("response_mask"));
+  algo.def("compute_rollout_correction_and_rejection_mask",
+           [](const torch::Tensor& old_log_prob, const torch::Tensor& rollout_log_prob,
+              const torch::Tensor& response_mask, const py::dict& config) {
+             const algo::RolloutCorrectionConfig cfg = rollout_correction_config(to_json(config, "config"));
+             py::gil_scoped_release release;
+             auto r = algo::compute_rollout_correction_and_rejection_mask(old_log_prob, rollout_log_prob,
+                                                                          response_mask, cfg);
+             return std::make_tuple(r.rollout_is_weights.defined() ? std::optional<torch::Tensor>(r.rollout_is_weights)
+                                                                   : std::nullopt,
+                                    r.response_mask, r.metrics);
+           },
+           py::arg("old_log_prob"), py::arg("rollout_log_prob"), py::arg("response_mask"), py::arg("config"));
   algo.def("policy_loss_names", [] { return algo::policy_loss_registry().names(); });
   algo.def("compute_policy_loss",
            [](const torch::Tensor& old_log_prob, const torch::Tensor& log_prob, const torch::Tensor& advantages,

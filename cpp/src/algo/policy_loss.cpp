@@ -9,6 +9,7 @@
 
 #include "algo/loss_common.h"
 #include "algo/vanilla_loss_kernel.h"
+#include "verl/algo/bypass_mode_loss.h"
 #include "verl/algo/functional.h"
 #include "verl/core/error.h"
 
@@ -424,6 +425,7 @@ Registry<PolicyLossFn>& policy_loss_registry() {
     add("geo_mean", &compute_policy_loss_geo_mean);
     add("dro", &compute_policy_loss_dro);
     add("cispo", &compute_policy_loss_cispo);
+    add("bypass_mode", &compute_policy_loss_bypass_mode);
     return r;
   }();
   return *registry;

@@ -13,6 +13,7 @@
 #include "verl/algo/advantage.h"
 #include "verl/algo/agg_loss.h"
 #include "verl/algo/functional.h"
+#include "verl/algo/rollout_correction.h"
 #include "verl/core/error.h"
 #include "verl/trainer/generation.h"
 #include "verl/workers/micro_batch.h"
@@ -133,6 +134,23 @@ std::shared_ptr<model::CausalLM> critic_from_actor(const model::CausalLM& actor,
 
 }  // namespace
 
+// A string key that may be null (verl's Optional[str]).
+std::optional<std::string> optional_text(const Config& config, const std::string& key) {
+  const Json v = config.get(key);
+  if (v.is_null()) return std::nullopt;
+  VERL_CHECK_AS(ConfigTypeError, v.is_string(), key, " must be null or a string, got ", v.dump());
+  return v.get<std::string>();
+}
+
+// A rollout-correction threshold: null, a number, or verl's threshold text ("0.5_2.0", "1.5,0.1").
+std::optional<std::string> threshold_text(const Config& config, const std::string& key) {
+  const Json v = config.get(key);
+  if (v.is_null()) return std::nullopt;
+  if (v.is_string()) return v.get<std::string>();
+  VERL_CHECK_AS(ConfigTypeError, v.is_number(), key, " must be null, a number or a threshold string, got ", v.dump());
+  return algo::rollout_threshold_text(v.get<double>());
+}
+
 PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
   PPOTrainerConfig s;
   s.adv_estimator = config.get_as<std::string>("algorithm.adv_estimator");
@@ -156,8 +174,19 @@ PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
   s.kl_horizon = config.get_as<int64_t>("algorithm.kl_ctrl.horizon");
   VERL_CHECK_AS(ConfigError, s.kl_ctrl_type != "adaptive" || s.kl_horizon > 0,
                 "algorithm.kl_ctrl.horizon must be positive for the adaptive controller, got ", s.kl_horizon);
-  // Keys verl-cpp does not implement yet (algorithm.rollout_correction.*, LoRA, ...) were refused by
+  // Keys verl-cpp does not implement yet (rollout_correction.bypass_mode, LoRA, ...) were refused by
   // config.validate() (verl/core/config_keys.h); the ones read here are honoured.
+  const std::string rc = "algorithm.rollout_correction.";
+  auto& corr = s.rollout_correction;
+  corr.rollout_is = optional_text(config, rc + "rollout_is");
+  corr.rollout_is_threshold = threshold_text(config, rc + "rollout_is_threshold");
+  corr.rollout_is_batch_normalize = config.get_as<bool>(rc + "rollout_is_batch_normalize");
+  corr.rollout_rs = optional_text(config, rc + "rollout_rs");
+  corr.rollout_rs_threshold = threshold_text(config, rc + "rollout_rs_threshold");
+  VERL_CHECK_AS(ConfigError, !corr.rollout_is || *corr.rollout_is == "token" || *corr.rollout_is == "sequence", rc,
+                "rollout_is must be null, token or sequence, got '", corr.rollout_is.value_or(""), "'");
+  VERL_CHECK_AS(ConfigError, !corr.rollout_rs || corr.rollout_rs_threshold, rc,
+                "rollout_rs_threshold must be set when rollout_rs is");
   s.use_kl_loss = config.get_as<bool>("actor_rollout_ref.actor.use_kl_loss");
   Json critic_enable = config.get("critic.enable");
   VERL_CHECK_AS(ConfigTypeError, critic_enable.is_null() || critic_enable.is_boolean(),
@@ -460,9 +489,18 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     } else {
       batch.set_tensor("token_level_rewards", scores);
     }
+    if (batch.has_tensor("rollout_log_probs")) {
+      // verl's decoupled rollout correction: rejected tokens leave response_mask, IS weights reach the actor.
+      algo::RolloutCorrection correction = algo::compute_rollout_correction_and_rejection_mask(
+          batch.tensor("old_log_probs"), batch.tensor("rollout_log_probs"), response_mask,
+          settings_.rollout_correction);
+      batch.set_tensor("response_mask", correction.response_mask);
+      if (correction.rollout_is_weights.defined()) batch.set_tensor("rollout_is_weights", correction.rollout_is_weights);
+      merge(metrics, correction.metrics);
+    }
     algo::AdvantageInputs in;
     in.token_level_rewards = batch.tensor("token_level_rewards");
-    in.response_mask = response_mask;
+    in.response_mask = batch.tensor("response_mask");
     if (batch.has_column("uid")) {
       std::vector<std::string> uids;
       for (const Json& u : batch.column("uid")) uids.push_back(u.is_string() ? u.get<std::string>() : u.dump());

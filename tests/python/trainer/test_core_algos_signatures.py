@@ -219,11 +219,8 @@ VERL_091_SIGNATURES = {
 }
 
 # verl 0.9.1 functions verl-cpp does not implement yet. Strict: implementing one fails this list
-# until it is removed from it, so the gap stays visible. (compute_policy_loss_bypass_mode needs
-# verl's rollout_corr_helper: IS weights, rejection sampling and their metrics.)
-NOT_YET = {
-    "compute_policy_loss_bypass_mode",
-}
+# until it is removed from it, so the gap stays visible.
+NOT_YET: set[str] = set()
 
 # Defaults that differ on purpose, keeping verl's meaning: None = "not passed", read from
 # config.norm_adv_by_std_in_grpo and True without a config (verl's default).

@@ -198,8 +198,7 @@ def test_unknown_config_key(tiny_model_dir, tmp_path):
 
 @pytest.mark.parametrize("setting, match", [
     ("algorithm.rollout_correction.bypass_mode=true", "bypass_mode' = true is not supported"),
-    ("algorithm.rollout_correction.rollout_is=token", "rollout_is' = \"token\" is not supported"),
-    ("algorithm.rollout_correction.rollout_rs=token_k1", "rollout_rs' = \"token_k1\" is not supported"),
+    ("algorithm.rollout_correction.loss_type=reinforce", "loss_type' = \"reinforce\" is not supported"),
 ])
 def test_rollout_correction_settings_are_refused_not_ignored(tiny_model_dir, tmp_path, setting, match):
     with pytest.raises(verl.ConfigError, match=f"algorithm.rollout_correction.{match}"):

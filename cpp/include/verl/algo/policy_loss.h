@@ -10,6 +10,7 @@
 #include <torch/types.h>
 
 #include "verl/algo/agg_loss.h"
+#include "verl/algo/rollout_correction.h"
 #include "verl/core/export.h"
 #include "verl/core/registry.h"
 
@@ -27,6 +28,8 @@ struct VERL_API PolicyLossConfig {
     double kl_cov_ratio = 0.0002;      // kl_cov: fraction of tokens that get the KL penalty
     double ppo_kl_coef = 0.1;          // kl_cov: coefficient of |log ratio| on those tokens
     std::optional<double> dro_beta;  // dro: quadratic log-ratio penalty, required (> 0) by "dro"
+    // bypass_mode: the rollout correction to apply (verl puts algorithm.rollout_correction here).
+    std::optional<RolloutCorrectionConfig> rollout_correction;
   };
 
   double clip_ratio = 0.2;
@@ -155,7 +158,7 @@ VERL_API ClippedPolicyLoss compute_policy_loss(const torch::Tensor& old_log_prob
                                                const std::string& loss_agg_mode = "token-mean");
 
 // The policy-loss registry, holding every built-in above under verl's name ("vanilla", "dppo_tv",
-// "dppo_kl", "gspo", "sapo", "gpg", "clip_cov", "kl_cov", "geo_mean", "dro", "cispo").
+// "dppo_kl", "gspo", "sapo", "gpg", "clip_cov", "kl_cov", "geo_mean", "dro", "cispo", "bypass_mode").
 VERL_API Registry<PolicyLossFn>& policy_loss_registry();
 // Registers fn under name; the same identity again is a no-op, another one under a taken name throws.
 VERL_API void register_policy_loss(const std::string& name, PolicyLossFn fn, const void* identity);

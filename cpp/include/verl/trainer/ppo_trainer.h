@@ -82,6 +82,9 @@ struct VERL_API PPOTrainerConfig {
   double kl_coef = 0.001;
   double target_kl = 0.1;
   int64_t kl_horizon = 10000;
+  // algorithm.rollout_correction in verl's decoupled mode: IS weights / rejection of the recomputed
+  // old_log_probs against the rollout's log-probs, applied before the advantage (bypass_mode is refused).
+  algo::RolloutCorrectionConfig rollout_correction;
   bool use_kl_loss = false;
   bool use_critic = false;     // need_critic(config)
   bool use_reference = false;  // need_reference_policy(config)

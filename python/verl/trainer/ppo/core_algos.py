@@ -74,6 +74,7 @@ __all__ = [
     "compute_policy_loss_dro",
     "compute_policy_loss_cispo",
     "compute_policy_loss_reinforce",
+    "compute_policy_loss_bypass_mode",
     "compute_value_loss",
     "compute_entropy_loss",
 ]
@@ -510,6 +511,11 @@ def _policy_config(config: Any) -> dict:
     policy_loss = _get(config, "policy_loss")
     if policy_loss is not _MISSING and policy_loss is not None:
         out["policy_loss"] = _pick(policy_loss, _POLICY_LOSS_FIELDS)
+        rollout_correction = _get(policy_loss, "rollout_correction")
+        if rollout_correction is not _MISSING and rollout_correction is not None:
+            from verl.trainer.ppo.rollout_corr_helper import rollout_correction_dict
+
+            out["policy_loss"]["rollout_correction"] = rollout_correction_dict(rollout_correction)
     global_batch_info = _get(config, "global_batch_info")
     if global_batch_info is not _MISSING and global_batch_info is not None:
         out["global_batch_info"] = _pick(global_batch_info, _GLOBAL_BATCH_FIELDS)
@@ -552,6 +558,27 @@ def compute_policy_loss_reinforce(rollout_log_prob, log_prob, advantages, respon
         raise ValueError("ActorConfig must be provided for REINFORCE loss (config=None)")
     return _algo.compute_policy_loss_reinforce(
         rollout_log_prob, log_prob, advantages, response_mask, loss_agg_mode, _policy_config(config), rollout_is_weights
+    )
+
+
+@register_policy_loss("bypass_mode")
+@_builtin
+def compute_policy_loss_bypass_mode(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode="token-mean",
+                                    config=None, rollout_is_weights=None):
+    """Rollout correction's loss when old_log_prob is the rollout's log-prob (verl's bypass mode): IS weights
+    and rejection mask of log_prob against old_log_prob from config.policy_loss.rollout_correction, then
+    PPO-clip on the kept tokens (loss_type "ppo_clip", no weights: the ratio is already pi / pi_rollout) or
+    REINFORCE with the weights ("reinforce"). rollout_is_weights is ignored (computed here). Returns
+    (pg_loss, metrics) with the rollout_corr/* metrics."""
+    assert config is not None, "config is required for bypass_mode loss"
+    policy_loss = _get(config, "policy_loss", None)
+    if policy_loss is None or _get(policy_loss, "rollout_correction", None) is None:
+        raise ValueError(
+            "rollout_correction config not found in policy_loss. "
+            "When using loss_mode='bypass_mode', ensure rollout_correction config is passed."
+        )
+    return _algo.run_policy_loss(
+        "bypass_mode", old_log_prob, log_prob, advantages, response_mask, loss_agg_mode, _policy_config(config), None
     )
 
 
