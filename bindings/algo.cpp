@@ -255,7 +255,11 @@ void register_advantages(py::module_& algo) {
            py::arg("prompt_length"), py::arg("response_mask"), Release());
   algo.def("pf_ppo_weights", &algo::pf_ppo_weights, py::arg("scores"), py::arg("reweight_method"),
            py::arg("weight_pow") = 2.0, Release());
-  algo.def("pf_ppo_sample_indices", &algo::pf_ppo_sample_indices, py::arg("token_level_scores"),
+  algo.def("pf_ppo_sample_indices",
+           [](const torch::Tensor& token_level_scores, const std::string& reweight_method, double weight_pow) {
+             return algo::pf_ppo_sample_indices(token_level_scores, reweight_method, weight_pow);  // default generator
+           },
+           py::arg("token_level_scores"),
            py::arg("reweight_method") = "pow", py::arg("weight_pow") = 2.0, Release());
 
   // Runs whatever is registered under `name` in the C++ registry (built-in or Python), as the

@@ -28,7 +28,7 @@ torch::Tensor pf_ppo_weights(const torch::Tensor& scores, const std::string& rew
 }
 
 torch::Tensor pf_ppo_sample_indices(const torch::Tensor& token_level_scores, const std::string& reweight_method,
-                                    double weight_pow) {
+                                    double weight_pow, std::optional<at::Generator> generator) {
   torch::NoGradGuard no_grad;
   const char* who = "compute_pf_ppo_reweight_data";
   VERL_CHECK(token_level_scores.defined() && token_level_scores.dim() == 2 && token_level_scores.numel() > 0, who,
@@ -41,7 +41,7 @@ torch::Tensor pf_ppo_sample_indices(const torch::Tensor& token_level_scores, con
   const torch::Tensor weights = pf_ppo_weights(scores, reweight_method, weight_pow);
   VERL_CHECK(torch::isfinite(weights).all().item<bool>(), who, ": pf_ppo weights |score|^", weight_pow,
              " overflow (Inf); lower pf_ppo.weight_pow");
-  return torch::multinomial(weights, scores.size(0), /*replacement=*/true);
+  return torch::multinomial(weights, scores.size(0), /*replacement=*/true, generator);
 }
 
 }  // namespace verl::algo

@@ -508,8 +508,10 @@ std::vector<KeyEntry> build_ppo() {
              H(al + "kl_ctrl.kl_coef"),
              H(al + "kl_ctrl.horizon"),
              H(al + "kl_ctrl.target_kl"),
-             R(al + "use_pf_ppo", "PF-PPO (policy filtration by reward) is not implemented"),
-             R(al + "pf_ppo", "PF-PPO (policy filtration by reward) is not implemented"),
+             H(al + "use_pf_ppo", "PF-PPO: the batch resampled by reward after GAE (gae only, as verl; a "
+                                  "ConfigError with another estimator)"),
+             H(al + "pf_ppo.reweight_method", "pow, max_min or max_random"),
+             H(al + "pf_ppo.weight_pow"),
              R("distillation", kDistillation),
              N("transfer_queue", "verl's TransferQueue data plane between Ray workers; verl-cpp passes batches "
                                  "in-process"),

@@ -13,6 +13,7 @@
 #include "verl/algo/advantage.h"
 #include "verl/algo/agg_loss.h"
 #include "verl/algo/functional.h"
+#include "verl/algo/pf_ppo.h"
 #include "verl/algo/rollout_correction.h"
 #include "verl/core/error.h"
 #include "verl/trainer/generation.h"
@@ -31,6 +32,8 @@ constexpr int64_t kStepSeedStride = int64_t{1} << 24;
 constexpr int64_t kMaxGenBatchesPerStep = 64;
 // Greedy baselines and validation draw from streams no training step reaches.
 constexpr int64_t kValidationSeedOffset = int64_t{1} << 50;
+// PF-PPO's resampling of step s draws from seed rollout.seed + kPfPpoSeedOffset + s.
+constexpr int64_t kPfPpoSeedOffset = int64_t{1} << 51;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -187,6 +190,17 @@ PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
                 "rollout_is must be null, token or sequence, got '", corr.rollout_is.value_or(""), "'");
   VERL_CHECK_AS(ConfigError, !corr.rollout_rs || corr.rollout_rs_threshold, rc,
                 "rollout_rs_threshold must be set when rollout_rs is");
+  s.use_pf_ppo = config.get_as<bool>("algorithm.use_pf_ppo");
+  s.pf_ppo_reweight_method = config.get_as<std::string>("algorithm.pf_ppo.reweight_method");
+  s.pf_ppo_weight_pow = config.get_as<double>("algorithm.pf_ppo.weight_pow");
+  if (s.use_pf_ppo) {
+    VERL_CHECK_AS(ConfigError, s.adv_estimator == "gae",
+                  "algorithm.use_pf_ppo: PF-PPO resamples the batch after GAE only (as verl), but "
+                  "algorithm.adv_estimator is ", s.adv_estimator);
+    const std::string& m = s.pf_ppo_reweight_method;
+    VERL_CHECK_AS(ConfigError, m == "pow" || m == "max_min" || m == "max_random",
+                  "algorithm.pf_ppo.reweight_method must be pow, max_min or max_random, got '", m, "'");
+  }
   s.use_kl_loss = config.get_as<bool>("actor_rollout_ref.actor.use_kl_loss");
   Json critic_enable = config.get("critic.enable");
   VERL_CHECK_AS(ConfigTypeError, critic_enable.is_null() || critic_enable.is_boolean(),
@@ -515,6 +529,16 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     auto [advantages, returns] = algo::get_adv_estimator_fn(settings_.adv_estimator)(in, ac);
     batch.set_tensor("advantages", advantages);
     batch.set_tensor("returns", returns);
+    if (settings_.use_pf_ppo) {
+      // PF-PPO: the batch resampled with replacement, rows drawn by a weight of their score. Drawn on a CPU
+      // generator seeded from the rollout seed and the step, so a run repeats itself.
+      auto gen = at::make_generator<at::CPUGeneratorImpl>(
+          static_cast<uint64_t>(settings_.rollout_seed + kPfPpoSeedOffset + step_no));
+      torch::Tensor rows = algo::pf_ppo_sample_indices(batch.tensor("token_level_scores").to(torch::kCPU),
+                                                       settings_.pf_ppo_reweight_method, settings_.pf_ppo_weight_pow,
+                                                       gen);
+      batch = batch.select_idxs(rows);
+    }
   }
   if (critic_) {
     StageTimer timer(timing, "update_critic");

@@ -1,5 +1,6 @@
-"""algorithm.rollout_correction (verl's decoupled mode) through the C++ trainer (issue 16 item 3), checked on
-the trainer's final batch (``PPOTrainer.last_batch``) against the rollout correction helper."""
+"""algorithm.rollout_correction (verl's decoupled mode) and algorithm.use_pf_ppo through the C++ trainer
+(issue 16 item 3), checked on the trainer's final batch (``PPOTrainer.last_batch``) against the rollout
+correction helper and by PF-PPO's defining property."""
 
 from __future__ import annotations
 
@@ -78,7 +79,31 @@ def test_rollout_correction_metrics_by_default(tiny_model_dir, toy_data, tmp_pat
     assert "rollout_corr/rollout_rs_masked_fraction" not in metrics
 
 
+def test_pf_ppo_resamples_the_batch_by_reward(tiny_model_dir, toy_data, tmp_path):
+    extra = ["algorithm.use_pf_ppo=true", "algorithm.pf_ppo.reweight_method=max_min"]
+    lasts = []
+    for run in range(2):
+        trainer = make_trainer(tiny_model_dir, toy_data, tmp_path / str(run), "gae", extra)
+        rollouts = rollouts_of(trainer)
+        scores = rollouts.batch["token_level_scores"].sum(-1)
+        assert scores.max() > scores.min()  # the reward separates the rows, so max_min has work to do
+        source = {tuple(r.tolist()): s for r, s in zip(rollouts.batch["responses"], scores.tolist())}
+        trainer.optimize(rollouts)
+        last = trainer.last_batch
+        assert len(last) == len(rollouts)
+        drawn = last.batch["token_level_scores"].sum(-1)
+        # max_min weighs the highest- and lowest-scored rows 1 and the rest 1e-8: only those are drawn
+        assert set(drawn.tolist()) <= {scores.max().item(), scores.min().item()}
+        for response, score in zip(last.batch["responses"], drawn.tolist()):
+            assert source[tuple(response.tolist())] == score  # whole rows move together
+        lasts.append(last.batch["responses"])
+    assert torch.equal(lasts[0], lasts[1])  # seeded from rollout.seed and the step
+
+
 @pytest.mark.parametrize("setting, match", [
+    (["algorithm.use_pf_ppo=true"], "algorithm.use_pf_ppo: PF-PPO resamples the batch after GAE only"),
+    (["algorithm.use_pf_ppo=true", "algorithm.adv_estimator=gae", "algorithm.pf_ppo.reweight_method=softmax"],
+     "reweight_method must be pow, max_min or max_random"),
     (["algorithm.rollout_correction.rollout_rs=token_k1"], "rollout_rs_threshold must be set"),
     (["algorithm.rollout_correction.rollout_is=geometric"], "rollout_is must be null, token or sequence"),
 ])

@@ -3,7 +3,10 @@
 // score, so high-|score| (reliable) rewards dominate the PPO update.
 #pragma once
 
+#include <optional>
 #include <string>
+
+#include <ATen/core/Generator.h>
 
 #include <torch/types.h>
 
@@ -19,10 +22,12 @@ VERL_API torch::Tensor pf_ppo_weights(const torch::Tensor& scores, const std::st
                                       double weight_pow = 2.0);
 
 // The rows of the resampled batch: bs draws with replacement from pf_ppo_weights of
-// token_level_scores.sum(-1), with torch::multinomial on the default generator (the one
-// torch.manual_seed seeds, so a seeded call draws what verl's draws). token_level_scores is a
-// non-empty (bs, response_length) float tensor, finite. Returns (bs,) int64 on its device.
+// token_level_scores.sum(-1), with torch::multinomial on `generator`, or without one on the default
+// generator (the one torch.manual_seed seeds, so a seeded call draws what verl's draws). A generator's
+// device must be the scores' device. token_level_scores is a non-empty (bs, response_length) float
+// tensor, finite. Returns (bs,) int64 on its device.
 VERL_API torch::Tensor pf_ppo_sample_indices(const torch::Tensor& token_level_scores,
-                                             const std::string& reweight_method = "pow", double weight_pow = 2.0);
+                                             const std::string& reweight_method = "pow", double weight_pow = 2.0,
+                                             std::optional<at::Generator> generator = std::nullopt);
 
 }  // namespace verl::algo

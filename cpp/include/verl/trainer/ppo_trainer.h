@@ -85,6 +85,10 @@ struct VERL_API PPOTrainerConfig {
   // algorithm.rollout_correction in verl's decoupled mode: IS weights / rejection of the recomputed
   // old_log_probs against the rollout's log-probs, applied before the advantage (bypass_mode is refused).
   algo::RolloutCorrectionConfig rollout_correction;
+  // algorithm.use_pf_ppo / pf_ppo.*: the batch resampled by reward after GAE (verl applies it to gae only).
+  bool use_pf_ppo = false;
+  std::string pf_ppo_reweight_method = "pow";
+  double pf_ppo_weight_pow = 2.0;
   bool use_kl_loss = false;
   bool use_critic = false;     // need_critic(config)
   bool use_reference = false;  // need_reference_policy(config)
