@@ -124,6 +124,24 @@ class TensorBatch(dict):
     def batch_size(self) -> torch.Size:
         return torch.Size([self._rows])
 
+    @batch_size.setter
+    def batch_size(self, value: Sequence[int] | int) -> None:
+        """TensorDict's ``td.batch_size = ...`` (verl's PF-PPO sets it on a rebuilt batch): one batch dimension,
+        which every tensor held must have as its first dimension."""
+        if isinstance(value, (bool, str, bytes)) or not isinstance(value, (int, Sequence)):
+            raise VerlTypeError(f"batch_size must be an int or a one-element size, got {type(value).__name__}")
+        if not isinstance(value, int):
+            if len(value) != 1:
+                raise DataError(f"batch_size {tuple(value)}: a DataProto batch has exactly one batch dimension")
+            value = value[0]
+        rows = int(value)
+        if rows < 0:
+            raise DataError(f"batch_size must not be negative, got {rows}")
+        wrong = {k: tuple(v.shape) for k, v in self.items() if v.shape[0] != rows}
+        if wrong:
+            raise DataError(f"batch_size {rows} does not match the first dimension of {wrong}")
+        self._rows = rows
+
     @property
     def device(self) -> torch.device | None:
         devices = {t.device for t in self.values()}

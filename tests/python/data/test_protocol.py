@@ -62,6 +62,28 @@ def test_batch_assignment_checks_rows():
         d.batch["bad"] = [0] * 6
 
 
+def test_batch_size_setter_checks_rows_as_tensordict_does():
+    # verl's PF-PPO rebuilds the batch from a dict and assigns the old batch_size to it
+    d = sample()
+    rebuilt = TensorBatch({k: v[[5, 0, 1, 1, 2, 3]] for k, v in d.batch.items()})
+    rebuilt.batch_size = d.batch.batch_size
+    assert rebuilt.batch_size == torch.Size([6])
+    rebuilt.batch_size = 6
+    rebuilt.batch_size = [6]
+    empty = TensorBatch()
+    empty.batch_size = torch.Size([4])
+    empty["x"] = torch.zeros(4, 2)  # the new row count is the one checked from now on
+    with pytest.raises(verl.DataError, match="4 rows"):
+        empty["y"] = torch.zeros(3)
+    with pytest.raises(verl.DataError, match="does not match the first dimension"):
+        rebuilt.batch_size = torch.Size([5])
+    with pytest.raises(verl.DataError, match="exactly one batch dimension"):
+        rebuilt.batch_size = torch.Size([6, 2])
+    with pytest.raises(TypeError):
+        rebuilt.batch_size = "6"
+    assert rebuilt.batch_size == torch.Size([6])  # a refused assignment changes nothing
+
+
 # -- indexing ----------------------------------------------------------------------------------
 def test_getitem_int_slice_list_array_tensor():
     d = sample()

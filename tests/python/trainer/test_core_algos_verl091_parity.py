@@ -308,20 +308,16 @@ def pf_data(seed=0, bs=8, T=5):
     return DataProto.from_dict(tensors=batch, non_tensors=non_tensor, meta_info={"per_row": list(range(bs)), "step": 3})
 
 
-class _TensorDictLike(dict):
-    batch_size = None
-
-
 @pytest.mark.parametrize("method", ["pow", "max_min", "max_random"])
 def test_pf_ppo_draws_what_verl_091_draws(verl091, method):
     data = pf_data(1)
     torch.manual_seed(123)
     ours = core_algos.compute_pf_ppo_reweight_data(data, method, 2.0)
     torch.manual_seed(123)
-    # verl sets batch.batch_size on its TensorDict; a dict with that attribute stands in for it
-    theirs = verl091.compute_pf_ppo_reweight_data(
-        types.SimpleNamespace(batch=_TensorDictLike(data.batch.items()), non_tensor_batch=data.non_tensor_batch,
-                              meta_info=data.meta_info), method, 2.0)
+    # verl's function on verl-cpp's own DataProto: it rebuilds the batch as type(data.batch)(dict) and assigns
+    # batch.batch_size, which TensorBatch takes as TensorDict does
+    theirs = verl091.compute_pf_ppo_reweight_data(pf_data(1), method, 2.0)
+    assert isinstance(theirs, DataProto) and theirs.batch.batch_size == torch.Size([len(data)])
     for key in ("token_level_scores", "responses"):
         assert torch.equal(ours.batch[key], theirs.batch[key])
     assert list(ours.non_tensor_batch["uid"]) == list(theirs.non_tensor_batch["uid"])
