@@ -45,28 +45,27 @@ bool cpu_has_native_bf16_matmul() {
 #endif
 }
 
-torch::Dtype parse_compute_dtype(const std::string& name, const std::string& key, const torch::Device& device) {
+std::optional<torch::Dtype> parse_compute_dtype(const std::string& name, const std::string& key) {
   std::string n = name;
   std::transform(n.begin(), n.end(), n.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
   if (n == "bfloat16" || n == "bf16") return torch::kBFloat16;
   if (n == "float16" || n == "fp16" || n == "half") return torch::kHalf;
   if (n == "float32" || n == "fp32" || n == "float") return torch::kFloat;
-  if (n == "auto") {
-    if (!device.is_cpu() || cpu_has_native_bf16_matmul()) return torch::kBFloat16;
-    static std::once_flag noted;
-    std::call_once(noted, [&] {
-      std::cerr << "verl: " << key << "=auto computes in float32 on this CPU, which has no bf16 matrix instructions "
-                << "(AVX512-BF16/AMX): bf16 there is emulated and several times slower. Set it to bfloat16 for "
-                << "verl's default anyway." << std::endl;
-    });
-    return torch::kFloat;
-  }
+  if (n == "auto") return std::nullopt;
   VERL_FAIL(ConfigError, "config key '", key, "' = '", name,
             "' is not a compute dtype: use auto, bfloat16 (bf16), float16 (fp16) or float32 (fp32, no mixed precision)");
 }
 
-void check_compute_dtype(const std::string& name, const std::string& key) {
-  (void)parse_compute_dtype(name, key, torch::Device(torch::kMeta));  // not a CPU: auto resolves without a note
+torch::Dtype resolve_compute_dtype(const std::string& name, const std::string& key, const torch::Device& device) {
+  if (const std::optional<torch::Dtype> named = parse_compute_dtype(name, key)) return *named;
+  if (!device.is_cpu() || cpu_has_native_bf16_matmul()) return torch::kBFloat16;
+  static std::once_flag noted;
+  std::call_once(noted, [&] {
+    std::cerr << "verl: " << key << "=auto computes in float32 on this CPU, which has no bf16 matrix instructions "
+              << "(AVX512-BF16/AMX): bf16 there is emulated and several times slower. Set it to bfloat16 for "
+              << "verl's default anyway." << std::endl;
+  });
+  return torch::kFloat;
 }
 
 torch::Dtype effective_compute_dtype(torch::Dtype model_dtype, torch::Dtype compute) {

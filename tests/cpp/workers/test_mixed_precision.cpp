@@ -157,20 +157,22 @@ class CerrCapture {
 }  // namespace
 
 TEST_CASE("compute dtype names and the effective compute dtype", "[workers][mixed_precision]") {
-  CHECK(parse_compute_dtype("bfloat16", "k", torch::kCPU) == torch::kBFloat16);
-  CHECK(parse_compute_dtype("bf16", "k", torch::kCPU) == torch::kBFloat16);
-  CHECK(parse_compute_dtype("float16", "k", torch::kCPU) == torch::kHalf);
-  CHECK(parse_compute_dtype("fp16", "k", torch::kCPU) == torch::kHalf);
-  CHECK(parse_compute_dtype("float32", "k", torch::kCPU) == torch::kFloat);
-  CHECK(parse_compute_dtype("FP32", "k", torch::kCPU) == torch::kFloat);
-  CHECK_THROWS_AS(parse_compute_dtype("int8", "a.b.dtype", torch::kCPU), ConfigError);
-  CHECK_THROWS_WITH(parse_compute_dtype("int8", "a.b.dtype", torch::kCPU),
-                    Catch::Contains("a.b.dtype") && Catch::Contains("int8"));
-  CHECK_THROWS_WITH(check_compute_dtype("int8", "a.b.dtype"), Catch::Contains("a.b.dtype"));
-  CHECK_NOTHROW(check_compute_dtype("auto", "a.b.dtype"));
+  CHECK(parse_compute_dtype("bfloat16", "k") == torch::kBFloat16);
+  CHECK(parse_compute_dtype("bf16", "k") == torch::kBFloat16);
+  CHECK(parse_compute_dtype("float16", "k") == torch::kHalf);
+  CHECK(parse_compute_dtype("fp16", "k") == torch::kHalf);
+  CHECK(parse_compute_dtype("float32", "k") == torch::kFloat);
+  CHECK(parse_compute_dtype("FP32", "k") == torch::kFloat);
+  CHECK(parse_compute_dtype("auto", "k") == std::nullopt);  // a name only a device resolves
+  CHECK_THROWS_AS(parse_compute_dtype("int8", "a.b.dtype"), ConfigError);
+  CHECK_THROWS_WITH(parse_compute_dtype("int8", "a.b.dtype"), Catch::Contains("a.b.dtype") && Catch::Contains("int8"));
+  CHECK_THROWS_WITH(resolve_compute_dtype("int8", "a.b.dtype", torch::kCPU), Catch::Contains("a.b.dtype"));
+  // A named dtype is honoured on every device.
+  CHECK(resolve_compute_dtype("bf16", "k", torch::kCPU) == torch::kBFloat16);
+  CHECK(resolve_compute_dtype("float32", "k", torch::Device(torch::kCUDA)) == torch::kFloat);
   // auto: bfloat16 off the CPU (verl's default), on a CPU only where it multiplies bf16 matrices in hardware.
-  CHECK(parse_compute_dtype("auto", "k", torch::Device(torch::kCUDA)) == torch::kBFloat16);
-  CHECK(parse_compute_dtype("auto", "k", torch::kCPU) ==
+  CHECK(resolve_compute_dtype("auto", "k", torch::Device(torch::kCUDA)) == torch::kBFloat16);
+  CHECK(resolve_compute_dtype("auto", "k", torch::kCPU) ==
         (cpu_has_native_bf16_matmul() ? torch::kBFloat16 : torch::kFloat));
   CHECK(effective_compute_dtype(torch::kFloat, torch::kBFloat16) == torch::kBFloat16);
   CHECK(effective_compute_dtype(torch::kDouble, torch::kHalf) == torch::kHalf);

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,14 +25,15 @@
 
 namespace verl::workers {
 
-// The compute dtype named by a `fsdp_config.dtype` value for a model on `device`: bfloat16 / bf16, float16 / fp16,
-// float32 / fp32 (verl's PrecisionType names), or `auto` (verl-cpp's default): bfloat16 -- verl's default -- where
-// bf16 matrix products run natively (accelerators; CPUs with bf16 matrix instructions, see
-// cpu_has_native_bf16_matmul), float32 on other CPUs, where they are emulated (a GRPO step 7.9x slower in bf16 on
-// an AVX2 EPYC: benchmarks/RESULTS.md). ConfigError naming `key` for anything else.
-VERL_API torch::Dtype parse_compute_dtype(const std::string& name, const std::string& key, const torch::Device& device);
-// The same check of the name alone (config validation, before the device is known).
-VERL_API void check_compute_dtype(const std::string& name, const std::string& key);
+// The compute dtype a `fsdp_config.dtype` value names -- bfloat16 / bf16, float16 / fp16, float32 / fp32 (verl's
+// PrecisionType names, any case) -- or nullopt for `auto`, which only a device resolves (resolve_compute_dtype).
+// ConfigError naming `key` for anything else. Needs no device and prints nothing: config validation uses it.
+VERL_API std::optional<torch::Dtype> parse_compute_dtype(const std::string& name, const std::string& key);
+// The compute dtype for a model on `device`: the dtype `name` names, or for `auto` (verl-cpp's default) bfloat16 --
+// verl's default -- where bf16 matrix products run natively (accelerators; CPUs with bf16 matrix instructions, see
+// cpu_has_native_bf16_matmul) and float32 on other CPUs, where they are emulated (a GRPO step 7.9x slower in bf16
+// on an AVX2 EPYC: benchmarks/RESULTS.md), with a note on stderr once per process. Errors as parse_compute_dtype.
+VERL_API torch::Dtype resolve_compute_dtype(const std::string& name, const std::string& key, const torch::Device& device);
 
 // Whether this CPU multiplies bf16 matrices in hardware (x86: AVX512-BF16 or AMX-BF16, with the OS saving the
 // registers). Deterministic (CPUID), so `auto` resolves the same way in every run on a machine.
@@ -51,7 +53,7 @@ VERL_API std::string low_precision_master_warning(torch::Dtype model_dtype, cons
 // master's), compute() is the master itself and every method is a no-op.
 class VERL_API MixedPrecision {
  public:
-  // `compute_dtype` as given by the config (parse_compute_dtype); the copy is made in
+  // `compute_dtype` as given by the config (resolve_compute_dtype); the copy is made in
   // effective_compute_dtype(master dtype, compute_dtype) on the master's device, with its gradient
   // checkpointing and requires_grad flags.
   MixedPrecision(std::shared_ptr<model::CausalLM> master, torch::Dtype compute_dtype);
