@@ -131,15 +131,24 @@ algo::DPOLossOutput pair_loss(const DPOConfig& c, const PairMicroBatch& m, const
 }
 
 DPOMetricSums sums_of(const algo::DPOLossOutput& out, const torch::Tensor& policy_logps) {
+  // (7, pairs) summed in float64, then one device-to-host copy for all the sums
+  const torch::Tensor sums =
+      torch::stack({out.losses.detach(), out.chosen_rewards, out.rejected_rewards,
+                    (out.chosen_rewards > out.rejected_rewards).to(out.chosen_rewards.scalar_type()),
+                    out.chosen_rewards - out.rejected_rewards, chosen_of(policy_logps).detach(),
+                    rejected_of(policy_logps).detach()})
+          .to(torch::kDouble)
+          .sum(1)
+          .to(torch::kCPU);
+  const double* v = sums.data_ptr<double>();
   DPOMetricSums s;
-  auto total = [](const torch::Tensor& t) { return t.detach().to(torch::kDouble).sum().item<double>(); };
-  s.loss = total(out.losses);
-  s.chosen_rewards = total(out.chosen_rewards);
-  s.rejected_rewards = total(out.rejected_rewards);
-  s.accuracies = total((out.chosen_rewards > out.rejected_rewards).to(torch::kDouble));
-  s.margins = total(out.chosen_rewards - out.rejected_rewards);
-  s.chosen_logps = total(chosen_of(policy_logps));
-  s.rejected_logps = total(rejected_of(policy_logps));
+  s.loss = v[0];
+  s.chosen_rewards = v[1];
+  s.rejected_rewards = v[2];
+  s.accuracies = v[3];
+  s.margins = v[4];
+  s.chosen_logps = v[5];
+  s.rejected_logps = v[6];
   s.num_pairs = out.losses.size(0);
   return s;
 }

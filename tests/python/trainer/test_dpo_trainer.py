@@ -20,7 +20,7 @@ from verl.trainer.dpo_trainer import main as dpo_main
 from verl.utils.dataset import PreferenceDataset, collate_preference
 from verl.utils.tracking import read_metrics
 
-from trainer_helpers import check_ppo_takes_checkpoint, write_jsonl
+from trainer_helpers import check_ppo_takes_checkpoint, write_jsonl, write_tiny_model
 
 EOS = "<|im_end|>"
 
@@ -225,3 +225,25 @@ def test_in_process_api_learns_the_pairs_and_resumes(tiny_model_dir, tokenizer, 
     assert torch.equal(resumed.sequence_log_probs(batch, reference=True), before)
     for name, tensor in resumed.model.state_dict().items():
         assert torch.allclose(tensor, trainer.model.state_dict()[name], rtol=0, atol=1e-6), name
+
+
+def test_reference_model_argument(tiny_model_dir, tokenizer, tmp_path):
+    path = write_jsonl(tmp_path / "pairs.jsonl", pair_rows(4))
+    other_dir = write_tiny_model(str(tmp_path / "other"), seed=3)
+    config = {"model.path": tiny_model_dir, "data.train_files": path, "data.train_batch_size": 4,
+              "trainer.device": "cpu", "trainer.logger": ["console"]}
+    default = DPOTrainer(config=config, tokenizer=tokenizer)
+    batch = default.train_dataset.collate_fn([default.train_dataset[i] for i in range(4)])
+    policy = default.sequence_log_probs(batch)
+    assert torch.equal(default.sequence_log_probs(batch, reference=True), policy)  # a copy of the policy
+    by_path = DPOTrainer(config=config, ref_model=other_dir, tokenizer=tokenizer)
+    other = by_path.sequence_log_probs(batch, reference=True)
+    assert not torch.allclose(other, policy)
+    assert torch.equal(by_path.sequence_log_probs(batch), policy)
+    by_object = DPOTrainer(config=config, ref_model=verl.models.load_model(other_dir), tokenizer=tokenizer)
+    assert torch.equal(by_object.sequence_log_probs(batch, reference=True), other)
+    # the first step's rewards are measured against that reference: beta * (policy - reference)
+    metrics = by_object.train_step(batch)
+    assert metrics["rewards/chosen"] == pytest.approx(0.1 * (policy[0::2] - other[0::2]).mean().item(), rel=1e-5)
+    with pytest.raises(TypeError, match="ref_model must be"):
+        DPOTrainer(config=config, ref_model=42, tokenizer=tokenizer)
