@@ -5,8 +5,12 @@
 #include <fstream>
 
 #include "verl/core/config.h"
+#include "verl/core/config_default.h"
+#include "verl/core/error.h"
 
 using verl::Config;
+using verl::config_default;
+using verl::ConfigError;
 using verl::Json;
 
 namespace {
@@ -29,6 +33,16 @@ TEST_CASE("config: defaults are verl's") {
   CHECK(c.get("trainer.logger") == Json::array({"console", "wandb"}));
   CHECK(c.get_as<int64_t>("data.max_prompt_length") == 512);
   CHECK_NOTHROW(c.validate());
+}
+
+TEST_CASE("config_default: a key's default as the YAML gives it, interpolations resolved") {
+  Config c;
+  for (const char* key : {"actor_rollout_ref.actor.fsdp_config.dtype", "critic.fsdp.dtype",
+                          "actor_rollout_ref.rollout.n", "critic.forward_max_token_len_per_gpu", "trainer.logger"}) {
+    CHECK(config_default(key) == c.get(key));
+  }
+  CHECK(config_default("critic.forward_max_token_len_per_gpu") == 32768);  // ${.ppo_max_token_len_per_gpu}
+  CHECK_THROWS_AS(config_default("critic.fsdp.dtyp"), ConfigError);
 }
 
 TEST_CASE("config: interpolations follow the keys they point at") {

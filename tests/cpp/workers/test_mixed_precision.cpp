@@ -200,7 +200,9 @@ TEST_CASE("compute dtype names and the effective compute dtype", "[workers][mixe
 TEST_CASE("the default dtype is auto: float32 compute on a CPU without bf16 matrix instructions", "[workers][mixed_precision]") {
   Config defaults = Config::load("", {});  // ppo_trainer.yaml: model_dtype fp32, fsdp_config.dtype auto
   CHECK(defaults.get_as<std::string>("actor_rollout_ref.actor.fsdp_config.dtype") == "auto");
-  CHECK(ActorConfig{}.dtype == "auto");
+  // The structs take their default from the YAML (verl/core/config_default.h), not from a copy of it.
+  CHECK(ActorConfig{}.dtype == defaults.get_as<std::string>("actor_rollout_ref.actor.fsdp_config.dtype"));
+  CHECK(CriticConfig{}.dtype == defaults.get_as<std::string>("critic.fsdp.dtype"));
   ActorWorker actor(actor_config("auto", 1e-6), tiny_model());
   CHECK(actor.precision().mixed() == cpu_has_native_bf16_matmul());
   CHECK(actor.compute_model()->dtype() == (cpu_has_native_bf16_matmul() ? torch::kBFloat16 : torch::kFloat));

@@ -18,6 +18,7 @@
 
 #include "verl/algo/policy_loss.h"
 #include "verl/core/config.h"
+#include "verl/core/config_default.h"
 #include "verl/core/export.h"
 #include "verl/data/data_proto.h"
 #include "verl/model/transformer.h"
@@ -59,8 +60,9 @@ struct VERL_API ActorConfig {
   double temperature = 1.0;  // actor_rollout_ref.rollout.temperature (meta_info["temperature"] wins)
   // actor_rollout_ref.actor.fsdp_config.dtype (the reference: ref.fsdp_config.dtype): the compute dtype of
   // every forward and backward; the model's own dtype (fsdp_config.model_dtype) holds the master weights and
-  // the optimizer state (verl/workers/mixed_precision.h). float32 turns mixed precision off.
-  std::string dtype = "auto";
+  // the optimizer state (verl/workers/mixed_precision.h). float32 turns mixed precision off. The default is
+  // ppo_trainer.yaml's.
+  std::string dtype = config_default("actor_rollout_ref.actor.fsdp_config.dtype").get<std::string>();
   // actor_rollout_ref.model
   bool use_remove_padding = true;
   bool enable_gradient_checkpointing = false;

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "verl/core/config.h"
+#include "verl/core/config_default.h"
 #include "verl/core/export.h"
 #include "verl/data/data_proto.h"
 #include "verl/model/transformer.h"
@@ -39,8 +40,9 @@ struct VERL_API CriticConfig {
   std::optional<double> loss_scale_factor;
   OptimConfig optim;
   // critic.fsdp.dtype: the compute dtype of the value passes and the update; the model's own dtype holds the
-  // master weights and the optimizer state (verl/workers/mixed_precision.h). float32: no mixed precision.
-  std::string dtype = "auto";
+  // master weights and the optimizer state (verl/workers/mixed_precision.h). float32: no mixed precision. The
+  // default is ppo_trainer.yaml's.
+  std::string dtype = config_default("critic.fsdp.dtype").get<std::string>();
   bool use_remove_padding = true;  // critic.model.use_remove_padding
   bool enable_gradient_checkpointing = false;
 
