@@ -18,6 +18,7 @@ struct PyErrors {
   PyObject* invalid_argument;
   PyObject* type_mismatch;
   PyObject* checkpoint;
+  PyObject* distributed;
 };
 PyErrors g_errors{};
 
@@ -51,7 +52,7 @@ void register_errors(py::module_& m) {
   py::module_ errors = py::module_::import("verl.errors");
   g_errors = {lookup(errors, "VerlError"),  lookup(errors, "ConfigError"),        lookup(errors, "ConfigTypeError"),
               lookup(errors, "DataError"),  lookup(errors, "InvalidArgumentError"), lookup(errors, "VerlTypeError"),
-              lookup(errors, "CheckpointError")};
+              lookup(errors, "CheckpointError"), lookup(errors, "DistributedError")};
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -67,6 +68,8 @@ void register_errors(py::module_& m) {
       set_error(g_errors.type_mismatch, e.what());
     } catch (const CheckpointError& e) {
       set_error(g_errors.checkpoint, e.what());
+    } catch (const DistributedError& e) {
+      set_error(g_errors.distributed, e.what());
     } catch (const Error& e) {
       set_error(g_errors.base, e.what());
     } catch (const std::exception& e) {
@@ -84,6 +87,7 @@ void register_errors(py::module_& m) {
     if (kind == "InvalidArgument") throw InvalidArgument(message);
     if (kind == "TypeMismatch") throw TypeMismatch(message);
     if (kind == "CheckpointError") throw CheckpointError(message);
+    if (kind == "DistributedError") throw DistributedError(message);
     if (kind == "Error") throw Error(message);
     VERL_FAIL(InvalidArgument, "unknown error kind '", kind, "'");
   }, py::arg("kind"), py::arg("message"), "Throws the named C++ exception (to test the mapping).");

@@ -114,13 +114,14 @@ void register_trainer(py::module_& m) {
                        std::shared_ptr<model::CausalLM> ref, std::shared_ptr<model::CausalLM> critic,
                        std::shared_ptr<rollout::Engine> engine, std::optional<int64_t> pad_token_id,
                        std::vector<int64_t> eos_token_ids, std::optional<int64_t> total_training_steps,
-                       uint64_t init_seed) {
+                       uint64_t init_seed, std::shared_ptr<dist::Communicator> communicator) {
              trainer::PPOTrainerModels models{std::move(actor), std::move(ref), std::move(critic), std::move(engine)};
              trainer::PPOTrainerOptions options;
              options.pad_token_id = pad_token_id;
              options.eos_token_ids = std::move(eos_token_ids);
              options.total_training_steps = total_training_steps;
              options.init_seed = init_seed;
+             options.communicator = std::move(communicator);
              trainer::RewardFn fn = wrap_reward(std::move(reward_fn));
              py::gil_scoped_release release;
              return std::make_unique<PPOTrainer>(config, std::move(models), std::move(fn), options);
@@ -128,8 +129,14 @@ void register_trainer(py::module_& m) {
            py::arg("config"), py::arg("actor"), py::arg("reward_fn"), py::kw_only(), py::arg("ref") = nullptr,
            py::arg("critic") = nullptr, py::arg("engine") = nullptr, py::arg("pad_token_id") = py::none(),
            py::arg("eos_token_ids") = std::vector<int64_t>{}, py::arg("total_training_steps") = py::none(),
-           py::arg("init_seed") = 0)
+           py::arg("init_seed") = 0, py::arg("communicator") = nullptr)
       .def("step", &PPOTrainer::step, py::arg("prompts"), Release())
+      .def_property_readonly("is_controller", &PPOTrainer::is_controller)
+      .def_property_readonly("world_size", &PPOTrainer::world_size)
+      .def("serve", &PPOTrainer::serve, Release(),
+           "Workers (rank > 0): run the controller's dispatched work until it calls release_workers().")
+      .def("release_workers", &PPOTrainer::release_workers, Release(),
+           "Controller (rank 0): end the workers' serve().")
       .def("collect_rollouts", &PPOTrainer::collect_rollouts, py::arg("prompts"), Release())
       .def("compute_rewards", &PPOTrainer::compute_rewards, py::arg("batch"), Release())
       .def("optimize", &PPOTrainer::optimize, py::arg("batch"), Release())

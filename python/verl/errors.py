@@ -10,6 +10,7 @@ __all__ = [
     "InvalidArgumentError",
     "VerlTypeError",
     "CheckpointError",
+    "DistributedError",
     "RewardError",
 ]
 
@@ -46,6 +47,11 @@ class VerlTypeError(VerlError, TypeError):
 
 class CheckpointError(VerlError):
     """A checkpoint or data file that cannot be read or written (C++ ``verl::CheckpointError``)."""
+
+
+class DistributedError(VerlError):
+    """A collective among the ranks of a multi-process job failed: a rank died or hung past
+    ``actor_rollout_ref.nccl_timeout``, or the ranks disagreed on the call (C++ ``verl::DistributedError``)."""
 
 
 class RewardError(VerlError):

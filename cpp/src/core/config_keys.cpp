@@ -16,8 +16,8 @@ using K = KeyClass;
 
 // Reasons shared by several entries.
 constexpr const char* kOffload = "CPU offload of parameters, optimizer state or activations is not implemented";
-constexpr const char* kMultiGpu = "verl-cpp runs one process on one device; multi-GPU and multi-node runs are not "
-                                  "implemented";
+constexpr const char* kRolloutPool = "a resource pool of its own for the rollout (verl's standalone rollout) is not "
+                                     "implemented: generation runs on the trainer's ranks";
 constexpr const char* kParallel = "verl-cpp generates and trains on one device; tensor/pipeline/expert/data "
                                   "parallel layouts are not implemented";
 constexpr const char* kUlysses = "Ulysses sequence parallelism is not implemented";
@@ -257,8 +257,8 @@ std::vector<KeyEntry> build_ppo() {
                            "vLLM / SGLang here (the trainer logs a note naming the key); hf is not a choice"),
              N(g + "mode", "verl's sync / async rollout servers; verl-cpp's engine runs in the trainer's process "
                            "and gives the same samples"),
-             R(g + "nnodes", kMultiGpu),
-             R(g + "n_gpus_per_node", kMultiGpu),
+             R(g + "nnodes", kRolloutPool),
+             R(g + "n_gpus_per_node", kRolloutPool),
              H(g + "temperature"),
              H(g + "top_k"),
              H(g + "top_p"),
@@ -332,7 +332,8 @@ std::vector<KeyEntry> build_ppo() {
   add(t, {
              R(ar + "hybrid_engine", "verl-cpp is always a hybrid engine (actor and rollout share the weights), as "
                                      "verl requires"),
-             N(ar + "nccl_timeout", "one process: there are no collectives to time out"),
+             H(ar + "nccl_timeout", "seconds every collective among the ranks may wait, Gloo's too: a rank that "
+                                    "died or hangs ends the others with a DistributedError"),
          });
   // --- data --------------------------------------------------------------------------------------------------
   const std::string d = "data.";
@@ -529,8 +530,10 @@ std::vector<KeyEntry> build_ppo() {
                                            "TensorBoard and W&B at each validation"),
              H(tr + "rollout_data_dir", "<dir>/<step>.jsonl of each training batch, as verl writes it"),
              H(tr + "validation_data_dir", "<dir>/<step>.jsonl of each validation, as verl writes it"),
-             R(tr + "nnodes", kMultiGpu),
-             R(tr + "n_gpus_per_node", kMultiGpu),
+             H(tr + "nnodes", "nnodes x n_gpus_per_node must equal the ranks torchrun started (ConfigError before any "
+                              "process group forms); data-parallel ranks, rank 0 the controller"),
+             H(tr + "n_gpus_per_node", "ranks per node; without torchrun main_ppo starts that many local ranks "
+                                       "through torch's elastic launcher"),
              H(tr + "save_freq"),
              N(tr + "esi_redundant_time", "Volcano Engine ESI instance expiry, which does not apply here"),
              H(tr + "resume_mode"),

@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "core/untrusted.h"
+#include "data/data_proto_pickle.h"
 #include "verl/core/error.h"
 #include "verl/data/row_plan.h"
 
@@ -347,22 +348,26 @@ bool DataProto::is_padding_enabled() const {
   return v == "TRUE" || v == "1";
 }
 
-void DataProto::save_to_disk(const std::string& path) const {
+std::vector<char> detail::pickle_data_proto(const DataProto& data, const std::string& shown) {
   c10::Dict<std::string, torch::Tensor> tensors;
-  for (const auto& [k, t] : batch_) tensors.insert(k, t.detach().to(torch::kCPU).contiguous());
+  for (const auto& [k, t] : data.batch()) tensors.insert(k, t.detach().to(torch::kCPU).contiguous());
   Json columns = Json::object();
-  for (const auto& [k, c] : non_tensor_batch_) columns[k] = c;
+  for (const auto& [k, c] : data.non_tensor_batch()) columns[k] = c;
   c10::impl::GenericDict payload(c10::StringType::get(), c10::AnyType::get());
   payload.insert("format", std::string(kFileFormat));
   payload.insert("tensors", tensors);
   try {
     payload.insert("non_tensor_batch", columns.dump());
-    payload.insert("meta_info", meta_info_.dump());
+    payload.insert("meta_info", data.meta_info().dump());
   } catch (const Json::exception& e) {  // a string that is not UTF-8 (JSON text must be), put there from C++
-    VERL_FAIL(CheckpointError, "cannot save DataProto to '", untrusted::escape(path, 1024),
+    VERL_FAIL(CheckpointError, "cannot save DataProto to '", shown,
               "': a non-tensor value or meta_info cannot be written as JSON: ", untrusted::escape(e.what(), 300));
   }
-  const std::vector<char> bytes = torch::pickle_save(c10::IValue(payload));
+  return torch::pickle_save(c10::IValue(payload));
+}
+
+void DataProto::save_to_disk(const std::string& path) const {
+  const std::vector<char> bytes = detail::pickle_data_proto(*this, untrusted::escape(path, 1024));
 
   namespace fs = std::filesystem;
   const fs::path target(path);
@@ -380,12 +385,16 @@ void DataProto::save_to_disk(const std::string& path) const {
 }
 
 DataProto DataProto::load_from_disk(const std::string& path) {
-  // The file may be damaged or hand-made: every field is type-checked before use, so that nothing but a
-  // CheckpointError naming the file (and the field) comes out of here.
   const std::string shown = untrusted::escape(path, 1024);
   std::ifstream in(path, std::ios::binary);
   VERL_CHECK_AS(CheckpointError, in.good(), "cannot open DataProto file '", shown, "'");
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return detail::unpickle_data_proto(bytes, shown);
+}
+
+DataProto detail::unpickle_data_proto(const std::vector<char>& bytes, const std::string& shown) {
+  // The bytes may be damaged or hand-made: every field is type-checked before use, so that nothing but a
+  // CheckpointError naming the source (and the field) comes out of here.
   c10::IValue value;
   try {
     value = torch::pickle_load(bytes);
@@ -412,7 +421,7 @@ DataProto DataProto::load_from_disk(const std::string& path) {
                 shown, "' has an unknown DataProto format");
   VERL_CHECK_AS(CheckpointError, field("tensors").isGenericDict(), "'", shown,
                 "': DataProto field 'tensors' is not a dict");
-  TensorMap tensors;
+  DataProto::TensorMap tensors;
   for (const auto& entry : field("tensors").toGenericDict()) {
     VERL_CHECK_AS(CheckpointError, entry.key().isString() && entry.value().isTensor(), "'", shown,
                   "': DataProto field 'tensors' must map names to tensors");
@@ -421,12 +430,12 @@ DataProto DataProto::load_from_disk(const std::string& path) {
                   "': tensor name '", untrusted::escape(key), "' is not valid UTF-8");
     tensors[key] = entry.value().toTensor();
   }
-  ColumnMap columns;
+  DataProto::ColumnMap columns;
   const Json non_tensor = json_field("non_tensor_batch");  // must outlive items()
   for (const auto& [k, c] : non_tensor.items()) {
     VERL_CHECK_AS(CheckpointError, c.is_array(), "'", shown, "': non-tensor column '", untrusted::escape(k),
                   "' must be a JSON array, got ", untrusted::type_name(c));
-    columns[k] = c.get<Column>();
+    columns[k] = c.get<DataProto::Column>();
   }
   try {
     return DataProto(std::move(tensors), std::move(columns), json_field("meta_info"));

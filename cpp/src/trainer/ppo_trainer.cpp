@@ -18,6 +18,7 @@
 #include "verl/core/error.h"
 #include "verl/trainer/generation.h"
 #include "verl/workers/micro_batch.h"
+#include "workers/data_parallel.h"
 #include "trainer/reference_policy.h"
 
 namespace verl::trainer {
@@ -93,6 +94,45 @@ void rename_metric(Metrics& metrics, const std::string& from, const std::string&
   metrics[to] = it->second;
   metrics.erase(it);
 }
+
+// The mean over ranks of each metric a worker method returned (meta_info "metrics": one list entry per rank), as
+// verl's reduce_metrics does with its workers' outputs.
+Metrics mean_over_ranks(const DataProto& result) {
+  Metrics out;
+  auto it = result.meta_info().find("metrics");
+  if (it == result.meta_info().end() || !it->is_object()) return out;
+  for (auto kv = it->begin(); kv != it->end(); ++kv) {
+    double sum = 0;
+    for (const Json& v : kv.value()) sum += v.get<double>();
+    out[kv.key()] = kv.value().empty() ? 0.0 : sum / static_cast<double>(kv.value().size());
+  }
+  return out;
+}
+
+DataProto with_metrics(DataProto result, const Metrics& metrics) {
+  Json m = Json::object();
+  for (const auto& [k, v] : metrics) m[k] = v;
+  result.meta_info()["metrics"] = std::move(m);
+  return result;
+}
+
+// What a worker method needs of the batch: the named tensors that are present and meta_info's temperature (the
+// non-tensor columns stay with the controller).
+DataProto worker_input(const DataProto& batch, std::initializer_list<const char*> keys) {
+  DataProto out;
+  for (const char* key : keys) {
+    if (batch.has_tensor(key)) out.set_tensor(key, batch.tensor(key));
+  }
+  auto t = batch.meta_info().find("temperature");
+  if (t != batch.meta_info().end()) out.meta_info()["temperature"] = *t;
+  return out;
+}
+
+// Generation requests carry their kind and base seed to the ranks.
+constexpr const char* kGenModeKey = "gen_mode";  // "train", "greedy" (ReMax's baseline) or "validation"
+constexpr const char* kGenSeedKey = "gen_seed";
+// The inputs of the log-prob and value passes.
+constexpr std::initializer_list<const char*> kLogProbInputs{"input_ids", "attention_mask", "position_ids", "responses"};
 
 std::optional<double> optional_number(const Config& config, const std::string& key) {
   if (!config.has(key)) return std::nullopt;
@@ -290,7 +330,75 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     engine_ = std::make_shared<rollout::Engine>(actor_->compute_model(), ec);
     models_.engine = engine_;
   }
+
+  workers_ = dist::make_worker_group(options.communicator);
+  if (workers_->world_size() > 1) {
+    settings_.n_gpus = workers_->world_size();
+    actor_->set_data_parallel(options.communicator);
+    if (critic_) critic_->set_data_parallel(options.communicator);
+    // Replicas built on each rank start from rank 0's weights (a random init or a new value head may differ).
+    const workers::detail::DataParallel dp(options.communicator);
+    for (const auto& model : {models_.actor, models_.ref, models_.critic}) {
+      if (!model) continue;
+      std::vector<torch::Tensor> state;
+      for (auto& [name, t] : model->named_state()) state.push_back(t);
+      dp.broadcast_from_controller(state);
+    }
+  }
+  register_worker_methods();
 }
+
+void PPOTrainer::register_worker_methods() {
+  workers_->register_method("generate", [this](const DataProto& chunk) {
+    const std::string mode = chunk.meta_info().at(kGenModeKey).get<std::string>();
+    rollout::SamplingParams params = sampling_params(mode == "validation");
+    if (mode == "greedy") params.temperature = 0.0;
+    // Row i of the whole batch samples with seed + i on whichever rank generates it.
+    const int64_t seed = chunk.meta_info().at(kGenSeedKey).get<int64_t>() +
+                         chunk.meta_info().at(dist::kRowOffsetKey).get<int64_t>();
+    std::vector<std::string> keys{"input_ids", "attention_mask"};
+    if (chunk.has_tensor("position_ids")) keys.emplace_back("position_ids");
+    if (engine_->sleeping()) engine_->wake_up();
+    // Weights written since the last hand-over (a checkpoint load, a user's edit) reach the engine first.
+    actor_->precision().refresh();
+    DataProto out = generate_sequences(*engine_, chunk.select(keys, std::vector<std::string>{}, std::vector<std::string>{}),
+                                       params, pad_token_id_, seed);
+    // verl puts the rollout replicas to sleep after generation: the KV cache is freed for the updates.
+    if (settings_.free_cache_engine) engine_->sleep();
+    return out;
+  });
+  workers_->register_method("compute_log_prob", [this](const DataProto& chunk) {
+    return actor_->compute_log_prob(chunk, /*calculate_entropy=*/true);
+  });
+  workers_->register_method("compute_ref_log_prob", [this](const DataProto& chunk) {
+    VERL_CHECK(ref_ != nullptr, "compute_ref_log_prob: this trainer has no reference policy");
+    return ref_->compute_ref_log_prob(chunk);
+  });
+  workers_->register_method("compute_values", [this](const DataProto& chunk) {
+    VERL_CHECK(critic_ != nullptr, "compute_values: this trainer has no critic");
+    return critic_->compute_values(chunk);
+  });
+  workers_->register_method("update_critic", [this](const DataProto& chunk) {
+    VERL_CHECK(critic_ != nullptr, "update_critic: this trainer has no critic");
+    return with_metrics(DataProto(), critic_->update_critic(chunk));
+  });
+  workers_->register_method("update_actor", [this](const DataProto& chunk) {
+    return with_metrics(DataProto(), actor_->update_policy(chunk));
+  });
+  workers_->register_method("update_weights", [this](const DataProto&) {
+    hand_over_weights();
+    return DataProto();
+  });
+}
+
+DataProto PPOTrainer::dispatch(const std::string& method, const DataProto& data, dist::Dispatch how) {
+  VERL_CHECK(workers_->is_controller(), "PPOTrainer: rank ", workers_->rank(),
+             " is a worker; only rank 0 (the controller) runs the step -- workers call serve()");
+  return workers_->call(method, data, how);
+}
+
+void PPOTrainer::serve() { workers_->serve(); }
+void PPOTrainer::release_workers() { workers_->release(); }
 
 PPOTrainer::~PPOTrainer() = default;
 
@@ -325,14 +433,13 @@ rollout::SamplingParams PPOTrainer::sampling_params(bool validation) const {
   return p;
 }
 
-DataProto PPOTrainer::generate(const DataProto& prompts, const rollout::SamplingParams& params, int64_t seed) {
-  if (engine_->sleeping()) engine_->wake_up();
-  // Weights written since the last hand-over (a checkpoint load, a user's edit) reach the engine first.
-  actor_->precision().refresh();
-  DataProto out = generate_sequences(*engine_, prompts, params, pad_token_id_, seed);
-  // verl puts the rollout replicas to sleep after generation: the KV cache is freed for the updates.
-  if (settings_.free_cache_engine) engine_->sleep();
-  return out;
+DataProto PPOTrainer::generate(const DataProto& prompts, const std::string& mode, int64_t seed) {
+  DataProto request = prompts;
+  request.meta_info()[kGenModeKey] = mode;
+  request.meta_info()[kGenSeedKey] = seed;
+  // A duplicated row costs only time here: pad the batch to a multiple of the ranks.
+  DataProto out = dispatch("generate", request, dist::Dispatch::kPadSplit);
+  return out.to(prompts.tensor("input_ids").device());
 }
 
 RewardOutput PPOTrainer::call_reward(const DataProto& batch) {
@@ -389,12 +496,10 @@ DataProto PPOTrainer::collect_rollouts(const DataProto& prompts) {
   DataProto gen_output;
   {
     StageTimer timer(timing, "gen");
-    gen_output = generate(gen_batch.repeat(settings_.rollout_n, /*interleave=*/true), sampling_params(false), seed);
+    gen_output = generate(gen_batch.repeat(settings_.rollout_n, /*interleave=*/true), "train", seed);
     if (settings_.adv_estimator == "remax") {
       // ReMax's baseline: one greedy response per prompt, scored like the samples (verl does this inside gen).
-      rollout::SamplingParams greedy = sampling_params(false);
-      greedy.temperature = 0.0;
-      DataProto baseline = generate(gen_batch, greedy, seed + kValidationSeedOffset);
+      DataProto baseline = generate(gen_batch, "greedy", seed + kValidationSeedOffset);
       DataProto baseline_batch = batch;
       baseline_batch.union_with(baseline);
       RewardOutput r = call_reward(baseline_batch);
@@ -405,14 +510,17 @@ DataProto PPOTrainer::collect_rollouts(const DataProto& prompts) {
   batch.union_with(gen_output);
 
   if (settings_.balance_batch) {
-    // verl's _balance_batch with one data-parallel rank: rows ordered by attention workload with the
-    // smaller ones at both ends (the order the mini-batches then see).
+    // verl's _balance_batch: rows ordered by attention workload with the smaller ones at both ends within
+    // each rank's partition (the order the mini-batches then see).
     torch::Tensor seqlen_t = batch.tensor("attention_mask").to(torch::kCPU, torch::kLong).sum(-1);
     std::vector<int64_t> seqlens(seqlen_t.data_ptr<int64_t>(), seqlen_t.data_ptr<int64_t>() + seqlen_t.numel());
     std::vector<int64_t> workloads;
     workloads.reserve(seqlens.size());
     for (int64_t s : seqlens) workloads.push_back(workers::attention_workload(s));
-    workers::RowGroups partitions = workers::get_seqlen_balanced_partitions(workloads, 1, /*equal_size=*/true);
+    // verl's _balance_batch: one partition per data-parallel rank, rank r gets partition r (the rows are split
+    // in order).
+    workers::RowGroups partitions =
+        workers::get_seqlen_balanced_partitions(workloads, workers_->world_size(), /*equal_size=*/true);
     std::vector<int64_t> order;
     for (auto& part : partitions) {
       std::sort(part.begin(), part.end(), [&](int64_t a, int64_t b) {
@@ -469,21 +577,24 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
 
   {
     StageTimer timer(timing, "old_log_prob");
-    DataProto out = actor_->compute_log_prob(batch, /*calculate_entropy=*/true);
+    DataProto out = dispatch("compute_log_prob", worker_input(batch, kLogProbInputs), dist::Dispatch::kPadSplit)
+                        .to(response_mask.device());
     torch::Tensor entropy = algo::agg_loss(out.tensor("entropys"), response_mask, settings_.loss_agg_mode, 1,
                                            std::nullopt, std::nullopt, settings_.loss_scale_factor);
     metrics["actor/entropy"] = entropy.item<double>();
-    metrics["perf/mfu/actor_infer"] = out.meta_info()["metrics"]["mfu"].get<double>();
+    metrics["perf/mfu/actor_infer"] = mean_over_ranks(out).at("mfu");
     batch.set_tensor("old_log_probs", out.tensor("old_log_probs"));
     if (batch.has_tensor("rollout_log_probs")) merge(metrics, compute_rollout_debug_metrics(batch));
   }
   if (ref_) {
     StageTimer timer(timing, "ref");
-    batch.set_tensor("ref_log_prob", ref_->compute_ref_log_prob(batch).tensor("ref_log_prob"));
+    DataProto out = dispatch("compute_ref_log_prob", worker_input(batch, kLogProbInputs), dist::Dispatch::kPadSplit);
+    batch.set_tensor("ref_log_prob", out.tensor("ref_log_prob").to(response_mask.device()));
   }
   if (critic_) {
     StageTimer timer(timing, "values");
-    batch.set_tensor("values", critic_->compute_values(batch).tensor("values"));
+    DataProto out = dispatch("compute_values", worker_input(batch, kLogProbInputs), dist::Dispatch::kPadSplit);
+    batch.set_tensor("values", out.tensor("values").to(response_mask.device()));
   }
   {
     StageTimer timer(timing, "adv");
@@ -542,22 +653,30 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
   }
   if (critic_) {
     StageTimer timer(timing, "update_critic");
-    Metrics critic_metrics = critic_->update_critic(batch);
+    Metrics critic_metrics = mean_over_ranks(dispatch(
+        "update_critic",
+        worker_input(batch, {"input_ids", "attention_mask", "position_ids", "responses", "response_mask", "values",
+                             "returns"}),
+        dist::Dispatch::kSplit));
     rename_metric(critic_metrics, "critic/mfu", "perf/mfu/critic");  // verl's _update_critic
     merge(metrics, critic_metrics);
   }
   if (settings_.critic_warmup > step_no) {
     StageTimer timer(timing, "update_weights");
-    hand_over_weights();
+    dispatch("update_weights", DataProto(), dist::Dispatch::kBroadcast);
   } else {
     {
       StageTimer timer(timing, "update_actor");
-      Metrics actor_metrics = actor_->update_policy(batch);
+      Metrics actor_metrics = mean_over_ranks(dispatch(
+          "update_actor",
+          worker_input(batch, {"input_ids", "attention_mask", "position_ids", "responses", "response_mask",
+                               "old_log_probs", "advantages", "ref_log_prob", "rollout_is_weights"}),
+          dist::Dispatch::kSplit));
       rename_metric(actor_metrics, "actor/mfu", "perf/mfu/actor");  // verl's _update_actor
       merge(metrics, actor_metrics);
     }
     StageTimer timer(timing, "update_weights");
-    hand_over_weights();
+    dispatch("update_weights", DataProto(), dist::Dispatch::kBroadcast);
   }
 
   if (step_seconds_before) {
@@ -599,7 +718,7 @@ DataProto PPOTrainer::generate_validation(const DataProto& prompts) {
   if (batch.has_tensor("position_ids")) gen_keys.emplace_back("position_ids");
   DataProto gen_batch = batch.pop(gen_keys);
   const int64_t seed = settings_.rollout_seed + 2 * kValidationSeedOffset + validation_count_ * kStepSeedStride;
-  DataProto out = generate(gen_batch.repeat(settings_.val_n, true), sampling_params(true), seed);
+  DataProto out = generate(gen_batch.repeat(settings_.val_n, true), "validation", seed);
   batch = batch.repeat(settings_.val_n, true);
   batch.union_with(out);
   batch.meta_info()["validate"] = true;

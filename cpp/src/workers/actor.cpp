@@ -14,6 +14,7 @@
 #include "verl/workers/micro_batch.h"
 #include "verl/workers/response_forward.h"
 #include "worker_common.h"
+#include "workers/data_parallel.h"
 #include "worker_config_util.h"
 
 namespace verl::workers {
@@ -272,7 +273,9 @@ Metrics ActorWorker::update_policy(const DataProto& data) {
   if (data.has_tensor("rollout_is_weights")) keys.push_back("rollout_is_weights");
   for (const auto& k : keys) check_response_tensor(data, k, bs, response_length);
 
-  const int64_t mini_rows = config_.ppo_mini_batch_size * config_.rollout_n;
+  const detail::DataParallel dp(data_parallel_);
+  const int64_t global_mini_rows = config_.ppo_mini_batch_size * config_.rollout_n;
+  const int64_t mini_rows = dp.local_rows(global_mini_rows, a + "ppo_mini_batch_size");
   VERL_CHECK_AS(ConfigError, bs % mini_rows == 0, "config key '", a, "ppo_mini_batch_size' = ",
                 config_.ppo_mini_batch_size, " x rollout.n = ", config_.rollout_n, " gives mini-batches of ", mini_rows,
                 " rows, which do not divide the batch of ", bs, " rows");
@@ -304,9 +307,11 @@ Metrics ActorWorker::update_policy(const DataProto& data) {
     // batch_num_tokens, the trainer's global_batch_size), so the accumulated gradient is that of
     // the mini-batch however it is cut.
     algo::PolicyLossConfig loss_config = config_.policy;
-    loss_config.global_batch_info.dp_size = 1;
-    loss_config.global_batch_info.batch_num_tokens = mb["response_mask"].to(torch::kBool).sum().item<double>();
-    loss_config.global_batch_info.global_batch_size = static_cast<double>(mini_rows);
+    // With data parallelism both counts are the global mini-batch's, and the gradients are averaged over the
+    // ranks (dp_size makes up for the average, as with verl's FSDP).
+    loss_config.global_batch_info.dp_size = dp.size();
+    loss_config.global_batch_info.batch_num_tokens = dp.sum(mb["response_mask"].to(torch::kBool).sum().item<double>());
+    loss_config.global_batch_info.global_batch_size = static_cast<double>(global_mini_rows);
     loss_config.global_batch_info.loss_scale_factor = config_.loss_scale_factor;
     const algo::GlobalBatchInfo& info = loss_config.global_batch_info;
 
@@ -344,6 +349,7 @@ Metrics ActorWorker::update_policy(const DataProto& data) {
       precision_->accumulate_grads();  // into the master gradients, in the master dtype
       mini_batch_loss += policy_loss.item<double>();
     }
+    dp.average_gradients(model_->parameters());
     const double grad_norm = optimizer_->step();
     precision_->update_loss_scale(std::isfinite(grad_norm));
     precision_->refresh();  // the next mini-batch (and the rollout) computes with the updated weights

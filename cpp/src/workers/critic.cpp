@@ -15,6 +15,7 @@
 #include "verl/workers/micro_batch.h"
 #include "verl/workers/response_forward.h"
 #include "worker_common.h"
+#include "workers/data_parallel.h"
 #include "worker_config_util.h"
 
 namespace verl::workers {
@@ -144,7 +145,9 @@ std::map<std::string, double> CriticWorker::update_critic(const DataProto& data)
     VERL_CHECK_AS(DataError, t.dim() == 2 && t.size(0) == bs && t.size(1) == response_length, "'", key,
                   "' must be (bs, response_length) = (", bs, ", ", response_length, "), got ", t.sizes());
   }
-  const int64_t mini_rows = config_.ppo_mini_batch_size * config_.rollout_n;
+  const detail::DataParallel dp(data_parallel_);
+  const int64_t global_mini_rows = config_.ppo_mini_batch_size * config_.rollout_n;
+  const int64_t mini_rows = dp.local_rows(global_mini_rows, k + "ppo_mini_batch_size");
   VERL_CHECK_AS(ConfigError, bs % mini_rows == 0, "config key '", k, "ppo_mini_batch_size' = ",
                 config_.ppo_mini_batch_size, " x rollout_n = ", config_.rollout_n, " gives mini-batches of ", mini_rows,
                 " rows, which do not divide the batch of ", bs, " rows");
@@ -169,7 +172,7 @@ std::map<std::string, double> CriticWorker::update_critic(const DataProto& data)
     const auto mini_batch_start = std::chrono::steady_clock::now();
     detail::TensorMap mb = detail::take_rows(tensors, mini_batches[step], device);
     const std::vector<int64_t> mb_seqlens = detail::select_rows(seqlens, mini_batches[step]);
-    const double batch_num_tokens = mb["response_mask"].to(torch::kBool).sum().item<double>();
+    const double batch_num_tokens = dp.sum(mb["response_mask"].to(torch::kBool).sum().item<double>());
     RowGroups micro = config_.use_dynamic_bsz
                           ? dynamic_micro_batches(mb_seqlens, config_.ppo_max_token_len_per_gpu)
                           : fixed_micro_batches(mini_rows, *config_.ppo_micro_batch_size_per_gpu);
@@ -181,8 +184,8 @@ std::map<std::string, double> CriticWorker::update_critic(const DataProto& data)
                                              detail::get(m, "position_ids"), response_length, config_.use_remove_padding);
       torch::Tensor mask = m["response_mask"].to(torch::kBool);
       algo::ValueLossOutput out = algo::compute_value_loss(vpreds, m["returns"], m["values"], mask,
-                                                           config_.cliprange_value, config_.loss_agg_mode, 1,
-                                                           batch_num_tokens, static_cast<double>(mini_rows),
+                                                           config_.cliprange_value, config_.loss_agg_mode, dp.size(),
+                                                           batch_num_tokens, static_cast<double>(global_mini_rows),
                                                            config_.loss_scale_factor);
       metrics.add_metric("critic/vf_loss", out.vf_loss.item<double>(), Agg::kSum);
       metrics.add_plain("critic/vf_clipfrac", out.vf_clipfrac.item<double>());
@@ -192,6 +195,7 @@ std::map<std::string, double> CriticWorker::update_critic(const DataProto& data)
       precision_->accumulate_grads();  // into the master gradients, in the master dtype
       mini_batch_loss += out.vf_loss.item<double>();
     }
+    dp.average_gradients(model_->parameters());
     const double grad_norm = optimizer_->step();
     precision_->update_loss_scale(std::isfinite(grad_norm));
     precision_->refresh();

@@ -13,6 +13,7 @@ import sys
 
 from ..config import Config, load_config
 from ..errors import ConfigError
+from . import distributed
 
 USAGE = """usage: python -m {prog} [--print-config] [--explain KEY] [--config-path DIR] [--config-name NAME]
        [key=value ...]
@@ -115,6 +116,14 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(config.to_yaml())
         return 0
     try:
+        if "WORLD_SIZE" not in os.environ and distributed.expected_world_size(config) > 1:
+            # verl's one-command habit: trainer.n_gpus_per_node=N starts the N local ranks (torch's elastic launcher).
+            if int(config.get("trainer.nnodes")) > 1:
+                raise ConfigError(f"trainer.nnodes={config.get('trainer.nnodes')}: a multi-node job starts on every "
+                                  "node with torchrun --nnodes <trainer.nnodes> --nproc_per_node "
+                                  "<trainer.n_gpus_per_node> --rdzv-endpoint <host:port> -m verl.trainer.main_ppo ...")
+            return distributed.launch_local_workers(int(config.get("trainer.n_gpus_per_node")),
+                                                    sys.argv[1:] if argv is None else list(argv))
         run_ppo(config)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -36,6 +36,7 @@ from .. import _C
 from ..config import Config, load_config
 from ..errors import ConfigError, DataError
 from ..protocol import DataProto
+from . import distributed
 from .batch_defaults import fill_batch_defaults
 from .checkpointing import CheckpointDirectory, read_json, tokenizer_dir, write_json
 from .ppo.metric_utils import validation_metric_dict
@@ -236,13 +237,15 @@ class PPOTrainer:
 
         eos = getattr(tokenizer, "eos_token_id", None)
         pad = getattr(tokenizer, "pad_token_id", None)
+        #: the job's communicator under torchrun (None in one process): see verl.trainer.distributed
+        self.communicator = distributed.communicator(cfg, self.device)
         self._trainer = _C.trainer.PPOTrainer(
             cfg.cpp, _cpp_module(model, "model"), self._reward_callback, ref=_cpp_module(ref_model, "ref_model"),
             critic=_cpp_module(critic_model, "critic_model"),
             pad_token_id=pad if pad is not None else eos,
             eos_token_ids=[eos] if eos is not None else [],
             total_training_steps=self.total_training_steps,
-            init_seed=int(cfg.get("actor_rollout_ref.rollout.seed") or 0))
+            init_seed=int(cfg.get("actor_rollout_ref.rollout.seed") or 0), communicator=self.communicator)
         self.global_steps = 0
         self.epoch = 0
         self.tracker = None
@@ -327,6 +330,7 @@ class PPOTrainer:
     def _prompt_batch(self, batch: Any) -> DataProto:
         return _as_prompt_batch(batch, self.tokenizer, self.config.data)
 
+    @distributed.controller_call
     def step(self, batch: Any) -> StepResult:
         """One training step on a prompt batch: a DataProto, verl's collated dict, or a list of dataset rows (raw
         rows in verl's schema are rendered and tokenized). Returns the step's metrics as a ``StepResult`` (formats
@@ -352,6 +356,7 @@ class PPOTrainer:
                 self.epoch += 1
         raise DataError("collect_rollouts: the training dataloader yields no batch")
 
+    @distributed.controller_call
     def collect_rollouts(self, batch: Any = None) -> DataProto:
         """The trajectories of a prompt batch (default: the training set's / env's next batch): uid per prompt,
         ``rollout.n`` responses each (interleaved), balanced."""
@@ -359,6 +364,7 @@ class PPOTrainer:
         prompts.meta_info.setdefault("epoch", self.epoch)
         return DataProto.from_cpp(self._trainer.collect_rollouts(prompts.to_cpp()))
 
+    @distributed.controller_call
     def compute_rewards(self, trajectories: DataProto) -> torch.Tensor:
         """Scores ``trajectories`` with the reward function: adds ``token_level_scores`` (and the reward's extra
         columns) to it in place and returns one reward per trajectory, (bs,) float32."""
@@ -369,6 +375,7 @@ class PPOTrainer:
         trajectories.meta_info.update(scored.meta_info)
         return scored.batch["token_level_scores"].sum(-1)
 
+    @distributed.controller_call
     def optimize(self, trajectories: DataProto, rewards: Any = None) -> StepResult:
         """Log-probs, reference, values, advantages, critic and actor updates on scored trajectories. ``rewards``:
         (bs,) one per trajectory (placed on its last response token) or (bs, response_length) per token; they
@@ -388,6 +395,7 @@ class PPOTrainer:
         return DataProto.from_cpp(self._trainer.last_batch)
 
     # -- validation ---------------------------------------------------------------------------------------
+    @distributed.controller_call
     def validate(self, dataset: Any = None) -> dict[str, float]:
         """Generates for the validation set with ``rollout.val_kwargs`` (greedy by default) and returns verl's
         ``val-core/<data_source>/<acc|reward>/mean@N`` (and ``val-aux/...``) metrics."""
@@ -475,9 +483,13 @@ class PPOTrainer:
         if self.train_dataloader is None:
             raise ConfigError(f"fit: no training data: data.train_files={self.config.get('data.train_files')!r} "
                               "does not exist and no train_dataset was given")
+        self._load_checkpoint()  # on every rank: the replicas resume from the same files
+        return self._fit()
+
+    @distributed.controller_call
+    def _fit(self) -> dict[str, float] | None:
         cfg = self.config
         self.tracker = tracker = self._tracker()
-        self._load_checkpoint()
         last_val: dict[str, float] | None = None
         try:
             if self.val_dataset is not None and cfg.get("trainer.val_before_train"):
@@ -609,6 +621,7 @@ class PPOTrainer:
         wrapper = (ValueModel if module.value_head else CausalLM)._from_module(module)
         models.save_pretrained(wrapper, directory, tokenizer_dir=tokenizer_dir)
 
+    @distributed.controller_call
     def save_checkpoint(self) -> str:
         """Writes ``trainer.default_local_dir/global_step_N/`` (``actor/`` and ``critic/``: the model in Hugging Face
         format + ``optim.pt`` with the AdamW and scheduler state; ``trainer_state.json``: step, KL coefficient,

@@ -55,16 +55,17 @@ def test_counts_and_the_keys_the_issue_names():
     find = config_keys.find
     for key in ["actor_rollout_ref.model.lora_rank", "actor_rollout_ref.rollout.multi_turn.enable",
                 "actor_rollout_ref.rollout.tensor_model_parallel_size",
-                "actor_rollout_ref.actor.fsdp_config.param_offload", "algorithm.rollout_correction.bypass_mode",
-                "actor_rollout_ref.actor.ulysses_sequence_parallel_size", "trainer.n_gpus_per_node",
-                "critic.model.path", "trainer.nnodes"]:
+                "actor_rollout_ref.actor.fsdp_config.offload_policy", "algorithm.rollout_correction.bypass_mode",
+                "actor_rollout_ref.actor.ulysses_sequence_parallel_size", "critic.model.path"]:
         assert find(key).cls == config_keys.REFUSED, key
     for key in ["actor_rollout_ref.actor.use_torch_compile", "actor_rollout_ref.model.use_liger",
                 "actor_rollout_ref.rollout.gpu_memory_utilization", "ray_kwargs.ray_init.num_cpus"]:
         assert find(key).cls == config_keys.NO_EFFECT, key
     # rollout.name: native, vllm and sglang select verl-cpp's engine (issue 16 item 5); hf is not a choice
     for key in ["algorithm.adv_estimator", "actor_rollout_ref.rollout.n", "data.train_batch_size",
-                "actor_rollout_ref.actor.optim.lr", "trainer.default_local_dir", "actor_rollout_ref.rollout.name"]:
+                "actor_rollout_ref.actor.optim.lr", "trainer.default_local_dir", "actor_rollout_ref.rollout.name",
+                # data-parallel ranks under torchrun (issue 18)
+                "trainer.n_gpus_per_node", "trainer.nnodes", "actor_rollout_ref.nccl_timeout"]:
         assert find(key).cls == config_keys.HONOURED, key
 
 

@@ -12,6 +12,7 @@ CASES = [
     ("InvalidArgument", verl.InvalidArgumentError, ValueError),
     ("TypeMismatch", verl.VerlTypeError, TypeError),
     ("CheckpointError", verl.CheckpointError, RuntimeError),
+    ("DistributedError", verl.DistributedError, RuntimeError),
     ("Error", verl.VerlError, RuntimeError),
 ]
 

@@ -59,6 +59,14 @@ class VERL_API CheckpointError : public Error {
   using Error::Error;
 };
 
+// A collective among the ranks of a multi-process job failed: a rank died or hung (past the timeout), or the
+// ranks disagreed on the call. Python: verl.DistributedError (RuntimeError). The message names the collective
+// and this rank.
+class VERL_API DistributedError : public Error {
+ public:
+  using Error::Error;
+};
+
 namespace detail {
 template <typename... Args>
 std::string concat_message(Args&&... args) {

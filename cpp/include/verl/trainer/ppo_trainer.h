@@ -34,6 +34,7 @@
 #include "verl/core/export.h"
 #include "verl/core/json.h"
 #include "verl/data/data_proto.h"
+#include "verl/dist/worker_group.h"
 #include "verl/model/transformer.h"
 #include "verl/rollout/engine.h"
 #include "verl/trainer/metrics.h"
@@ -68,6 +69,12 @@ struct VERL_API PPOTrainerOptions {
   // (verl's trainer does this from the dataloader length) for warmup ratios and cosine schedules.
   std::optional<int64_t> total_training_steps;
   uint64_t init_seed = 0;  // seeds the default critic's new value head
+  // Several processes (torchrun): every rank builds the trainer with the same config and models and the
+  // communicator of the job's process group. Rank 0 is the controller -- it runs step() and the other stages,
+  // the reward callback included, and dispatches generation, the log-prob/value passes and the updates to every
+  // rank by rows (data parallel: the same step as one process on the whole batch); the others call serve().
+  // Null (or a world of one): one process.
+  std::shared_ptr<dist::Communicator> communicator;
 };
 
 // The algorithm.* / trainer.* / rollout settings the step reads, from a verl::Config.
@@ -94,7 +101,7 @@ struct VERL_API PPOTrainerConfig {
   bool use_reference = false;  // need_reference_policy(config)
   bool balance_batch = true;
   int64_t critic_warmup = 0;
-  int64_t n_gpus = 1;  // this process's devices (perf/throughput divides by it)
+  int64_t n_gpus = 1;  // the job's devices, one per rank (perf/throughput divides by it)
   // actor_rollout_ref.actor: the entropy metric's aggregation
   std::string loss_agg_mode = "token-mean";
   std::optional<double> loss_scale_factor;
@@ -155,6 +162,13 @@ class VERL_API PPOTrainer {
   double kl_coef() const;                                // the in-reward KL controller's value
   void set_kl_coef(double value);                        // resume of an adaptive controller
 
+  // Multi-process jobs (PPOTrainerOptions::communicator). Rank 0 is the controller; the others call serve(), which
+  // runs the controller's dispatched work until it calls release_workers() (both no-ops in one process).
+  bool is_controller() const { return workers_->is_controller(); }
+  int64_t world_size() const { return workers_->world_size(); }
+  void serve();
+  void release_workers();
+
   const PPOTrainerConfig& settings() const { return settings_; }
   const Config& config() const { return config_; }
   workers::ActorWorker& actor() { return *actor_; }
@@ -168,9 +182,14 @@ class VERL_API PPOTrainer {
   using Clock = std::chrono::steady_clock;
   Metrics optimize_impl(DataProto batch, std::optional<double> step_seconds);
   rollout::SamplingParams sampling_params(bool validation) const;
-  DataProto generate(const DataProto& prompts, const rollout::SamplingParams& params, int64_t seed);
+  // Generation on every rank (rows split in order); mode "train", "greedy" (ReMax's baseline) or "validation".
+  DataProto generate(const DataProto& prompts, const std::string& mode, int64_t seed);
   RewardOutput call_reward(const DataProto& batch);
   void hand_over_weights();
+  void register_worker_methods();
+  // Controller: runs a registered worker method over the ranks (rows split in order), checking that it is the
+  // controller calling.
+  DataProto dispatch(const std::string& method, const DataProto& data, dist::Dispatch how);
 
   Config config_;
   PPOTrainerConfig settings_;
@@ -186,6 +205,7 @@ class VERL_API PPOTrainer {
   int64_t validation_count_ = 0;
   int64_t gen_batches_in_step_ = 0;  // collect_rollouts calls since the last optimize (seeds, uids)
   DataProto last_batch_;
+  std::unique_ptr<dist::WorkerGroup> workers_;
 };
 
 }  // namespace verl::trainer

@@ -13,6 +13,7 @@
 
 #include <map>
 #include <memory>
+#include <utility>
 #include <optional>
 #include <string>
 
@@ -24,6 +25,10 @@
 #include "verl/model/transformer.h"
 #include "verl/workers/mixed_precision.h"
 #include "verl/workers/optim.h"
+
+namespace verl::dist {
+class Communicator;
+}  // namespace verl::dist
 
 namespace verl::workers {
 
@@ -103,6 +108,11 @@ class VERL_API ActorWorker {
   // into mini-batches (or a mini-batch into micro-batches); DataError for missing keys.
   Metrics update_policy(const DataProto& data);
 
+  // Data parallelism over the communicator's ranks (null: one process, the default): update_policy() then takes this
+  // rank's rows as its share of every mini-batch (ppo_mini_batch_size stays global, as in verl), normalises the
+  // loss by all ranks' tokens and sequences and averages the gradients over the ranks before each optimizer step.
+  void set_data_parallel(std::shared_ptr<dist::Communicator> communicator) { data_parallel_ = std::move(communicator); }
+
   const ActorConfig& config() const { return config_; }
   PolicyRole role() const { return role_; }
   std::shared_ptr<model::CausalLM> model() const { return model_; }
@@ -121,6 +131,7 @@ class VERL_API ActorWorker {
   algo::PolicyLossFn policy_loss_fn_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<MixedPrecision> precision_;
+  std::shared_ptr<dist::Communicator> data_parallel_;
 };
 
 }  // namespace verl::workers

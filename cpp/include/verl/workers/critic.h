@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <utility>
 #include <optional>
 #include <string>
 
@@ -21,6 +22,10 @@
 #include "verl/model/transformer.h"
 #include "verl/workers/mixed_precision.h"
 #include "verl/workers/optim.h"
+
+namespace verl::dist {
+class Communicator;
+}  // namespace verl::dist
 
 namespace verl::workers {
 
@@ -68,6 +73,11 @@ class VERL_API CriticWorker {
   // critic/loss, critic/grad_norm, critic/lr, critic/mfu (mean over mini-batches, as actor/mfu).
   std::map<std::string, double> update_critic(const DataProto& data);
 
+  // Data parallelism over the communicator's ranks (null: one process, the default): update_critic() then takes this
+  // rank's rows as its share of every mini-batch (ppo_mini_batch_size stays global, as in verl), normalises the
+  // loss by all ranks' tokens and sequences and averages the gradients over the ranks before each optimizer step.
+  void set_data_parallel(std::shared_ptr<dist::Communicator> communicator) { data_parallel_ = std::move(communicator); }
+
   const CriticConfig& config() const { return config_; }
   std::shared_ptr<model::CausalLM> model() const { return model_; }
   // The model the passes run on: model() in the compute dtype (model() itself when nothing is mixed).
@@ -80,6 +90,7 @@ class VERL_API CriticWorker {
   std::shared_ptr<model::CausalLM> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<MixedPrecision> precision_;
+  std::shared_ptr<dist::Communicator> data_parallel_;
 };
 
 }  // namespace verl::workers

@@ -1,0 +1,59 @@
+// verl._C.dist: the communicator of a multi-process job (verl/dist/communicator.h), built from the process group
+// torch.distributed made (init_process_group under torchrun): Gloo on CPU, NCCL on CUDA.
+#include "bindings.h"
+
+#include <chrono>
+#include <memory>
+
+#include <pybind11/conduit/pybind11_conduit_v1.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include "verl/core/error.h"
+#include "verl/dist/communicator.h"
+
+namespace verl::bindings {
+namespace {
+
+// torch's ProcessGroup is a pybind11 class of torch._C; pybind11's cross-module conduit hands over the C++ object
+// (even where the two modules' pybind11 internals differ). The intrusive pointer keeps it alive with us.
+c10::intrusive_ptr<c10d::ProcessGroup> process_group_of(const py::object& group) {
+  auto* raw = pybind11_conduit_v1::get_type_pointer_ephemeral<c10d::ProcessGroup>(group.ptr());
+  if (raw == nullptr) {
+    throw py::type_error("expected a torch.distributed ProcessGroup (e.g. torch.distributed.group.WORLD), got " +
+                         py::str(py::type::of(group)).cast<std::string>());
+  }
+  return c10::intrusive_ptr<c10d::ProcessGroup>::reclaim_copy(raw);
+}
+
+}  // namespace
+
+void register_dist(py::module_& m) {
+  py::module_ d = m.def_submodule("dist", "Multi-process jobs: the communicator of the ranks (verl/dist/).");
+  using dist::Communicator;
+  py::class_<Communicator, std::shared_ptr<Communicator>>(
+      d, "Communicator", "Blocking collectives with a timeout over a torch.distributed process group.")
+      .def(py::init([](const py::object& group, const std::string& device, double timeout_s) {
+             VERL_CHECK(timeout_s > 0, "Communicator: timeout_s must be positive, got ", timeout_s);
+             const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000.0));
+             return std::make_shared<Communicator>(process_group_of(group), torch::Device(device), timeout);
+           }),
+           py::arg("group"), py::arg("device") = "cpu", py::arg("timeout_s") = 600.0)
+      .def_property_readonly("rank", &Communicator::rank)
+      .def_property_readonly("world_size", &Communicator::world_size)
+      .def_property_readonly("backend", &Communicator::backend)
+      .def_property_readonly("device", [](const Communicator& c) { return c.device().str(); })
+      .def_property_readonly("timeout_s", [](const Communicator& c) { return c.timeout().count() / 1000.0; })
+      .def("all_reduce_sum", py::overload_cast<double>(&Communicator::all_reduce_sum), py::arg("value"),
+           py::call_guard<py::gil_scoped_release>(), "The sum of `value` over the ranks.")
+      .def(
+          "broadcast_",
+          [](Communicator& c, torch::Tensor tensor, int64_t root) {
+            py::gil_scoped_release release;
+            c.broadcast_(tensor, root);
+            return tensor;
+          },
+          py::arg("tensor"), py::arg("root") = 0, "`tensor` takes root's values, in place.")
+      .def("barrier", &Communicator::barrier, py::call_guard<py::gil_scoped_release>());
+}
+
+}  // namespace verl::bindings

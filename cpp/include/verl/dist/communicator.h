@@ -1,0 +1,66 @@
+// verl::dist::Communicator: the collectives of one training job's ranks, over a c10d process group -- Gloo on CPU,
+// NCCL on CUDA -- created once from the launcher's rendezvous (torchrun: torch.distributed.init_process_group in
+// Python; a C++ application passes the group it created). Every collective is blocking and waits at most `timeout`
+// (actor_rollout_ref.nccl_timeout, honoured for Gloo too): a rank that died or hangs makes the others throw
+// DistributedError naming the collective, instead of hanging.
+//
+// Tensors given to a collective may live anywhere; they travel on device() (the CPU for Gloo, this rank's GPU for
+// NCCL) and come back where they were.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/types.h>
+
+#include "verl/core/export.h"
+
+namespace verl::dist {
+
+class VERL_API Communicator {
+ public:
+  // `group` is used as given (its rank and size); `device` is where its collectives run (a CUDA device for NCCL).
+  Communicator(c10::intrusive_ptr<c10d::ProcessGroup> group, torch::Device device,
+               std::chrono::milliseconds timeout = std::chrono::minutes(10));
+
+  int64_t rank() const { return rank_; }
+  int64_t world_size() const { return world_size_; }
+  const torch::Device& device() const { return device_; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  const std::string& backend() const { return backend_; }
+  const c10::intrusive_ptr<c10d::ProcessGroup>& group() const { return group_; }
+
+  // In place, every rank gets the result (bitwise the same on every rank).
+  void all_reduce_sum_(torch::Tensor& tensor);
+  void all_reduce_max_(torch::Tensor& tensor);
+  // `tensor` takes root's values on every rank (same shape and dtype everywhere).
+  void broadcast_(torch::Tensor& tensor, int64_t root);
+  // Sum of `value` over the ranks (float64), on every rank.
+  double all_reduce_sum(double value);
+  void barrier();
+
+  // Bytes of any length: root's `bytes` on every rank.
+  std::vector<char> broadcast_bytes(const std::vector<char>& bytes, int64_t root);
+  // Root gets every rank's bytes in rank order; other ranks get an empty vector.
+  std::vector<std::vector<char>> gather_bytes(const std::vector<char>& bytes, int64_t root);
+  // Rank r gets parts[r] of root's `parts` (world_size entries on root; ignored elsewhere).
+  std::vector<char> scatter_bytes(const std::vector<std::vector<char>>& parts, int64_t root);
+
+ private:
+  void all_reduce_(torch::Tensor& tensor, c10d::ReduceOp::RedOpType op, const char* what);
+  void wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what);
+  torch::Tensor to_device(const torch::Tensor& t) const;
+
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  torch::Device device_;
+  std::chrono::milliseconds timeout_;
+  int64_t rank_ = 0;
+  int64_t world_size_ = 1;
+  std::string backend_;
+};
+
+}  // namespace verl::dist

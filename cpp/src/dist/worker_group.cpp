@@ -1,0 +1,192 @@
+// The controller/worker split of a training job (see verl/dist/worker_group.h).
+#include "verl/dist/worker_group.h"
+
+#include <exception>
+#include <utility>
+
+#include "core/untrusted.h"
+#include "data/data_proto_pickle.h"
+#include "verl/core/error.h"
+#include "verl/core/json.h"
+
+namespace verl::dist {
+namespace {
+
+constexpr const char* kRelease = "__release__";
+
+std::vector<char> to_bytes(const std::string& text) { return std::vector<char>(text.begin(), text.end()); }
+std::string to_text(const std::vector<char>& bytes) { return std::string(bytes.begin(), bytes.end()); }
+
+// A rank's answer to a call: 'O' + the pickled result, or 'E' + the error class + '\n' + the message, so the
+// controller rethrows another rank's failure with its class and names the rank.
+std::vector<char> ok_reply(const DataProto& result) {
+  std::vector<char> out{'O'};
+  const std::vector<char> body = detail::pickle_data_proto(result, "a worker's result");
+  out.insert(out.end(), body.begin(), body.end());
+  return out;
+}
+
+std::vector<char> error_reply(const std::exception_ptr& error) {
+  std::string kind = "Error", message;
+  try {
+    std::rethrow_exception(error);
+  } catch (const ConfigTypeError& e) {
+    kind = "ConfigTypeError", message = e.what();
+  } catch (const ConfigError& e) {
+    kind = "ConfigError", message = e.what();
+  } catch (const DataError& e) {
+    kind = "DataError", message = e.what();
+  } catch (const InvalidArgument& e) {
+    kind = "InvalidArgument", message = e.what();
+  } catch (const TypeMismatch& e) {
+    kind = "TypeMismatch", message = e.what();
+  } catch (const CheckpointError& e) {
+    kind = "CheckpointError", message = e.what();
+  } catch (const DistributedError& e) {
+    kind = "DistributedError", message = e.what();
+  } catch (const std::exception& e) {
+    message = e.what();
+  } catch (...) {
+    message = "unknown exception";
+  }
+  return to_bytes("E" + kind + "\n" + message);
+}
+
+[[noreturn]] void rethrow_reply(const std::vector<char>& reply, int64_t rank, const std::string& method) {
+  const std::string text = to_text(reply);
+  const size_t newline = text.find('\n');
+  const std::string kind = text.substr(1, newline - 1);
+  const std::string message =
+      "rank " + std::to_string(rank) + " failed in '" + method + "': " + untrusted::escape(text.substr(newline + 1), 4000);
+  if (kind == "ConfigTypeError") throw ConfigTypeError(message);
+  if (kind == "ConfigError") throw ConfigError(message);
+  if (kind == "DataError") throw DataError(message);
+  if (kind == "InvalidArgument") throw InvalidArgument(message);
+  if (kind == "TypeMismatch") throw TypeMismatch(message);
+  if (kind == "CheckpointError") throw CheckpointError(message);
+  if (kind == "DistributedError") throw DistributedError(message);
+  throw Error(message);
+}
+
+DataProto with_offset(DataProto chunk, int64_t offset) {
+  chunk.meta_info()[kRowOffsetKey] = offset;
+  return chunk;
+}
+
+DataProto without_offset(DataProto result) {
+  result.meta_info().erase(kRowOffsetKey);
+  return result;
+}
+
+}  // namespace
+
+void WorkerGroup::register_method(const std::string& name, WorkerMethod method) {
+  VERL_CHECK(static_cast<bool>(method), "register_method: '", name, "' is empty");
+  VERL_CHECK(name != kRelease, "register_method: '", name, "' is reserved");
+  methods_[name] = std::move(method);
+}
+
+DataProto WorkerGroup::run_method(const std::string& name, const DataProto& chunk) const {
+  auto it = methods_.find(name);
+  VERL_CHECK(it != methods_.end(), "worker group: no method '", untrusted::escape(name, 200), "' on rank ", rank());
+  return without_offset(it->second(chunk));
+}
+
+DataProto LocalWorkerGroup::call(const std::string& name, const DataProto& data, Dispatch) {
+  return DataProto::concat({run_method(name, with_offset(data, 0))});
+}
+
+CollectiveWorkerGroup::CollectiveWorkerGroup(std::shared_ptr<Communicator> communicator)
+    : comm_(std::move(communicator)) {
+  VERL_CHECK(comm_ != nullptr, "CollectiveWorkerGroup: the communicator is null");
+}
+
+DataProto CollectiveWorkerGroup::call(const std::string& name, const DataProto& data, Dispatch dispatch) {
+  VERL_CHECK(is_controller(), "worker group: call('", name, "') on rank ", rank(), "; only rank 0 (the controller) calls");
+  VERL_CHECK(has_method(name), "worker group: no method '", untrusted::escape(name, 200), "'");
+  const int64_t world = world_size();
+  DataProto input = data;
+  int64_t pad_rows = 0;
+  if (dispatch == Dispatch::kPadSplit) std::tie(input, pad_rows) = pad_dataproto_to_divisor(data, world);
+  comm_->broadcast_bytes(to_bytes(Json{{"method", name}, {"dispatch", static_cast<int>(dispatch)}}.dump()), 0);
+
+  DataProto mine;
+  if (dispatch == Dispatch::kBroadcast) {
+    mine = with_offset(input, 0);
+    comm_->broadcast_bytes(detail::pickle_data_proto(mine, "the batch of '" + name + "'"), 0);
+  } else {
+    VERL_CHECK_AS(DataError, input.size() % world == 0, "worker group: '", name, "' splits its batch of ",
+                  input.size(), " rows over ", world, " ranks, which does not divide it");
+    const int64_t rows = input.size() / world;
+    std::vector<std::vector<char>> parts;
+    for (int64_t r = 0; r < world; ++r) {
+      DataProto chunk = with_offset(input.slice(r * rows, (r + 1) * rows), r * rows);
+      parts.push_back(detail::pickle_data_proto(chunk, "the batch of '" + name + "'"));
+      if (r == 0) mine = std::move(chunk);
+    }
+    comm_->scatter_bytes(parts, 0);
+  }
+  return run_and_gather(name, mine, pad_rows, dispatch);
+}
+
+DataProto CollectiveWorkerGroup::run_and_gather(const std::string& name, const DataProto& chunk, int64_t pad_rows,
+                                                Dispatch dispatch) {
+  std::vector<char> reply;
+  try {
+    reply = ok_reply(run_method(name, chunk));
+  } catch (...) {
+    reply = error_reply(std::current_exception());
+  }
+  std::vector<std::vector<char>> replies = comm_->gather_bytes(reply, 0);
+  if (!is_controller()) return DataProto();
+  std::vector<DataProto> results;
+  for (int64_t r = 0; r < world_size(); ++r) {  // the first failing rank, in rank order
+    const std::vector<char>& answer = replies[static_cast<size_t>(r)];
+    if (answer.empty() || answer[0] != 'O') rethrow_reply(answer, r, name);
+  }
+  for (int64_t r = 0; r < world_size(); ++r) {
+    const std::vector<char>& answer = replies[static_cast<size_t>(r)];
+    results.push_back(detail::unpickle_data_proto(std::vector<char>(answer.begin() + 1, answer.end()),
+                                                  "the result of '" + name + "' from rank " + std::to_string(r)));
+  }
+  if (dispatch == Dispatch::kBroadcast) {
+    // Every rank ran the whole batch: rank 0's rows, everyone's metrics.
+    std::vector<DataProto> meta_only;
+    for (const auto& r : results) meta_only.push_back(DataProto({}, {}, r.meta_info()));
+    DataProto out = results[0];
+    out.meta_info() = DataProto::concat(meta_only).meta_info();
+    return out;
+  }
+  DataProto out = DataProto::concat(results);
+  return pad_rows > 0 ? unpad_dataproto(out, pad_rows) : out;
+}
+
+bool CollectiveWorkerGroup::serve_one() {
+  const Json header = Json::parse(to_text(comm_->broadcast_bytes({}, 0)));
+  const std::string name = header.at("method").get<std::string>();
+  if (name == kRelease) return false;
+  const auto dispatch = static_cast<Dispatch>(header.at("dispatch").get<int>());
+  const std::string what = "the batch of '" + name + "' on rank " + std::to_string(rank());
+  const std::vector<char> bytes =
+      dispatch == Dispatch::kBroadcast ? comm_->broadcast_bytes({}, 0) : comm_->scatter_bytes({}, 0);
+  run_and_gather(name, detail::unpickle_data_proto(bytes, what), 0, dispatch);
+  return true;
+}
+
+void CollectiveWorkerGroup::serve() {
+  VERL_CHECK(!is_controller(), "worker group: serve() on rank 0, the controller");
+  while (serve_one()) {
+  }
+}
+
+void CollectiveWorkerGroup::release() {
+  VERL_CHECK(is_controller(), "worker group: release() on rank ", rank(), "; only the controller releases");
+  comm_->broadcast_bytes(to_bytes(Json{{"method", kRelease}}.dump()), 0);
+}
+
+std::unique_ptr<WorkerGroup> make_worker_group(std::shared_ptr<Communicator> communicator) {
+  if (communicator == nullptr || communicator->world_size() == 1) return std::make_unique<LocalWorkerGroup>();
+  return std::make_unique<CollectiveWorkerGroup>(std::move(communicator));
+}
+
+}  // namespace verl::dist

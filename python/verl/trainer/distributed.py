@@ -1,0 +1,181 @@
+"""Multi-process training (HybridFlow's split, verl-cpp's ``verl::dist``): the ranks of a job started by an existing
+launcher -- ``torchrun --nproc_per_node=N [--nnodes M --rdzv-endpoint ...] -m verl.trainer.main_ppo ...``, or
+``python -m verl.trainer.main_ppo trainer.n_gpus_per_node=N``, which starts the N local workers through torch's
+elastic launcher (the engine behind torchrun).
+
+Every rank builds the same trainer; rank 0 is the single controller (dataloader, reward functions, validation,
+logging, checkpoints) and drives the C++ step, which dispatches generation, the log-prob and value passes and the
+updates to every rank by rows (data parallel). The other ranks serve the controller's calls inside the same public
+methods (``fit``, ``step``, ...) and return ``None`` from them.
+
+The process group is created once, from the launcher's rendezvous (``WORLD_SIZE``, ``RANK``, ``LOCAL_RANK``,
+``MASTER_ADDR``/``MASTER_PORT``): Gloo on CPU, NCCL on CUDA, every collective bounded by
+``actor_rollout_ref.nccl_timeout`` seconds (Gloo too), so a rank that dies or hangs ends the others with a
+``DistributedError`` instead of a silent hang.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import os
+import sys
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, TypeVar
+
+from ..errors import ConfigError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class LaunchEnv:
+    """What the launcher told this process (torchrun's environment variables); one process without them."""
+
+    world_size: int = 1
+    rank: int = 0
+    local_rank: int = 0
+
+    @classmethod
+    def from_environ(cls, environ: Any = None) -> "LaunchEnv":
+        env = os.environ if environ is None else environ
+        try:
+            world = int(env.get("WORLD_SIZE", "1"))
+            rank = int(env.get("RANK", "0"))
+            local = int(env.get("LOCAL_RANK", str(rank)))
+        except ValueError as e:
+            raise ConfigError(f"the launcher's WORLD_SIZE / RANK / LOCAL_RANK are not integers: {e}") from None
+        if world < 1 or not 0 <= rank < world or local < 0:
+            raise ConfigError(f"the launcher's environment is inconsistent: WORLD_SIZE={world}, RANK={rank}, "
+                              f"LOCAL_RANK={local}")
+        return cls(world, rank, local)
+
+
+def _int_key(config: Any, key: str) -> int:
+    value = config.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{key} must be a positive integer, got {value!r}")
+    return value
+
+
+def expected_world_size(config: Any) -> int:
+    """``trainer.nnodes x trainer.n_gpus_per_node``: the number of ranks the config lays out."""
+    return _int_key(config, "trainer.nnodes") * _int_key(config, "trainer.n_gpus_per_node")
+
+
+def check_layout(config: Any, world_size: int) -> None:
+    """ConfigError, before any process group forms, when the config's layout does not fit ``world_size`` ranks."""
+    expected = expected_world_size(config)
+    if expected != world_size:
+        launched = ("one process (no torchrun)" if world_size == 1 and "WORLD_SIZE" not in os.environ
+                    else f"a world of {world_size} ranks")
+        raise ConfigError(
+            f"trainer.nnodes ({config.get('trainer.nnodes')}) x trainer.n_gpus_per_node "
+            f"({config.get('trainer.n_gpus_per_node')}) = {expected} ranks, but this job was launched as {launched}: "
+            "start it with torchrun --nnodes <trainer.nnodes> --nproc_per_node <trainer.n_gpus_per_node>, or set the "
+            "two keys to the launch")
+
+
+def timeout_seconds(config: Any) -> float:
+    value = config.get("actor_rollout_ref.nccl_timeout")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ConfigError(f"actor_rollout_ref.nccl_timeout must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def communicator(config: Any, device: str, launch: LaunchEnv | None = None) -> Any:
+    """The job's communicator (``verl._C.dist.Communicator``) for a multi-rank launch, None for one process. Checks
+    the layout first; creates torch.distributed's default process group from the launcher's rendezvous unless the
+    caller already did (then it is used as it is)."""
+    launch = launch or LaunchEnv.from_environ()
+    check_layout(config, launch.world_size)
+    if launch.world_size == 1:
+        return None
+    import torch
+    import torch.distributed as dist
+
+    from .. import _C
+
+    timeout = timeout_seconds(config)
+    on_cuda = str(device).startswith("cuda")
+    if on_cuda:
+        torch.cuda.set_device(launch.local_rank)
+        device = f"cuda:{launch.local_rank}"
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if on_cuda else "gloo", timeout=datetime.timedelta(seconds=timeout))
+    return _C.dist.Communicator(dist.group.WORLD, device=str(device), timeout_s=timeout)
+
+
+def _share_outcome(outcome: tuple[str, Any] | None) -> tuple[str, Any]:
+    """The controller's (status, value) on every rank (torch.distributed's object broadcast from rank 0; workers pass
+    None)."""
+    import pickle
+
+    import torch.distributed as dist
+
+    box = [outcome]
+    if outcome is not None:
+        try:
+            pickle.dumps(outcome)
+        except Exception as e:  # noqa: BLE001 -- any value that cannot travel becomes an error on the workers
+            box = [("error", RuntimeError(f"the controller's result could not be sent to the workers: {e}"))]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def controller_call(method: F) -> F:
+    """A public trainer method in a multi-rank job. The controller runs it; when its outermost such call ends it
+    releases the workers and sends them its outcome. A worker serves the controller's dispatched work meanwhile,
+    then returns the controller's result (or raises its exception), so the same script behaves the same on every
+    rank."""
+
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        trainer = self._trainer
+        if trainer.world_size == 1:
+            return method(self, *args, **kwargs)
+        if not trainer.is_controller:
+            trainer.serve()
+            status, value = _share_outcome(None)
+            if status == "error":
+                raise value
+            return value
+        depth = getattr(self, "_controller_depth", 0)
+        self._controller_depth = depth + 1
+        outcome: tuple[str, Any] = ("error", RuntimeError(f"{method.__name__} was interrupted on the controller"))
+        try:
+            result = method(self, *args, **kwargs)
+            outcome = ("ok", result)
+            return result
+        except Exception as e:
+            outcome = ("error", e)
+            raise
+        finally:
+            self._controller_depth = depth
+            if depth == 0:
+                trainer.release_workers()
+                _share_outcome(outcome)
+
+    return call  # type: ignore[return-value]
+
+
+def launch_local_workers(nproc: int, argv: list[str], module: str = "verl.trainer.main_ppo") -> int:
+    """``python -m <module> trainer.n_gpus_per_node=N`` without torchrun: starts N local ranks of the same command
+    through torch's elastic launcher (the engine behind torchrun: c10d rendezvous on this host, no restarts) and
+    returns 0 when every rank succeeded, else 1 after torch's report of the failed ranks."""
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    # torchrun's default: one thread per rank, so N ranks do not oversubscribe the cores.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+    config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=f"verl-{uuid.uuid4().hex[:12]}",
+                          rdzv_backend="c10d", rdzv_endpoint="localhost:0", max_restarts=0, monitor_interval=0.5)
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+
+    try:
+        elastic_launch(config, entrypoint=sys.executable)("-m", module, *argv)
+    except ChildFailedError as e:
+        print(f"error: {e.format_msg()}", file=sys.stderr)
+        return 1
+    return 0

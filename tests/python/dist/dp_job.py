@@ -1,0 +1,59 @@
+"""One data-parallel training job, run under torchrun by test_data_parallel.py (or as one process): the toy GRPO /
+PPO config of the trainer tests for a few steps. Rank 0 writes every step's metrics and the final actor (and critic)
+weights to OUT; every rank checks that it got the controller's results.
+
+    python dp_job.py OUT key=value ...
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import torch
+
+import verl
+from verl import DataProto, PPOTrainer
+
+
+def reward(response: str) -> float:
+    # Dense and varied, so GRPO groups have non-zero advantages on a random model.
+    return (len(response) % 5) / 4.0
+
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None) -> float:
+    """The same reward in verl's custom_reward_function form (the CLI test)."""
+    return reward(solution_str)
+
+
+def main() -> None:
+    out, overrides = sys.argv[1], sys.argv[2:]
+    config = verl.load_config(overrides=overrides)
+    trainer = PPOTrainer(config=config, reward_fn=reward)
+    steps = []
+    pidfile = os.environ.get("VERL_DP_JOB_PIDFILE")  # the fault test kills a rank by this pid
+    if pidfile:
+        with open(f"{pidfile}.rank{os.environ.get('RANK', '0')}", "w") as f:
+            f.write(str(os.getpid()))
+    total = int(config.get("trainer.total_training_steps"))
+    while len(steps) < total:  # epochs
+        for batch in trainer.train_dataloader:
+            result = trainer.step(DataProto.from_single_dict(batch))
+            steps.append(dict(result.metrics))
+            if pidfile and len(steps) == 1:
+                open(f"{pidfile}.rank{os.environ.get('RANK', '0')}.stepped", "w").close()
+            if len(steps) == total:
+                break
+    rank = int(os.environ.get("RANK", "0"))
+    # Every rank returns the controller's metrics ...
+    assert [s["training/global_step"] for s in steps] == list(range(1, len(steps) + 1)), (rank, steps)
+    # ... and writes its replica's weights (the test checks they are the controller's).
+    state = {f"actor.{k}": v.detach().clone() for k, v in trainer.model.state_dict().items()}
+    critic = trainer._trainer.critic_model
+    if critic is not None:
+        state.update({f"critic.{k}": v.detach().clone() for k, v in critic.state_dict().items()})
+    torch.save({"metrics": steps, "state": state, "world_size": trainer._trainer.world_size}, f"{out}.rank{rank}")
+
+if __name__ == "__main__":
+    main()

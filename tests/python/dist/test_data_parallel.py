@@ -1,0 +1,158 @@
+"""Data-parallel training under torchrun (issue 18): N ranks over Gloo take the same steps as one process on the
+same global batch -- same metrics, same final weights (fp32) -- every rank's replica equals the controller's, and
+a layout that does not fit the launch is a ConfigError before any process group forms."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import verl
+from verl.trainer import distributed
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "trainer"))
+from trainer_helpers import toy_overrides, write_rows, write_tiny_model  # noqa: E402
+
+pytestmark = pytest.mark.dist
+
+STEPS = 3
+# Metrics that one process and N ranks compute from the same rows (per-micro-batch means such as pg_clipfrac depend
+# on how the rows are cut, as in verl, and are not compared).
+SAME_METRICS = ["critic/score/mean", "critic/advantages/mean", "critic/returns/mean", "response_length/mean",
+                "actor/entropy", "actor/pg_loss", "actor/kl_loss", "actor/grad_norm", "actor/lr",
+                "critic/vf_loss", "critic/grad_norm", "critic/values/mean"]
+
+
+@pytest.fixture(scope="module")
+def job_files(tmp_path_factory) -> dict[str, str]:
+    d = tmp_path_factory.mktemp("dp")
+    return {"model": write_tiny_model(str(d / "model")), "train": write_rows(str(d / "train.jsonl"), 16),
+            "dir": str(d)}
+
+
+def overrides(files: dict[str, str], estimator: str, world: int, out: str) -> list[str]:
+    o = toy_overrides(files["model"], out, estimator=estimator, steps=STEPS)
+    o += [f"data.train_files={files['train']}", "data.val_files=null",
+          # one mini-batch per step: N ranks then see the same mini-batch as one process (with several, each rank
+          # cuts its own rows into mini-batches, as verl does)
+          "actor_rollout_ref.actor.ppo_mini_batch_size=4", "critic.ppo_mini_batch_size=4",
+          "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2", "critic.ppo_micro_batch_size_per_gpu=2",
+          "actor_rollout_ref.actor.use_kl_loss=true", "actor_rollout_ref.actor.kl_loss_coef=0.01",
+          f"trainer.n_gpus_per_node={world}", "actor_rollout_ref.nccl_timeout=120",
+          # N ranks sum each gradient in another order than one process (fp32 rounding, ~1e-7 relative). AdamW
+          # divides by sqrt(v): where a gradient element is near zero that rounding moves the update by up to ~lr,
+          # so the weights agree to ~lr x 1e-2 after 3 steps -- 6e-5 at the toy config's lr=1e-2, well inside 1e-5 at
+          # 1e-3 (RL runs use ~1e-6).
+          "actor_rollout_ref.actor.optim.lr=1e-3", "critic.optim.lr=1e-3"]
+    return o
+
+
+def run_job(files: dict[str, str], estimator: str, world: int) -> list[dict]:
+    out = os.path.join(files["dir"], f"{estimator}-{world}.pt")
+    args = [os.path.join(HERE, "dp_job.py"), out, *overrides(files, estimator, world, out + ".d")]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    if world == 1:
+        cmd = [sys.executable, *args]
+    else:
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world}", *args]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return [torch.load(f"{out}.rank{r}", weights_only=False) for r in range(world)]
+
+
+def assert_same_run(single: dict, ranks: list[dict]) -> None:
+    controller = ranks[0]
+    assert controller["world_size"] == len(ranks)
+    assert len(controller["metrics"]) == STEPS
+    for step, (one, many) in enumerate(zip(single["metrics"], controller["metrics"])):
+        for key in SAME_METRICS:
+            if key not in one:
+                continue
+            assert many[key] == pytest.approx(one[key], rel=1e-5, abs=1e-6), (step, key, one[key], many[key])
+    assert controller["metrics"][-1]["critic/advantages/max"] > 0  # the run did learn something
+    for name, weight in single["state"].items():
+        torch.testing.assert_close(controller["state"][name], weight, rtol=1e-5, atol=1e-5, msg=name)
+    for r, other in enumerate(ranks[1:], start=1):
+        assert other["metrics"] == controller["metrics"], f"rank {r} returned other metrics"
+        for name, weight in controller["state"].items():
+            assert torch.equal(other["state"][name], weight), f"rank {r}'s replica differs in {name}"
+
+
+@pytest.mark.parametrize("estimator", ["grpo", "gae"])
+def test_data_parallel_equals_one_process(job_files, estimator):
+    single = run_job(job_files, estimator, 1)[0]
+    assert single["world_size"] == 1
+    for world in (2, 4):
+        assert_same_run(single, run_job(job_files, estimator, world))
+
+
+def test_layout_must_fit_the_launch(job_files, monkeypatch):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    cfg = verl.load_config(overrides=overrides(job_files, "grpo", 2, job_files["dir"] + "/layout"))
+    with pytest.raises(verl.ConfigError, match=r"trainer\.nnodes \(1\) x trainer\.n_gpus_per_node \(2\) = 2 ranks"):
+        verl.PPOTrainer(config=cfg, reward_fn=lambda response: 0.0)
+    with pytest.raises(verl.ConfigError, match="a world of 4 ranks"):
+        distributed.check_layout(cfg, 4)
+    distributed.check_layout(cfg, 2)
+
+
+def test_launch_env_is_checked():
+    assert distributed.LaunchEnv.from_environ({}) == distributed.LaunchEnv(1, 0, 0)
+    assert distributed.LaunchEnv.from_environ({"WORLD_SIZE": "4", "RANK": "3", "LOCAL_RANK": "1"}) == \
+        distributed.LaunchEnv(4, 3, 1)
+    for bad in ({"WORLD_SIZE": "2", "RANK": "2"}, {"WORLD_SIZE": "x"}):
+        with pytest.raises(verl.ConfigError, match="WORLD_SIZE"):
+            distributed.LaunchEnv.from_environ(bad)
+
+
+def test_a_killed_rank_ends_the_job(job_files):
+    """kill -9 of one rank mid-training: the job ends (non-zero) well within a minute, and the report names the
+    lost rank -- never a silent hang."""
+    import signal
+    import time
+
+    out = os.path.join(job_files["dir"], "killed.pt")
+    args = [os.path.join(HERE, "dp_job.py"), out,
+            *overrides(job_files, "grpo", 2, out + ".d"), "actor_rollout_ref.nccl_timeout=60",
+            "trainer.total_training_steps=1000", "trainer.total_epochs=1000"]
+    env = dict(os.environ, OMP_NUM_THREADS="1", VERL_DP_JOB_PIDFILE=out + ".pid")
+    proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                             *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        pidfile = out + ".pid.rank1"
+        deadline = time.monotonic() + 300
+        while not os.path.exists(pidfile + ".stepped"):  # rank 1 is inside training
+            assert proc.poll() is None, proc.stdout.read()[-4000:]
+            assert time.monotonic() < deadline, "the job never reached its first step"
+            time.sleep(0.2)
+        with open(pidfile) as f:
+            os.kill(int(f.read()), signal.SIGKILL)
+        killed_at = time.monotonic()
+        output, _ = proc.communicate(timeout=120)
+        elapsed = time.monotonic() - killed_at
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0
+    assert elapsed < 60, elapsed
+    assert "local_rank: 1" in output and "Signal 9" in output, output[-4000:]
+
+
+def test_main_ppo_starts_its_local_ranks(job_files):
+    """verl's one-command habit: main_ppo with trainer.n_gpus_per_node=2 and no torchrun starts the 2 local ranks
+    itself (torch's elastic launcher) and trains."""
+    out = os.path.join(job_files["dir"], "cli")
+    args = overrides(job_files, "grpo", 2, out) + ["trainer.total_training_steps=2", "trainer.save_freq=2",
+                                                   "custom_reward_function.path=" + os.path.join(HERE, "dp_job.py"),
+                                                   "custom_reward_function.name=compute_score"]
+    env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
+    env["OMP_NUM_THREADS"] = "1"
+    proc = subprocess.run([sys.executable, "-m", "verl.trainer.main_ppo", *args], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert os.path.isdir(os.path.join(out, "ckpt", "global_step_2", "actor")), proc.stdout[-2000:]
