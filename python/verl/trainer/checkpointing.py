@@ -122,10 +122,14 @@ class CheckpointDirectory:
                 shutil.rmtree(old, ignore_errors=True)
             else:
                 os.replace(tmp, final)
-            _fsync_dir(self.root)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        # The root is fsynced once, by write_atomic after the iteration file's rename: that one fsync makes both
+        # renames of this save durable before save() returns and before pruning deletes anything (a kept iteration
+        # file never names a pruned step). No fsync is needed between the two renames: the checkpoint's data is
+        # already on disk (_fsync_tree), and Linux file systems journal a directory's renames in the order they were
+        # made, so a crash cannot keep the iteration file's rename without the checkpoint's.
         write_atomic(os.path.join(self.root, ITERATION_FILE), str(step))
         self.prune(max_to_keep, saved=step)
         return final

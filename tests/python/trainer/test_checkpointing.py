@@ -131,4 +131,12 @@ def test_every_file_and_directory_is_fsynced_before_the_rename(tmp_path, monkeyp
     assert {"actor/model.safetensors", "trainer_state.json", "actor"} <= names, before
     assert any(os.path.dirname(p) == str(tmp_path) and os.path.basename(p).startswith(".global_step_1.")
                for p in before), before  # the staging directory itself
-    assert synced.count(str(tmp_path)) >= 2  # the root after the rename, and after the iteration file's
+    # The root once per save, after its last rename (the iteration file's): both renames durable when save returns.
+    assert synced.count(str(tmp_path)) == 1
+    assert str(tmp_path) not in published[ITERATION_FILE]
+    # ... and before pruning moves the previous checkpoint aside, so the iteration file on disk never names it.
+    synced.clear()
+    ckpt.save(2, write, max_to_keep=1)
+    assert synced.count(str(tmp_path)) == 1
+    assert published["ckpt"].count(str(tmp_path)) == 1, published["ckpt"]  # _move_aside renames it to <aside>/ckpt
+    assert ckpt.steps() == [2]
