@@ -46,6 +46,9 @@ py::dict optimizer_state(workers::Optimizer& o) {
 
 void register_workers(py::module_& m) {
   py::module_ w = m.def_submodule("workers", "verl::workers: actor, reference and critic workers");
+  w.def("cpu_has_native_bf16_matmul", &verl::workers::cpu_has_native_bf16_matmul,
+        "Whether this CPU multiplies bf16 matrices in hardware (x86 AVX512-BF16 or AMX-BF16, with the OS saving their "
+        "registers; read from CPUID): where fsdp_config.dtype=auto computes in bf16 on the CPU.");
 
   py::class_<ActorWorker>(w, "ActorWorker", "Actor (or reference) policy worker over a shared CausalLM.")
       .def(py::init([](const Config& config, std::shared_ptr<CausalLM> model, const std::string& role) {

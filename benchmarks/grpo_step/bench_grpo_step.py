@@ -58,6 +58,20 @@ import results_json  # noqa: E402  (benchmarks/results_json.py: the roll-up's JS
 from bench_env import gemm_peak, load_average, machine, package_version  # noqa: E402
 
 SIDES = ("verl", "trl")
+PARTS = ("speed", "reward", "scaling", "precision")
+
+
+def default_parts() -> list[str]:
+    """Every part, less ``precision`` on a CPU without bf16 matrix instructions (said on stdout): there bf16 GEMMs
+    are emulated (this AVX2 EPYC: torch.mm bf16 0.6 vs fp32 56 GFLOP/s), and the part's bf16 trainer takes hours."""
+    from verl import _C
+
+    if _C.workers.cpu_has_native_bf16_matmul():
+        return list(PARTS)
+    print("precision: skipped -- this CPU has no bf16 matrix instructions (AVX512-BF16 / AMX), so bf16 is emulated "
+          "and the part would take hours; run it with --parts precision", flush=True)
+    return [p for p in PARTS if p != "precision"]
+
 LABEL = {"verl": "verl-cpp", "trl": "TRL"}
 TARGETS = {"tiny": 5.0, "small": 2.0}  # step-time speedup over TRL, from the issue
 
@@ -374,8 +388,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trl-python", default=os.path.expanduser("~/.cache/verl-cpp/trl-venv/bin/python"),
                     help="python of the TRL venv (benchmarks/grpo_step/setup_trl_venv.sh)")
-    ap.add_argument("--parts", nargs="+", default=["speed", "reward", "scaling", "precision"],
-                    choices=["speed", "reward", "scaling", "precision"])
+    ap.add_argument("--parts", nargs="+", default=None, choices=PARTS,
+                    help="default: all, but 'precision' only on a CPU with bf16 matrix instructions (AVX512-BF16 / "
+                         "AMX; elsewhere bf16 is emulated and the part takes hours) unless named here")
     ap.add_argument("--models", nargs="+", default=["tiny", "small"], choices=list(common.MODELS))
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--seed", type=int, default=0)
@@ -420,6 +435,8 @@ def main(argv: list[str] | None = None) -> int:
             with open(args.results_md, "w", encoding="utf-8") as f:
                 f.write(text + "\n")
         return 0
+    if args.parts is None:
+        args.parts = default_parts()
     if args.full:
         args.small_prompts, args.small_max_tokens, args.small_steps = args.prompts, args.max_tokens, args.steps
         args.scaling_steps, args.scaling_fixed_prompts, args.scaling_fixed_tokens = 3, args.prompts, args.max_tokens

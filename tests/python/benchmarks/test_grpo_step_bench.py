@@ -181,3 +181,16 @@ def test_targets_for_the_rollup_and_report_from_json(tmp_path, capsys):
     path.write_text(json.dumps({"title": "t", "report": "", "targets": [], "data": results}))
     assert bench_grpo_step.main(["--from-json", str(path), "--results-md", str(tmp_path / "r.md")]) == 0
     assert (tmp_path / "r.md").read_text() == text + "\n"
+
+
+def test_precision_part_runs_by_default_only_on_a_cpu_with_bf16_matrix_instructions(capsys):
+    # Where bf16 matrix products are emulated (this AVX2 EPYC), the part takes hours: skipped unless named.
+    from verl import _C
+
+    native = _C.workers.cpu_has_native_bf16_matmul()
+    parts = bench_grpo_step.default_parts()
+    assert parts[:3] == ["speed", "reward", "scaling"]
+    assert ("precision" in parts) == native
+    out = capsys.readouterr().out
+    assert ("precision: skipped" in out) == (not native), out
+    assert native or "--parts precision" in out
