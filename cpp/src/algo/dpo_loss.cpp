@@ -39,8 +39,9 @@ DPOLossOutput dpo_loss(const torch::Tensor& policy_chosen_logps, const torch::Te
                        const torch::Tensor& chosen_lengths, const torch::Tensor& rejected_lengths, double beta,
                        double label_smoothing, const std::string& loss_type) {
   check_dpo_loss_config(beta, label_smoothing, loss_type);
-  VERL_CHECK(policy_chosen_logps.defined() && policy_chosen_logps.dim() == 1,
-             "dpo_loss: policy_chosen_logps must be (num_pairs,)");
+  VERL_CHECK(policy_chosen_logps.defined() && policy_chosen_logps.dim() == 1 &&
+                 torch::isFloatingType(policy_chosen_logps.scalar_type()),
+             "dpo_loss: policy_chosen_logps must be floating (num_pairs,)");
   const auto n = policy_chosen_logps.sizes();
   for (const auto& [t, name] : {std::pair{&policy_rejected_logps, "policy_rejected_logps"},
                                 {&ref_chosen_logps, "ref_chosen_logps"},
@@ -54,14 +55,15 @@ DPOLossOutput dpo_loss(const torch::Tensor& policy_chosen_logps, const torch::Te
   const torch::Tensor rejected_logratios = policy_rejected_logps - ref_rejected_logps.detach();
   DPOLossOutput out;
   if (loss_type == "ipo") {
-    const auto opts = chosen_logratios.scalar_type();
-    const torch::Tensor delta = chosen_logratios / chosen_lengths.to(opts).clamp_min(1.0) -
-                                rejected_logratios / rejected_lengths.to(opts).clamp_min(1.0);
+    const auto dtype = chosen_logratios.scalar_type();
+    const torch::Tensor delta = chosen_logratios / chosen_lengths.to(dtype).clamp_min(1.0) -
+                                rejected_logratios / rejected_lengths.to(dtype).clamp_min(1.0);
     out.losses = (delta - 1.0 / (2.0 * beta)).square();
   } else {
     const torch::Tensor scaled = beta * (chosen_logratios - rejected_logratios);
     if (loss_type == "sigmoid") {
-      out.losses = -torch::log_sigmoid(scaled) * (1.0 - label_smoothing) - torch::log_sigmoid(-scaled) * label_smoothing;
+      out.losses =
+          -torch::log_sigmoid(scaled) * (1.0 - label_smoothing) - torch::log_sigmoid(-scaled) * label_smoothing;
     } else {  // hinge
       out.losses = torch::relu(1.0 - scaled);
     }

@@ -118,7 +118,8 @@ TEST_CASE("dpo_loss: bad parameters and shapes are errors naming the key", "[alg
   auto call = [&](double beta, double ls, const std::string& type) {
     return algo::dpo_loss(a, a, a, a, a, a, beta, ls, type);
   };
-  CHECK_THROWS_WITH(call(0.1, 0.0, "robust"), Catch::Contains("dpo.loss_type") && Catch::Contains("sigmoid, ipo, hinge"));
+  CHECK_THROWS_WITH(call(0.1, 0.0, "robust"),
+                    Catch::Contains("dpo.loss_type") && Catch::Contains("sigmoid, ipo, hinge"));
   CHECK_THROWS_AS(call(0.0, 0.0, "sigmoid"), ConfigError);
   CHECK_THROWS_WITH(call(-1.0, 0.0, "ipo"), Catch::Contains("dpo.beta"));
   CHECK_THROWS_WITH(call(0.1, 0.6, "sigmoid"), Catch::Contains("dpo.label_smoothing") && Catch::Contains("[0, 0.5]"));

@@ -109,7 +109,8 @@ def test_parquet_pairs_equal_jsonl_pairs(tokenizer, tmp_path):
 def test_loss_binding_equals_trls_formulas(loss_type, beta, ls):
     g = torch.Generator().manual_seed(0)
     pc, pr, rc, rr = (-20 * torch.rand(6, generator=g, dtype=torch.float64) for _ in range(4))
-    lc, lr = torch.tensor([3., 5, 1, 8, 2, 4], dtype=torch.float64), torch.tensor([2., 6, 1, 3, 9, 4], dtype=torch.float64)
+    lc = torch.tensor([3., 5, 1, 8, 2, 4], dtype=torch.float64)
+    lr = torch.tensor([2., 6, 1, 3, 9, 4], dtype=torch.float64)
     pc.requires_grad_(True)
     losses, chosen_rewards, rejected_rewards = verl._C.algo.dpo_loss(pc, pr, rc, rr, lc, lr, beta, ls, loss_type)
     delta = (pc - rc) - (pr - rr)
@@ -124,7 +125,8 @@ def test_loss_binding_equals_trls_formulas(loss_type, beta, ls):
     grad, = torch.autograd.grad(losses.mean(), pc)
     expected_grad, = torch.autograd.grad(expected.mean(), pc)
     assert torch.allclose(grad, expected_grad, rtol=1e-12, atol=1e-15)
-    assert torch.allclose(chosen_rewards, beta * (pc - rc).detach()) and torch.allclose(rejected_rewards, beta * (pr - rr))
+    assert torch.allclose(chosen_rewards, beta * (pc - rc).detach())
+    assert torch.allclose(rejected_rewards, beta * (pr - rr))
 
 
 # -- config -----------------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Datasets in verl's schema (``verl.utils.dataset``): RL prompts, SFT rows, preference pairs, and a resumable loader."""
+"""Datasets in verl's schema (``verl.utils.dataset``): RL prompts, SFT rows, preference pairs and a resumable
+loader."""
 
 from .dataloader import ResumableDataLoader, create_rl_dataloader
 from .preference_dataset import PreferenceDataset, collate_preference
