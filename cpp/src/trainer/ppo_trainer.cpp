@@ -334,10 +334,15 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
   workers_ = dist::make_worker_group(options.communicator);
   if (workers_->world_size() > 1) {
     settings_.n_gpus = workers_->world_size();
+    const workers::detail::DataParallel dp(options.communicator);
+    // As verl's workers assert at start-up: every mini-batch splits equally over the ranks (a ConfigError now, not
+    // in the first update).
+    dp.local_rows(actor_->config().ppo_mini_batch_size * settings_.rollout_n,
+                  "actor_rollout_ref.actor.ppo_mini_batch_size");
+    if (critic_) dp.local_rows(critic_->config().ppo_mini_batch_size * settings_.rollout_n, "critic.ppo_mini_batch_size");
     actor_->set_data_parallel(options.communicator);
     if (critic_) critic_->set_data_parallel(options.communicator);
     // Replicas built on each rank start from rank 0's weights (a random init or a new value head may differ).
-    const workers::detail::DataParallel dp(options.communicator);
     for (const auto& model : {models_.actor, models_.ref, models_.critic}) {
       if (!model) continue;
       std::vector<torch::Tensor> state;

@@ -156,3 +156,58 @@ def test_main_ppo_starts_its_local_ranks(job_files):
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert os.path.isdir(os.path.join(out, "ckpt", "global_step_2", "actor")), proc.stdout[-2000:]
+
+
+def test_a_rank_that_fails_is_named_on_every_rank(job_files, tmp_path):
+    """An error inside a dispatched method on another rank reaches the controller with its class and the rank's
+    number, and every rank's call raises it (no rank left waiting)."""
+    import json
+
+    rows = tmp_path / "uneven.jsonl"
+    with open(rows, "w") as f:
+        for i in range(4):  # the last two prompts (rank 1's rows) are far longer than the first two
+            text = "Compute 1+2." if i < 2 else "Compute " + " + ".join(str(k) for k in range(12)) + "."
+            f.write(json.dumps({"data_source": "toy", "prompt": [{"role": "user", "content": text}],
+                                "reward_model": {"ground_truth": "3"}}) + "\n")
+    script = tmp_path / "fail.py"
+    script.write_text(
+        "import os, sys, verl\n"
+        "from verl import DataProto, PPOTrainer\n"
+        "cfg = verl.load_config(overrides=sys.argv[1:])\n"
+        "trainer = PPOTrainer(config=cfg, reward_fn=lambda response: 0.0)\n"
+        "batch = next(iter(trainer.train_dataloader))\n"
+        "try:\n"
+        "    trainer.step(DataProto.from_single_dict(batch))\n"
+        "except verl.InvalidArgumentError as e:\n"
+        "    print(f\"rank {os.environ['RANK']} raised: {e}\", flush=True)\n"
+        "    sys.exit(3)\n")
+    args = overrides(job_files, "grpo", 2, str(tmp_path / "fail")) + [
+        f"data.train_files={rows}", "data.max_prompt_length=64", "actor_rollout_ref.rollout.max_model_len=40"]
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                           str(script), *args], env=dict(os.environ, OMP_NUM_THREADS="1"), capture_output=True,
+                          text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    for rank in (0, 1):
+        assert f"rank {rank} raised: rank 1 failed in 'generate': prompt_token_ids: prompt length" in out, out[-4000:]
+
+
+def test_mini_batches_that_do_not_split_over_the_ranks_are_refused_at_start(job_files, tmp_path):
+    script = tmp_path / "split.py"
+    script.write_text(
+        "import sys, verl\n"
+        "try:\n"
+        "    verl.PPOTrainer(config=verl.load_config(overrides=sys.argv[1:]), reward_fn=lambda response: 0.0)\n"
+        "except verl.ConfigError as e:\n"
+        "    print('refused:', e, flush=True)\n"
+        "    sys.exit(3)\n")
+    # 1 prompt x n=3 = 3 rows per mini-batch, which 2 ranks cannot share
+    args = overrides(job_files, "grpo", 2, str(tmp_path / "split")) + [
+        "actor_rollout_ref.rollout.n=3", "actor_rollout_ref.actor.ppo_mini_batch_size=1",
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1"]
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                           str(script), *args], env=dict(os.environ, OMP_NUM_THREADS="1"), capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode != 0
+    assert proc.stdout.count("refused: config key 'actor_rollout_ref.actor.ppo_mini_batch_size' gives mini-batches "
+                             "of 3 rows") == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
