@@ -69,52 +69,103 @@ void parse_normalizer(const JsonTree& config, const std::string& file, const Fie
 
 // ---- added tokens ----------------------------------------------------------------------------
 
-// Byte trie over added-token patterns; longest match at the leftmost position, like the
-// LeftmostLongest Aho-Corasick automaton HF uses.
-class Trie {
+// The added-token patterns, and for every position of a text the longest of them that starts there, in time linear
+// in the text whatever the patterns' lengths (a trie walked from each position costs text length x longest pattern).
+// An Aho-Corasick automaton over the reversed patterns, run once from the text's end: after reading the text from
+// its end down to position p, the automaton's state is the longest reversed-pattern prefix that the read bytes end
+// with, and the longest pattern among the state and its failure chain is the longest pattern starting at p. Taking
+// the longest match at the leftmost position, then resuming after it, is the LeftmostLongest Aho-Corasick matching
+// HF uses (AddedVocabulary's split_with_indices).
+class AddedTokenMatcher {
  public:
+  struct Match {
+    std::uint32_t length = 0;  // 0: no pattern starts here
+    std::int32_t id = -1;
+  };
+
+  // Adds a pattern (ignored when empty; among equal patterns the first id wins). Invalidates finish().
   void insert(std::string_view pattern, std::int32_t id) {
     if (pattern.empty()) return;
-    std::size_t node = 0;
-    for (unsigned char b : pattern) {
-      const auto it = std::find_if(nodes_[node].children.begin(), nodes_[node].children.end(),
-                                   [b](const auto& child) { return child.first == b; });
-      if (it != nodes_[node].children.end()) {
-        node = it->second;
-      } else {
+    std::uint32_t node = 0;
+    for (auto it = pattern.rbegin(); it != pattern.rend(); ++it) {
+      const auto b = static_cast<unsigned char>(*it);
+      std::uint32_t next = child(node, b);
+      if (next == kNone) {
+        next = static_cast<std::uint32_t>(nodes_.size());
         nodes_.emplace_back();
-        nodes_[node].children.emplace_back(b, nodes_.size() - 1);
-        node = nodes_.size() - 1;
+        nodes_[next].depth = nodes_[node].depth + 1;
+        nodes_[node].children.emplace_back(b, next);
+      }
+      node = next;
+    }
+    if (nodes_[node].id < 0) nodes_[node].id = id;
+    finished_ = false;
+  }
+
+  // Failure links and each state's longest output, breadth first (a failure link points to a shallower state).
+  void finish() {
+    root_next_.fill(0);
+    for (const auto& [b, next] : nodes_[0].children) root_next_[b] = next;
+    std::deque<std::uint32_t> queue;
+    for (const auto& [b, next] : nodes_[0].children) {
+      nodes_[next].fail = 0;
+      queue.push_back(next);
+    }
+    while (!queue.empty()) {
+      const std::uint32_t node = queue.front();
+      queue.pop_front();
+      Node& n = nodes_[node];
+      n.output = n.id >= 0 ? Match{n.depth, n.id} : nodes_[n.fail].output;
+      for (const auto& [b, next] : n.children) {
+        nodes_[next].fail = step(n.fail, b);
+        queue.push_back(next);
       }
     }
-    if (nodes_[node].id < 0) nodes_[node].id = id;  // the first pattern wins among equal ones
-    first_bytes_[static_cast<unsigned char>(pattern[0])] = true;
+    finished_ = true;
   }
+
   bool empty() const { return nodes_.size() == 1; }
 
-  // The longest pattern starting at text[pos]: (length, id), or length 0.
-  std::pair<std::size_t, std::int32_t> longest_at(std::string_view text, std::size_t pos) const {
-    if (!first_bytes_[static_cast<unsigned char>(text[pos])]) return {0, -1};
-    std::pair<std::size_t, std::int32_t> best{0, -1};
-    std::size_t node = 0;
-    for (std::size_t i = pos; i < text.size(); ++i) {
-      const auto b = static_cast<unsigned char>(text[i]);
-      const auto& children = nodes_[node].children;
-      const auto it = std::find_if(children.begin(), children.end(), [b](const auto& child) { return child.first == b; });
-      if (it == children.end()) break;
-      node = it->second;
-      if (nodes_[node].id >= 0) best = {i + 1 - pos, nodes_[node].id};
+  // out[p] = the longest pattern starting at text[p], for every p (out is resized to text.size()).
+  void longest_matches(std::string_view text, std::vector<Match>& out) const {
+    VERL_CHECK(finished_, "AddedTokenMatcher: finish() after the last insert()");
+    out.assign(text.size(), Match{});
+    std::uint32_t state = 0;
+    for (std::size_t p = text.size(); p-- > 0;) {
+      state = step(state, static_cast<unsigned char>(text[p]));
+      out[p] = nodes_[state].output;
     }
-    return best;
   }
 
  private:
+  static constexpr std::uint32_t kNone = ~std::uint32_t{0};
   struct Node {
-    std::vector<std::pair<unsigned char, std::size_t>> children;
-    std::int32_t id = -1;
+    std::vector<std::pair<unsigned char, std::uint32_t>> children;
+    std::uint32_t fail = 0;
+    std::uint32_t depth = 0;
+    std::int32_t id = -1;  // the pattern ending here (reversed), if any
+    Match output;          // the longest pattern among this state and its failure chain
   };
+
+  std::uint32_t child(std::uint32_t node, unsigned char b) const {
+    for (const auto& [byte, next] : nodes_[node].children) {
+      if (byte == b) return next;
+    }
+    return kNone;
+  }
+  // The automaton's transition: the deepest state reachable by `b` from `node` or a state on its failure chain; the
+  // root's transitions are a table (every failure chain ends there, and most bytes of a text leave it at once).
+  std::uint32_t step(std::uint32_t node, unsigned char b) const {
+    while (node != 0) {
+      if (const std::uint32_t next = child(node, b); next != kNone) return next;
+      node = nodes_[node].fail;
+    }
+    return root_next_[b];
+  }
+
   std::vector<Node> nodes_{Node{}};
-  std::array<bool, 256> first_bytes_{};
+  std::array<std::uint32_t, 256> root_next_{};
+  bool finished_ = true;  // no patterns: nothing to finish
 };
 
 struct Segment {
@@ -306,8 +357,8 @@ struct Tokenizer::Impl {
   std::unordered_map<std::string, std::int32_t, StringHash, std::equal_to<>> added_to_id;  // content -> id
   std::unordered_map<std::int32_t, std::size_t> id_to_added;  // id -> index in `added`
   std::unordered_set<std::string> special_contents;
-  Trie raw_trie;         // tokens with normalized=false, matched on the raw text
-  Trie normalized_trie;  // tokens with normalized=true, matched on the normalized text
+  AddedTokenMatcher raw_tokens;         // tokens with normalized=false, matched on the raw text
+  AddedTokenMatcher normalized_tokens;  // tokens with normalized=true, matched on the normalized text
 
   std::vector<std::pair<std::string, std::string>> special_tokens;  // special_tokens_map
   std::vector<std::pair<std::string, std::string>> templates;
@@ -339,7 +390,7 @@ struct Tokenizer::Impl {
     return model->id_to_token(id);
   }
 
-  // Only for ids from the tries, which are all added tokens' ids (at() cannot throw).
+  // Only for ids from the matchers, which are all added tokens' ids (at() cannot throw).
   const AddedToken& added_by_id(std::int32_t id) const { return added[id_to_added.at(id)]; }
 
   // HF's AddedVocabulary::add_tokens for the file's list, then refresh_added_tokens.
@@ -390,25 +441,29 @@ struct Tokenizer::Impl {
       for (const AddedToken* token : *list) {
         const std::int32_t id = *token_to_id(token->content);
         if (token->normalized) {
-          normalized_trie.insert(normalize(token->content), id);
+          normalized_tokens.insert(normalize(token->content), id);
         } else {
-          raw_trie.insert(token->content, id);
+          raw_tokens.insert(token->content, id);
         }
       }
     }
+    raw_tokens.finish();
+    normalized_tokens.finish();
   }
 
-  // HF's AddedVocabulary::find_matches: added tokens and the text between them.
-  void find_matches(std::string_view text, const Trie& trie, std::vector<Segment>& out) const {
+  // HF's AddedVocabulary::find_matches: added tokens and the text between them. `matches` is scratch space.
+  void find_matches(std::string_view text, const AddedTokenMatcher& tokens, std::vector<Segment>& out,
+                    std::vector<AddedTokenMatcher::Match>& matches) const {
     out.clear();
-    if (text.empty() || trie.empty()) {
+    if (text.empty() || tokens.empty()) {
       out.push_back(Segment{0, text.size(), -1});
       return;
     }
+    tokens.longest_matches(text, matches);
     std::size_t start_offset = 0;
     std::size_t pos = 0;
     while (pos < text.size()) {
-      const auto [length, id] = trie.longest_at(text, pos);
+      const auto [length, id] = matches[pos];
       if (length == 0) {
         ++pos;
         continue;
@@ -448,7 +503,8 @@ struct Tokenizer::Impl {
     std::vector<Segment> raw_segments, segments;
     std::vector<std::string> pieces;
     std::string storage;
-    find_matches(text, raw_trie, raw_segments);
+    std::vector<AddedTokenMatcher::Match> matches;
+    find_matches(text, raw_tokens, raw_segments, matches);
     for (const Segment& raw : raw_segments) {
       if (raw.id >= 0) {
         ids.push_back(raw.id);
@@ -456,7 +512,7 @@ struct Tokenizer::Impl {
       }
       if (raw.end <= raw.start) continue;
       const std::string_view normalized = normalized_view(text.substr(raw.start, raw.end - raw.start), storage);
-      find_matches(normalized, normalized_trie, segments);
+      find_matches(normalized, normalized_tokens, segments, matches);
       for (const Segment& seg : segments) {
         if (seg.id >= 0) {
           ids.push_back(seg.id);

@@ -4,8 +4,10 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -215,6 +217,75 @@ TEST_CASE("tokenizer: added token flags and ids assigned as HF does") {
   CHECK(tok.vocab_size() == 10);
   REQUIRE(tok.added_tokens().size() == 4);
   CHECK(tok.added_tokens()[0].special);
+}
+
+// An added_tokens list of plain (non-special, normalized=false) tokens with the given contents.
+std::string plain_added_tokens(const std::vector<std::string>& contents) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < contents.size(); ++i) {
+    out += std::string(i ? ", " : "") + R"({"id": 0, "content": ")" + contents[i] +
+           R"(", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": false})";
+  }
+  return out + "]";
+}
+
+TEST_CASE("tokenizer: added tokens are matched leftmost-longest, as a naive scan finds them") {
+  // Overlapping patterns over {a, b, c} (prefixes, suffixes and infixes of each other, where an automaton's failure
+  // links matter); a, b and c are added tokens too, so the whole text is added tokens and encode() is the match list.
+  std::mt19937 rng(7);
+  const auto random_string = [&rng](std::size_t length) {
+    std::string text;
+    for (std::size_t i = 0; i < length; ++i) text += static_cast<char>('a' + rng() % 3);
+    return text;
+  };
+  std::vector<std::string> patterns = {"a", "b", "c"};
+  for (int i = 0; i < 40; ++i) patterns.push_back(random_string(2 + rng() % 6));
+  const Tokenizer tok = Tokenizer::from_json(tiny_json(plain_added_tokens(patterns)));
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::string text = random_string(1 + rng() % 300);
+    // The reference: at each position the longest pattern starting there, then on after it.
+    Ids expected;
+    for (std::size_t pos = 0; pos < text.size();) {
+      std::size_t best = 0;
+      for (const std::string& p : patterns) {
+        if (p.size() > best && text.compare(pos, p.size(), p) == 0) best = p.size();
+      }
+      expected.push_back(*tok.token_to_id(text.substr(pos, best)));
+      pos += best;
+    }
+    REQUIRE(tok.encode(text) == expected);
+  }
+}
+
+TEST_CASE("tokenizer: added-token matching is linear in the text, whatever the tokens' lengths") {
+  // 1,000 short tokens, then 8 that start with 20,000 "x": in a run of 1,000,000 "x", a trie walked from each
+  // position (the matcher before this one) took 2e10 steps; the automaton takes one per byte.
+  constexpr std::size_t kLong = 20000, kRun = 1000000;
+  std::vector<std::string> contents = {"x"};
+  for (int k = 0; k < 1000; ++k) contents.push_back("<tok_" + std::to_string(k) + ">");
+  for (int j = 0; j < 8; ++j) contents.push_back(std::string(kLong, 'x') + "<" + std::to_string(j) + ">");
+  const Tokenizer tok = Tokenizer::from_json(tiny_json(plain_added_tokens(contents)));
+  const std::int32_t x = 7;  // the next ids after the vocab's 7, in file order
+  REQUIRE(tok.token_to_id("x") == x);
+  REQUIRE(tok.token_to_id("<tok_999>") == x + 1000);
+  REQUIRE(tok.token_to_id(std::string(kLong, 'x') + "<3>") == x + 1004);
+  // Every short token, then the run ending in "<3>": "x" alone up to the last 20,000 "x", where the long token
+  // starts too and, longest, wins.
+  std::string text;
+  Ids expected;
+  for (int k = 0; k < 1000; ++k) {
+    text += "<tok_" + std::to_string(k) + ">";
+    expected.push_back(x + 1 + k);
+  }
+  text += std::string(kRun, 'x') + "<3>";
+  expected.insert(expected.end(), kRun - kLong, x);
+  expected.push_back(x + 1004);
+  const auto start = std::chrono::steady_clock::now();
+  const Ids ids = tok.encode(text);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(ids == expected);
+  // Tens of milliseconds; generous for a loaded machine, far below the trie walk's time.
+  CHECK(seconds < 5.0);
 }
 
 TEST_CASE("tokenizer: TemplateProcessing adds special tokens only when asked") {
