@@ -149,6 +149,8 @@ std::string escape(std::string_view s, size_t max_bytes) {
   return out;
 }
 
+std::string display_path(const std::filesystem::path& path) { return escape(path.native(), 4096); }
+
 std::string quote(const Json& value, size_t max_bytes) {
   std::string out;
   render(value, out, max_bytes, 0);

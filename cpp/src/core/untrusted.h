@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,6 +51,10 @@ inline bool is_utf8(std::string_view s) { return first_invalid_utf8(s) == std::s
 // `s` with bytes that are not valid UTF-8, control characters and backslashes escaped (\xff, \n,
 // \\), cut to `max_bytes` of input with a "..." marker: safe to put in any message.
 VERL_API std::string escape(std::string_view s, size_t max_bytes = 200);
+
+// A file path as a message shows it: escape() of its bytes (Linux file names are arbitrary bytes, and a message
+// reaches Python as str), cut past 4096 bytes (PATH_MAX).
+VERL_API std::string display_path(const std::filesystem::path& path);
 
 // A short, valid-UTF-8 rendering of an untrusted JSON value: strings quoted and escaped,
 // containers summarised past `max_bytes` ("[1, 2, ... (1000 items)]"). Never recursive beyond

@@ -15,6 +15,8 @@
 namespace verl::data {
 namespace {
 
+using untrusted::display_path;
+
 std::vector<tokenizer::ChatMessage> chat_messages(const Json& row, const std::string& key, const std::string& origin) {
   VERL_CHECK_AS(DataError, row.contains(key), origin, ": row has no '", untrusted::escape(key),
                 "' (chat messages) field");
@@ -47,9 +49,6 @@ void check_row(const Json& row, const std::string& origin) {
                   untrusted::type_name(extra));
   }
 }
-
-// A data file path as messages show it: bytes that are not UTF-8 escaped (messages reach Python as str).
-std::string display_path(const std::string& path) { return untrusted::escape(path, 1024); }
 
 // The file's text; DataError naming it when it is missing, unreadable or not UTF-8 (with the line and column of
 // the first bad byte, as the Python reader reports it). Every row parsed from it is then UTF-8 too.

@@ -19,13 +19,12 @@
 
 namespace verl::model {
 
+// Paths go into messages through untrusted::display_path (bytes that are not UTF-8 escaped).
+using untrusted::display_path;
+
 // config.json and index files are a few kB to a few MB; anything past this is not one of them, and
 // reading it whole would only exhaust memory. (HF safetensors caps its JSON header at 100 MB too.)
 inline constexpr uint64_t kMaxJsonFileBytes = 100'000'000;
-
-// A path as it may appear in a message: bytes that are not UTF-8 (Linux file names are arbitrary
-// bytes) escaped, so the message survives the trip into Python intact.
-inline std::string display_path(const std::filesystem::path& path) { return untrusted::escape(path.string(), 4096); }
 
 // Reads and parses the JSON file `path`: ErrorT("<what> '<path>' ...") when it is missing, not a
 // regular file, larger than kMaxJsonFileBytes, unreadable, not JSON, or nested too deeply.

@@ -61,7 +61,7 @@ BpeModel::BpeModel(const JsonTree& model, const std::string& file) : cache_(std:
   std::int32_t max_id = -1;
   for (const auto& [token, id_value] : vocab->items()) {
     const std::optional<std::int32_t> id = as_id(id_value, kMaxId + std::int64_t{1});
-    VERL_CHECK_AS(CheckpointError, id.has_value(), file, ": model.vocab['", printable(token), "'] must be an id in [0, ",
+    VERL_CHECK_AS(CheckpointError, id.has_value(), file, ": model.vocab['", escape(token), "'] must be an id in [0, ",
                   kMaxId, "], got ", describe(id_value));
     vocab_[token] = *id;
     max_id = std::max(max_id, *id);
@@ -81,7 +81,7 @@ BpeModel::BpeModel(const JsonTree& model, const std::string& file) : cache_(std:
     }
   }
   if (unk_token_) {
-    VERL_CHECK_AS(CheckpointError, vocab_.count(*unk_token_) == 1, file, ": model.unk_token '", printable(*unk_token_),
+    VERL_CHECK_AS(CheckpointError, vocab_.count(*unk_token_) == 1, file, ": model.unk_token '", escape(*unk_token_),
                   "' is not in model.vocab");
   }
 
@@ -98,7 +98,7 @@ BpeModel::BpeModel(const JsonTree& model, const std::string& file) : cache_(std:
       if (line.rfind("#version", 0) == 0) continue;
       const std::size_t space = line.find(' ');
       VERL_CHECK_AS(CheckpointError, space != std::string::npos && line.find(' ', space + 1) == std::string::npos, file,
-                    ": model.merges[", i, "] = '", printable(line), "' is not two tokens separated by one space");
+                    ": model.merges[", i, "] = '", escape(line), "' is not two tokens separated by one space");
       left = std::string_view(line).substr(0, space);
       right = std::string_view(line).substr(space + 1);
     } else {
@@ -111,13 +111,13 @@ BpeModel::BpeModel(const JsonTree& model, const std::string& file) : cache_(std:
     const auto left_id = token_to_id(left);
     const auto right_id = token_to_id(right);
     VERL_CHECK_AS(CheckpointError, left_id && right_id, file, ": model.merges[", i, "] uses '",
-                  printable(left_id ? right : left), "', which is not in model.vocab");
+                  escape(left_id ? right : left), "', which is not in model.vocab");
     VERL_CHECK_AS(CheckpointError, right.size() >= continuing_subword_prefix_.size(), file, ": model.merges[", i,
-                  "]: '", printable(right), "' is shorter than continuing_subword_prefix");
+                  "]: '", escape(right), "' is shorter than continuing_subword_prefix");
     merged.assign(left);
     merged.append(right.substr(continuing_subword_prefix_.size()));
     const auto merged_id = token_to_id(merged);
-    VERL_CHECK_AS(CheckpointError, merged_id.has_value(), file, ": model.merges[", i, "] makes '", printable(merged),
+    VERL_CHECK_AS(CheckpointError, merged_id.has_value(), file, ": model.merges[", i, "] makes '", escape(merged),
                   "', which is not in model.vocab");
     merges_[pair_key(*left_id, *right_id)] = Merge{rank, *merged_id};
     ++rank;

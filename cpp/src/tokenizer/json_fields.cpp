@@ -68,7 +68,7 @@ std::string describe(const JsonTree& value) {
     case JsonTree::value_t::number_float:
       return "the number " + value.dump();  // a scalar: short and ASCII
     case JsonTree::value_t::string:
-      return "the string \"" + printable(value.get_ref<const std::string&>(), 60) + "\"";
+      return "the string \"" + escape(value.get_ref<const std::string&>(), 60) + "\"";
     case JsonTree::value_t::array:
       return "an array of " + std::to_string(value.size()) + " items";
     case JsonTree::value_t::object:
@@ -78,7 +78,6 @@ std::string describe(const JsonTree& value) {
   }
 }
 
-std::string printable(std::string_view text, std::size_t max_bytes) { return untrusted::escape(text, max_bytes); }
 
 const JsonTree* find(const JsonTree& object, const std::string& key) {
   if (!object.is_object()) return nullptr;

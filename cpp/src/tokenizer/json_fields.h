@@ -13,9 +13,13 @@
 #include <string>
 #include <string_view>
 
+#include "core/untrusted.h"
 #include "tokenizer/bpe.h"  // JsonTree
 
 namespace verl::tokenizer {
+
+// Strings from the file go into messages through untrusted::escape (bounded, bytes that are not UTF-8 escaped).
+using untrusted::escape;
 
 // Deepest nesting of Sequence components (normalizer, pre_tokenizer, post_processor) accepted.
 // Real files nest at most 2; the JSON depth limit alone would allow ~60, each a recursive call.
@@ -53,9 +57,6 @@ JsonTree parse_json_file(std::string_view text, const std::string& file);
 // A short, valid-UTF-8, non-recursive description of an untrusted value for a message: `the
 // string "abc"`, `the number 1.5`, `an array of 3 items`, `an object with 2 keys`, `null`.
 std::string describe(const JsonTree& value);
-
-// untrusted::escape of a string from the file, cut to `max_bytes`.
-std::string printable(std::string_view text, std::size_t max_bytes = 80);
 
 // `object[key]` when `object` is an object holding `key`; nullptr otherwise (never throws).
 const JsonTree* find(const JsonTree& object, const std::string& key);

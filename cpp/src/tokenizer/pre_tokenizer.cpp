@@ -54,7 +54,7 @@ class SplitPreTokenizer final : public PreTokenizer {
     } else if (behavior == "Contiguous") {
       behavior_ = Behavior::kContiguous;
     } else {
-      VERL_FAIL(InvalidArgument, file, ": ", path, ".behavior '", printable(behavior), "' is not supported");
+      VERL_FAIL(InvalidArgument, file, ": ", path, ".behavior '", escape(behavior), "' is not supported");
     }
     invert_ = optional_bool(config, "invert", false, file, path);
   }
@@ -236,7 +236,7 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonTree& config, const s
   if (type == "Split") return std::make_unique<SplitPreTokenizer>(config, file, path);
   if (type == "ByteLevel") return std::make_unique<ByteLevelPreTokenizer>(config, file, path);
   if (type == "Sequence") return std::make_unique<SequencePreTokenizer>(config, file, path, depth);
-  VERL_FAIL(InvalidArgument, file, ": ", path, ".type '", printable(type),
+  VERL_FAIL(InvalidArgument, file, ": ", path, ".type '", escape(type),
             "' is not supported (supported pre-tokenizers: Split, ByteLevel, Sequence)");
 }
 

@@ -25,9 +25,7 @@ namespace verl::tokenizer {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A path as messages show it: bytes that are not UTF-8 escaped (a message reaches Python as str).
-std::string display_name(const fs::path& path) { return untrusted::escape(path.string(), 1024); }
+using untrusted::display_path;
 
 std::string read_file(const fs::path& path) {
   std::string error;
@@ -41,7 +39,7 @@ std::string read_file(const fs::path& path) {
 std::string read_template(const fs::path& path) {
   std::string text = read_file(path);
   const std::size_t bad = unicode::find_invalid_utf8(text);
-  VERL_CHECK_AS(CheckpointError, bad == std::string::npos, display_name(path), ": not valid UTF-8 (byte ",
+  VERL_CHECK_AS(CheckpointError, bad == std::string::npos, display_path(path), ": not valid UTF-8 (byte ",
                 bad, ")");
   return text;
 }
@@ -62,7 +60,7 @@ void parse_normalizer(const JsonTree& config, const std::string& file, const Fie
       parse_normalizer(list[i], file, item, depth + 1, nfc_steps);
     }
   } else {
-    VERL_FAIL(InvalidArgument, file, ": ", path, ".type '", printable(type),
+    VERL_FAIL(InvalidArgument, file, ": ", path, ".type '", escape(type),
               "' is not supported (supported normalizers: NFC, Sequence)");
   }
 }
@@ -235,7 +233,7 @@ std::int32_t special_id(const JsonTree& config, const char* key, const std::stri
 // receives more (a template of three pieces before it), so such a file is refused at load.
 void check_arity(const PostEncodings& encodings, const std::string& type, const std::string& file,
                  const FieldPath& path) {
-  VERL_CHECK_AS(CheckpointError, encodings.size() <= 2, file, ": ", path, " (", printable(type), ") receives ",
+  VERL_CHECK_AS(CheckpointError, encodings.size() <= 2, file, ": ", path, " (", escape(type), ") receives ",
                 encodings.size(), " sequences from the post-processor steps before it; it takes one or two (HF "
                 "tokenizers cannot run this file either)");
 }
@@ -262,7 +260,7 @@ PostEncodings apply_template(const JsonTree& config, PostEncodings in, const std
       const std::string& name = require_string(*sequence, "id", file, sequence_path);
       const std::size_t index = name == "A" ? 0 : name == "B" ? 1 : 2;
       VERL_CHECK_AS(CheckpointError, index < in.size(), file, ": ", sequence_path, ".id must be ",
-                    pair ? "\"A\" or \"B\"" : "\"A\" (a single-sequence template)", ", got '", printable(name), "'");
+                    pair ? "\"A\" or \"B\"" : "\"A\" (a single-sequence template)", ", got '", escape(name), "'");
       VERL_CHECK_AS(CheckpointError, !used[index], file, ": ", where, ": the template uses sequence ", name,
                     " more than once");
       used[index] = true;
@@ -275,17 +273,17 @@ PostEncodings apply_template(const JsonTree& config, PostEncodings in, const std
     const FieldPath special_path(where, "SpecialToken");
     const std::string& name = require_string(*special, "id", file, special_path);
     const JsonTree* entry = specials != nullptr ? find(*specials, name) : nullptr;
-    VERL_CHECK_AS(CheckpointError, entry != nullptr, file, ": ", path, ".special_tokens has no entry '", printable(name),
+    VERL_CHECK_AS(CheckpointError, entry != nullptr, file, ": ", path, ".special_tokens has no entry '", escape(name),
                   "'");
-    VERL_CHECK_AS(CheckpointError, entry->is_object(), file, ": ", path, ".special_tokens['", printable(name),
+    VERL_CHECK_AS(CheckpointError, entry->is_object(), file, ": ", path, ".special_tokens['", escape(name),
                   "'] must be an object, got ", describe(*entry));
     const JsonTree* ids = find(*entry, "ids");
     VERL_CHECK_AS(CheckpointError, ids != nullptr && ids->is_array(), file, ": ", path, ".special_tokens['",
-                  printable(name), "'].ids must be an array of ids, got ", ids ? describe(*ids) : std::string("nothing"));
+                  escape(name), "'].ids must be an array of ids, got ", ids ? describe(*ids) : std::string("nothing"));
     std::deque<std::int32_t>& tokens = out.emplace_back();
     for (std::size_t k = 0; k < ids->size(); ++k) {
       const std::optional<std::int32_t> id = as_id((*ids)[k]);
-      VERL_CHECK_AS(CheckpointError, id.has_value(), file, ": ", path, ".special_tokens['", printable(name), "'].ids[", k,
+      VERL_CHECK_AS(CheckpointError, id.has_value(), file, ": ", path, ".special_tokens['", escape(name), "'].ids[", k,
                     "] must be an id in [0, 2^31), got ", describe((*ids)[k]));
       tokens.push_back(*id);
     }
@@ -322,7 +320,7 @@ void apply_post_processor(const JsonTree& config, const std::string& file, const
     encodings = apply_template(config, std::move(encodings), file, path);
     return;
   }
-  VERL_FAIL(InvalidArgument, file, ": ", path, ".type '", printable(type),
+  VERL_FAIL(InvalidArgument, file, ": ", path, ".type '", escape(type),
             "' is not supported (supported post-processors: ByteLevel, TemplateProcessing, BertProcessing, "
             "RobertaProcessing, Sequence)");
 }
@@ -584,7 +582,7 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::load(std::string_view tokenize
   } else if (find(*model, "merges") != nullptr) {
     model_type = "BPE";  // files written before models were tagged
   }
-  VERL_CHECK(model_type == "BPE", file, ": model.type '", printable(model_type),
+  VERL_CHECK(model_type == "BPE", file, ": model.type '", escape(model_type),
              "' is not supported (only BPE models, e.g. GPT-2/Llama-3/Qwen byte-level BPE)");
   impl->model = std::make_unique<BpeModel>(*model, file);
 
@@ -614,7 +612,7 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::load(std::string_view tokenize
   }
   if (const JsonTree* decoder = find_set(root, "decoder")) {
     const std::string& type = component_type(*decoder, file, FieldPath("decoder"));
-    VERL_CHECK(type == "ByteLevel", file, ": decoder.type '", printable(type),
+    VERL_CHECK(type == "ByteLevel", file, ": decoder.type '", escape(type),
                "' is not supported (supported decoders: ByteLevel)");
     impl->byte_level_decoder = true;
   }
@@ -702,7 +700,7 @@ Tokenizer Tokenizer::from_file(const std::string& path) {
   fs::path file = path;
   std::error_code ec;
   if (fs::is_directory(file, ec)) file /= "tokenizer.json";
-  VERL_CHECK_AS(CheckpointError, fs::is_regular_file(file, ec), "tokenizer file '", display_name(file),
+  VERL_CHECK_AS(CheckpointError, fs::is_regular_file(file, ec), "tokenizer file '", display_path(file),
                 "' does not exist (pass a tokenizer.json or the directory holding it)");
   const fs::path dir = file.parent_path();
   const std::string text = read_file(file);
@@ -710,18 +708,18 @@ Tokenizer Tokenizer::from_file(const std::string& path) {
   std::optional<Json> config;
   const fs::path config_path = dir / "tokenizer_config.json";
   if (fs::is_regular_file(config_path, ec)) {
-    config = untrusted::parse_json<CheckpointError>(read_file(config_path), display_name(config_path));
+    config = untrusted::parse_json<CheckpointError>(read_file(config_path), display_path(config_path));
     // Legacy special_tokens_map.json: transformers merges it over the config when the config has
     // no added_tokens_decoder.
     const fs::path legacy = dir / "special_tokens_map.json";
     if (config->is_object() && !config->contains("added_tokens_decoder") && fs::is_regular_file(legacy, ec)) {
-      const Json map = untrusted::parse_json<CheckpointError>(read_file(legacy), display_name(legacy));
+      const Json map = untrusted::parse_json<CheckpointError>(read_file(legacy), display_path(legacy));
       if (map.is_object()) {
         for (const auto& [key, value] : map.items()) (*config)[key] = value;
       }
     }
   }
-  auto impl = Impl::load(text, display_name(file), config ? &*config : nullptr, display_name(config_path));
+  auto impl = Impl::load(text, display_path(file), config ? &*config : nullptr, display_path(config_path));
 
   // Template files beside the tokenizer replace the config's templates (transformers' rule).
   std::vector<std::pair<std::string, std::string>> files;
@@ -735,12 +733,12 @@ Tokenizer Tokenizer::from_file(const std::string& path) {
       std::error_code file_ec;
       if (it->is_regular_file(file_ec) && it->path().extension() == ".jinja") extra.push_back(it->path());
     }
-    VERL_CHECK_AS(CheckpointError, !ec, "cannot list '", display_name(extra_dir), "': ", ec.message());
+    VERL_CHECK_AS(CheckpointError, !ec, "cannot list '", display_path(extra_dir), "': ", ec.message());
     std::sort(extra.begin(), extra.end());
     for (const auto& p : extra) {
       const std::string name = p.stem().string();
       VERL_CHECK_AS(CheckpointError, unicode::find_invalid_utf8(name) == std::string::npos, "chat template file '",
-                    display_name(p), "': the name is not valid UTF-8");
+                    display_path(p), "': the name is not valid UTF-8");
       files.emplace_back(name, read_template(p));
     }
   }

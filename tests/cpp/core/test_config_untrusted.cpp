@@ -3,6 +3,7 @@
 // helpers every reader of untrusted files uses (cpp/src/core/untrusted.h).
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <string>
 
 #include "core/untrusted.h"
@@ -107,6 +108,11 @@ TEST_CASE("untrusted: depth-limited JSON parsing and bounded quoting") {
   CHECK(escape("\xc3\xa9") == "\xc3\xa9");           // é stays
   CHECK(escape("\xed\xa0\x80") == "\\xed\\xa0\\x80");  // an encoded surrogate is not UTF-8
   CHECK(escape(std::string(1000, 'x'), 10) == "xxxxxxxxxx... (1000 bytes)");
+  // Paths in messages: any bytes (a Linux file name), escaped; cut only past PATH_MAX.
+  CHECK(display_path("/data/a\xff/train.jsonl") == "/data/a\\xff/train.jsonl");
+  CHECK(display_path(std::filesystem::path("/data") / "b\n") == "/data/b\\n");
+  CHECK(display_path(std::string(4096, 'p')) == std::string(4096, 'p'));
+  CHECK(display_path(std::string(5000, 'p')) == std::string(4096, 'p') + "... (5000 bytes)");
   Json big = Json::array();
   for (int i = 0; i < 1000; ++i) big.push_back(i);
   const std::string q = quote(big, 20);
