@@ -150,12 +150,42 @@ def test_main_ppo_starts_its_local_ranks(job_files):
     args = overrides(job_files, "grpo", 2, out) + ["trainer.total_training_steps=2", "trainer.save_freq=2",
                                                    "custom_reward_function.path=" + os.path.join(HERE, "dp_job.py"),
                                                    "custom_reward_function.name=compute_score"]
+    run_cli(args, cwd=job_files["dir"])
+    assert os.path.isdir(os.path.join(out, "ckpt", "global_step_2", "actor"))
+
+
+def run_cli(args: list[str], cwd: str) -> None:
+    """``python -m verl.trainer.main_ppo ARGS`` without torchrun (it starts the ranks), in ``cwd`` (the metrics file
+    goes to <cwd>/<project>/<experiment>.jsonl)."""
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
     env["OMP_NUM_THREADS"] = "1"
     proc = subprocess.run([sys.executable, "-m", "verl.trainer.main_ppo", *args], env=env, capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=600, cwd=cwd)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    assert os.path.isdir(os.path.join(out, "ckpt", "global_step_2", "actor")), proc.stdout[-2000:]
+
+
+def test_resume_at_the_same_world_size_continues_exactly(job_files, tmp_path):
+    """N = 2, GAE with a critic: 4 steps straight == 2 steps + checkpoint + a new job resuming (resume_mode=auto) + 2
+    steps, every metric bit for bit (wall-clock ones aside)."""
+    from verl.utils.tracking import read_metrics
+
+    def args(name: str, steps: int, *extra: str) -> list[str]:
+        return overrides(job_files, "gae", 2, str(tmp_path / name)) + [
+            "custom_reward_function.path=" + os.path.join(HERE, "dp_job.py"), "custom_reward_function.name=compute_score",
+            f"trainer.total_training_steps={steps}", f"trainer.experiment_name={name}", "trainer.total_epochs=2",
+            "trainer.logger=[console,file]", *extra]
+
+    run_cli(args("a", 4), cwd=str(tmp_path))
+    run_cli(args("b", 2, "trainer.save_freq=2"), cwd=str(tmp_path))
+    run_cli(args("b", 4), cwd=str(tmp_path))
+    a = dict(read_metrics(tmp_path / "proj" / "a.jsonl"))
+    b = dict(read_metrics(tmp_path / "proj" / "b.jsonl"))
+    assert sorted(a) == sorted(b) == [1, 2, 3, 4]
+    wall_clock = ("timing_s/", "timing_per_token_ms/", "perf/mfu/", "perf/time_per_step", "perf/throughput")
+    for step in (1, 2, 3, 4):
+        for key, value in a[step].items():
+            if not key.startswith(wall_clock):
+                assert b[step][key] == value, (step, key, value, b[step][key])
 
 
 def test_a_rank_that_fails_is_named_on_every_rank(job_files, tmp_path):
