@@ -16,6 +16,8 @@ using K = KeyClass;
 
 // Reasons shared by several entries.
 constexpr const char* kOffload = "CPU offload of parameters, optimizer state or activations is not implemented";
+constexpr const char* kOffloadOnCpu = "on a CPU device a no-op with one note (parameters and optimizer state already "
+                                      "live in host memory); on CUDA a ConfigError until offload is implemented";
 constexpr const char* kRolloutPool = "a resource pool of its own for the rollout (verl's standalone rollout) is not "
                                      "implemented: generation runs on the trainer's ranks";
 constexpr const char* kParallel = "verl-cpp generates and trains on one device; tensor/pipeline/expert/data "
@@ -101,8 +103,8 @@ std::vector<KeyEntry> fsdp(const std::string& p, bool actor) {
   const std::string actor_dtype = "actor_rollout_ref.actor.fsdp_config.model_dtype";
   return {
       N(p + ".wrap_policy", kFsdp),
-      R(p + ".param_offload", kOffload),
-      R(p + ".optimizer_offload", kOffload),
+      H(p + ".param_offload", kOffloadOnCpu),
+      H(p + ".optimizer_offload", kOffloadOnCpu),
       R(p + ".offload_policy", kOffload),
       N(p + ".reshard_after_forward", kFsdp),
       N(p + ".fsdp_size", kFsdp),

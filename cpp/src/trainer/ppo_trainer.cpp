@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -292,6 +293,7 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
   }
   config_.validate();
   settings_ = PPOTrainerConfig::from_config(config_);
+  check_offload_keys(config_, models_.actor->device());
 
   actor_ = std::make_unique<workers::ActorWorker>(config_, models_.actor, workers::PolicyRole::kActor);
   if (settings_.use_reference) {

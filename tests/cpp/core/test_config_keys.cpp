@@ -48,8 +48,8 @@ TEST_CASE("config_keys: a refused key with another value is a ConfigError naming
   CHECK_THROWS_WITH(Config::load("", {"trainer.n_gpus_per_node=8"}), Catch::Contains("trainer.n_gpus_per_node"));
   // Config::validate() checks it too, for trees changed after loading.
   Config c;
-  c.set("actor_rollout_ref.actor.fsdp_config.param_offload", true);
-  CHECK_THROWS_WITH(c.validate(), Catch::Contains("param_offload"));
+  c.set("actor_rollout_ref.actor.fsdp_config.offload_policy", true);
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("offload_policy"));
 }
 
 TEST_CASE("config_keys: defaults, no-effect keys and same_as values are accepted") {

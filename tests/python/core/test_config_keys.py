@@ -122,11 +122,11 @@ def test_refused_key_with_another_value_is_a_config_error_naming_it(sft, key):
 def test_every_refused_key_is_named_in_one_error():
     with pytest.raises(verl.ConfigError) as info:
         load_config(overrides=["actor_rollout_ref.model.lora_rank=8",
-                               "actor_rollout_ref.ref.fsdp_config.param_offload=true"])
+                               "actor_rollout_ref.ref.fsdp_config.offload_policy=true"])
     message = str(info.value)
     assert "2 settings are refused" in message
     assert "'actor_rollout_ref.model.lora_rank' = 8" in message
-    assert "'actor_rollout_ref.ref.fsdp_config.param_offload' = true" in message
+    assert "'actor_rollout_ref.ref.fsdp_config.offload_policy' = true" in message
 
 
 def test_refused_key_at_its_default_value_or_interpolation_is_fine():
