@@ -195,6 +195,27 @@ std::optional<std::string> threshold_text(const Config& config, const std::strin
   return algo::rollout_threshold_text(v.get<double>());
 }
 
+// fsdp_config.param_offload / optimizer_offload (actor, ref) and critic.fsdp.*: moving parameters and optimizer
+// state to host memory between phases. On a CPU device they already live there, so the keys are honoured as a
+// no-op with one note; on an accelerator the move is not implemented yet (issue 18): a ConfigError, not a
+// setting silently ignored.
+void check_offload_keys(const Config& config, const torch::Device& device) {
+  std::vector<std::string> set;
+  for (const char* role : {"actor_rollout_ref.actor.fsdp_config.", "actor_rollout_ref.ref.fsdp_config.", "critic.fsdp."}) {
+    for (const char* leaf : {"param_offload", "optimizer_offload"}) {
+      const std::string key = std::string(role) + leaf;
+      if (config.get_as<bool>(key)) set.push_back(key);
+    }
+  }
+  if (set.empty()) return;
+  VERL_CHECK_AS(ConfigError, device.is_cpu(), "config key '", set.front(), "' = true: offloading parameters and "
+                "optimizer state to host memory is not implemented on ", device.str(), " yet; set it to false");
+  std::string keys;
+  for (const std::string& key : set) keys += (keys.empty() ? "" : ", ") + key + "=true";
+  std::cerr << "verl: " << keys << ": the model is on the CPU, where parameters and optimizer state already live in "
+            << "host memory; there is nothing to offload" << std::endl;
+}
+
 PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
   PPOTrainerConfig s;
   s.adv_estimator = config.get_as<std::string>("algorithm.adv_estimator");
