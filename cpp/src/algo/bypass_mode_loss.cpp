@@ -1,5 +1,5 @@
-// The "bypass_mode" policy loss (see bypass_mode_loss.h), dispatching as verl's does.
-#include "verl/algo/bypass_mode_loss.h"
+// The "bypass_mode" policy loss (declared in policy_loss.h), dispatching as verl's does.
+#include "verl/algo/policy_loss.h"
 
 #include <torch/torch.h>
 

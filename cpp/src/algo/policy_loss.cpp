@@ -9,7 +9,6 @@
 
 #include "algo/loss_common.h"
 #include "algo/vanilla_loss_kernel.h"
-#include "verl/algo/bypass_mode_loss.h"
 #include "verl/algo/functional.h"
 #include "verl/core/error.h"
 

@@ -14,6 +14,7 @@
 #include "verl/algo/advantage.h"
 #include "verl/algo/agg_loss.h"
 #include "verl/algo/functional.h"
+#include "verl/algo/gdpo.h"
 #include "verl/algo/pf_ppo.h"
 #include "verl/algo/rollout_correction.h"
 #include "verl/core/error.h"
@@ -178,6 +179,37 @@ std::shared_ptr<model::CausalLM> critic_from_actor(const model::CausalLM& actor,
 
 }  // namespace
 
+// verl's GDPO as its compute_advantage calls it: one token-level reward per algorithm.gdpo_reward_keys entry, from
+// the reward function's extra-info column of that name (the score on the row's last response token), each GRPO-
+// normalized (verl passes no norm_adv_by_std_in_grpo here: std-normalized), summed with gdpo_reward_weights and
+// whitened. Adds verl's gdpo/<key>/{mean,std,max,min} metrics.
+algo::AdvantageResult gdpo_advantage(const PPOTrainerConfig& settings, const DataProto& batch,
+                                     const algo::AdvantageInputs& in, Metrics& metrics) {
+  std::vector<torch::Tensor> components;
+  const int64_t prompt_length = batch.tensor("prompts").size(1);
+  for (const std::string& key : settings.gdpo_reward_keys) {
+    VERL_CHECK_AS(DataError, batch.has_column(key), "GDPO reward key '", key,
+                  "' is not among the reward function's extra-info columns; make sure it returns a dict "
+                  "containing '", key, "'");
+    std::vector<double> values;
+    for (const Json& v : batch.column(key)) {
+      VERL_CHECK_AS(DataError, v.is_number(), "GDPO reward key '", key, "': every value must be a number, got ",
+                    v.dump());
+      values.push_back(v.get<double>());
+    }
+    const torch::Tensor scores = torch::tensor(values, torch::kDouble).to(torch::kFloat);
+    components.push_back(algo::gdpo_component_rewards(scores, batch.tensor("attention_mask"), prompt_length,
+                                                      in.response_mask));
+    // verl: np.float32 values, np.std (population)
+    metrics["gdpo/" + key + "/mean"] = scores.mean().item<double>();
+    metrics["gdpo/" + key + "/std"] = scores.std(/*unbiased=*/false).item<double>();
+    metrics["gdpo/" + key + "/max"] = scores.max().item<double>();
+    metrics["gdpo/" + key + "/min"] = scores.min().item<double>();
+  }
+  return algo::compute_gdpo_outcome_advantage(components, in.response_mask, in.index, 1e-6, true,
+                                              settings.gdpo_reward_weights);
+}
+
 // A string key that may be null (verl's Optional[str]).
 std::optional<std::string> optional_text(const Config& config, const std::string& key) {
   const Json v = config.get(key);
@@ -219,10 +251,44 @@ void check_offload_keys(const Config& config, const torch::Device& device) {
 PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
   PPOTrainerConfig s;
   s.adv_estimator = config.get_as<std::string>("algorithm.adv_estimator");
-  try {
-    algo::get_adv_estimator_fn(s.adv_estimator);
-  } catch (const InvalidArgument& e) {
-    VERL_FAIL(ConfigError, "algorithm.adv_estimator: ", e.what());
+  // GDPO reads the reward components from the batch, so the adv stage calls it directly, not via the registry.
+  if (s.adv_estimator != "gdpo") {
+    try {
+      algo::get_adv_estimator_fn(s.adv_estimator);
+    } catch (const InvalidArgument& e) {
+      VERL_FAIL(ConfigError, "algorithm.adv_estimator: ", e.what());
+    }
+  }
+  if (config.has("algorithm.gdpo_reward_keys")) {
+    const Json keys = config.get("algorithm.gdpo_reward_keys");
+    VERL_CHECK_AS(ConfigTypeError, keys.is_null() || keys.is_array(),
+                  "algorithm.gdpo_reward_keys must be a list of reward keys, got ", keys.dump());
+    for (const Json& k : keys.is_array() ? keys : Json::array()) {
+      VERL_CHECK_AS(ConfigTypeError, k.is_string(), "algorithm.gdpo_reward_keys must hold strings, got ", k.dump());
+      s.gdpo_reward_keys.push_back(k.get<std::string>());
+    }
+  }
+  if (config.has("algorithm.gdpo_reward_weights") && !config.get("algorithm.gdpo_reward_weights").is_null()) {
+    const Json weights = config.get("algorithm.gdpo_reward_weights");
+    VERL_CHECK_AS(ConfigTypeError, weights.is_array(), "algorithm.gdpo_reward_weights must be a list of numbers, got ",
+                  weights.dump());
+    s.gdpo_reward_weights.emplace();
+    for (const Json& w : weights) {
+      VERL_CHECK_AS(ConfigTypeError, w.is_number(), "algorithm.gdpo_reward_weights must hold numbers, got ", w.dump());
+      s.gdpo_reward_weights->push_back(w.get<double>());
+    }
+  }
+  if (s.adv_estimator == "gdpo") {
+    VERL_CHECK_AS(ConfigError, !s.gdpo_reward_keys.empty(),
+                  "algorithm.adv_estimator=gdpo requires +algorithm.gdpo_reward_keys listing the reward components "
+                  "the reward function returns (e.g. [format_reward,accuracy_reward])");
+    VERL_CHECK_AS(ConfigError, !s.gdpo_reward_weights || s.gdpo_reward_weights->size() == s.gdpo_reward_keys.size(),
+                  "algorithm.gdpo_reward_weights has ", s.gdpo_reward_weights ? s.gdpo_reward_weights->size() : 0,
+                  " weights for ", s.gdpo_reward_keys.size(), " gdpo_reward_keys");
+  } else {
+    VERL_CHECK_AS(ConfigError, s.gdpo_reward_keys.empty() && !s.gdpo_reward_weights,
+                  "algorithm.gdpo_reward_keys / gdpo_reward_weights are read by adv_estimator=gdpo only, but "
+                  "algorithm.adv_estimator is ", s.adv_estimator);
   }
   s.gamma = config.get_as<double>("algorithm.gamma");
   s.lam = config.get_as<double>("algorithm.lam");
@@ -665,7 +731,8 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     ac.gamma = settings_.gamma;
     ac.lam = settings_.lam;
     ac.norm_adv_by_std_in_grpo = settings_.norm_adv_by_std_in_grpo;
-    auto [advantages, returns] = algo::get_adv_estimator_fn(settings_.adv_estimator)(in, ac);
+    auto [advantages, returns] = settings_.adv_estimator == "gdpo" ? gdpo_advantage(settings_, batch, in, metrics)
+                                                                    : algo::get_adv_estimator_fn(settings_.adv_estimator)(in, ac);
     batch.set_tensor("advantages", advantages);
     batch.set_tensor("returns", returns);
     if (settings_.use_pf_ppo) {

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <torch/torch.h>
 
-#include "verl/algo/bypass_mode_loss.h"
+#include "verl/algo/policy_loss.h"
 #include "verl/algo/reinforce_loss.h"
 #include "verl/algo/rollout_correction.h"
 #include "verl/core/error.h"

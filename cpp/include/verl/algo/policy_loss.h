@@ -141,6 +141,20 @@ VERL_API PolicyLossOutput compute_policy_loss_cispo(const torch::Tensor& old_log
                                                     const std::string& loss_agg_mode, const PolicyLossConfig& config,
                                                     const torch::Tensor& rollout_is_weights = {});
 
+// verl's "bypass_mode" (rollout correction's loss when old_log_prob is the rollout's own log-prob, nothing
+// recomputed): config.policy_loss.rollout_correction (required, InvalidArgument otherwise) gives IS weights and a
+// rejection mask of log_prob (detached) against old_log_prob (rollout_correction.h); loss_type "ppo_clip" runs
+// vanilla on the kept tokens without the weights (the ratio already is pi / pi_rollout), "reinforce" runs
+// compute_policy_loss_reinforce with them. rollout_is_weights is ignored (computed here, as verl). Metrics: the
+// loss's plus the rollout_corr/* ones. (cpp/src/algo/bypass_mode_loss.cpp)
+VERL_API PolicyLossOutput compute_policy_loss_bypass_mode(const torch::Tensor& old_log_prob,
+                                                          const torch::Tensor& log_prob,
+                                                          const torch::Tensor& advantages,
+                                                          const torch::Tensor& response_mask,
+                                                          const std::string& loss_agg_mode,
+                                                          const PolicyLossConfig& config,
+                                                          const torch::Tensor& rollout_is_weights = {});
+
 // verl's deprecated compute_policy_loss: vanilla PPO without config, weights or global batch info.
 struct VERL_API ClippedPolicyLoss {
   torch::Tensor pg_loss;            // scalar

@@ -1,7 +1,7 @@
 // Rollout correction, verl's rollout_corr_helper: importance-sampling weights pi_train / pi_rollout
 // (token or sequence level, truncated or IcePop-masked), rejection of tokens / sequences whose divergence
 // from the rollout policy exceeds a bound, and verl's off-policy diagnostics. Used by the "bypass_mode"
-// policy loss (bypass_mode_loss.h), the bindings and the trainer.
+// policy loss (policy_loss.h), the bindings and the trainer.
 #pragma once
 
 #include <map>

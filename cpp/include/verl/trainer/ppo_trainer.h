@@ -96,6 +96,10 @@ struct VERL_API PPOTrainerConfig {
   bool use_pf_ppo = false;
   std::string pf_ppo_reweight_method = "pow";
   double pf_ppo_weight_pow = 2.0;
+  // algorithm.gdpo_reward_keys / gdpo_reward_weights (verl's AlgoConfig fields, set with +algorithm.*): the
+  // reward components (the reward function's extra-info columns) GDPO normalizes one by one.
+  std::vector<std::string> gdpo_reward_keys;
+  std::optional<std::vector<double>> gdpo_reward_weights;
   bool use_kl_loss = false;
   bool use_critic = false;     // need_critic(config)
   bool use_reference = false;  // need_reference_policy(config)

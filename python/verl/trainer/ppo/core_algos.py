@@ -102,9 +102,9 @@ class AdvantageEstimator(str, Enum):
     GDPO = "gdpo"
 
 
-# Estimators the C++ trainer cannot run yet: their inputs (the actor's sum_pi_squared, the reward
-# components of algorithm.gdpo_reward_keys) are not produced by it. They work called from Python
-# (and through verl's compute_advantage call) but are registered in the Python registry only.
+# Estimators registered in the Python registry only. The C++ trainer cannot run the Optimal Token Baseline
+# ones yet (the actor's log-prob pass does not produce sum_pi_squared); GDPO it calls directly in its
+# advantage stage, with the reward components of algorithm.gdpo_reward_keys from the batch.
 PYTHON_ONLY_ESTIMATORS = frozenset({"optimal_token_baseline", "tir_optimal_token_baseline", "gdpo"})
 
 
