@@ -142,7 +142,7 @@ def toy_reward(token_ids: Sequence[int], vocab_size: int) -> float:
 # ---- the report's arithmetic ---------------------------------------------------------------------------------
 
 def verl_flops(model: str | Mapping, seqlens: Iterable[int], forward_only: bool = False) -> float:
-    """verl 0.9.1's FlopsCounter estimate for qwen2 (the formula cpp/src/trainer/flops_counter.cpp implements):
+    """verl 0.9.1's FlopsCounter estimate for qwen2 (the formula cpp/src/model/flops_counter.cpp implements):
     6 * N_dense * sum(s) + 6 * sum(s^2) * head_dim * heads * layers for forward + backward, a third of it for a
     forward-only pass; N_dense = layers * (3 * hidden * intermediate + hidden * (2 q + 2 kv sizes)) +
     2 * vocab * hidden (embedding and LM head both counted, as verl does)."""

@@ -9,8 +9,8 @@
 
 #include "verl/algo/agg_loss.h"
 #include "verl/algo/kl.h"
+#include "verl/core/device.h"
 #include "verl/core/error.h"
-#include "verl/trainer/flops_counter.h"
 #include "verl/workers/micro_batch.h"
 #include "verl/workers/response_forward.h"
 #include "worker_common.h"
@@ -195,7 +195,7 @@ ActorWorker::ActorWorker(ActorConfig config, std::shared_ptr<model::CausalLM> mo
       model_,
       resolve_compute_dtype(config_.dtype, "actor_rollout_ref." + block + ".fsdp_config.dtype", model_->device()));
   // The MFU's peak is measured once per process; do it here, outside the trainer's timed stages.
-  trainer::device_peak_flops(model_->device(), precision_->compute_dtype());
+  device_peak_flops(model_->device(), precision_->compute_dtype());
 }
 
 Optimizer& ActorWorker::optimizer() {

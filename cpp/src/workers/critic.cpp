@@ -10,8 +10,8 @@
 #include "verl/algo/agg_loss.h"
 #include "verl/algo/functional.h"
 #include "verl/algo/value_loss.h"
+#include "verl/core/device.h"
 #include "verl/core/error.h"
-#include "verl/trainer/flops_counter.h"
 #include "verl/workers/micro_batch.h"
 #include "verl/workers/response_forward.h"
 #include "worker_common.h"
@@ -103,7 +103,7 @@ CriticWorker::CriticWorker(CriticConfig config, std::shared_ptr<model::CausalLM>
   precision_ = std::make_unique<MixedPrecision>(
       model_, resolve_compute_dtype(config_.dtype, "critic.fsdp.dtype", model_->device()));
   // The MFU's peak is measured once per process; do it here, outside the trainer's timed stages.
-  trainer::device_peak_flops(model_->device(), precision_->compute_dtype());
+  device_peak_flops(model_->device(), precision_->compute_dtype());
 }
 
 DataProto CriticWorker::compute_values(const DataProto& data) {

@@ -9,9 +9,10 @@
 
 #include <torch/torch.h>
 
+#include "verl/core/device.h"
 #include "verl/data/data_proto.h"
+#include "verl/model/flops_counter.h"
 #include "verl/model/transformer.h"
-#include "verl/trainer/flops_counter.h"
 #include "verl/workers/micro_batch.h"
 
 namespace verl::workers::detail {
@@ -106,11 +107,11 @@ inline std::vector<int64_t> select_rows(const std::vector<int64_t>& values, cons
 // device first, so queued kernels count.
 inline double worker_mfu(const model::CausalLM& model, const std::vector<int64_t>& seqlens,
                          std::chrono::steady_clock::time_point start, bool forward_only) {
-  trainer::synchronize_device(model.device());
+  synchronize_device(model.device());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double flops = trainer::FlopsCounter(model.config()).estimate_flops(seqlens);
-  return trainer::model_flops_utilization(flops, seconds, trainer::device_peak_flops(model.device(), model.dtype()),
-                                          /*world_size=*/1, forward_only);
+  const double flops = model::FlopsCounter(model.config()).estimate_flops(seqlens);
+  return model::model_flops_utilization(flops, seconds, device_peak_flops(model.device(), model.dtype()),
+                                        /*world_size=*/1, forward_only);
 }
 
 }  // namespace verl::workers::detail

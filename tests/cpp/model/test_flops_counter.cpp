@@ -1,29 +1,22 @@
-// verl::trainer::FlopsCounter against hand-computed verl formulas (verl 0.9.1 _estimate_qwen2_flops),
-// the MFU arithmetic of TrainingWorker._postprocess_output, the measured device peak, and actor/mfu
-// from a real update.
+// verl::model::FlopsCounter against hand-computed verl formulas (verl 0.9.1 _estimate_qwen2_flops) and the MFU
+// arithmetic of TrainingWorker._postprocess_output.
 #include <catch2/catch.hpp>
-#include <torch/torch.h>
 
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cmath>
-#include <limits>
-#include <thread>
+#include <string>
 #include <vector>
 
 #include "verl/core/error.h"
+#include "verl/model/flops_counter.h"
 #include "verl/model/model_config.h"
-#include "verl/trainer/flops_counter.h"
 
 using namespace verl;
-using namespace verl::trainer;
+using namespace verl::model;
 
 namespace {
 
-model::ModelConfig small_config(const std::string& type, int64_t hidden, int64_t intermediate, int64_t layers,
-                                int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t vocab) {
-  model::ModelConfig c;
+ModelConfig small_config(const std::string& type, int64_t hidden, int64_t intermediate, int64_t layers,
+                         int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t vocab) {
+  ModelConfig c;
   c.model_type = type;
   c.hidden_size = hidden;
   c.intermediate_size = intermediate;
@@ -80,56 +73,4 @@ TEST_CASE("mfu: flops / time / peak / world size, a third for forward-only passe
   CHECK(model_flops_utilization(1e12, 2.0, 1e12) == Approx(0.5));
   CHECK(model_flops_utilization(1e12, 2.0, 1e12, 2) == Approx(0.25));
   CHECK(model_flops_utilization(3e12, 1.0, 4e12, 1, /*forward_only=*/true) == Approx(0.25));
-}
-
-TEST_CASE("device peak: measured once on the CPU, plausible and cached") {
-  const double peak = device_peak_flops(torch::kCPU, torch::kFloat32);
-  CHECK(std::isfinite(peak));
-  // Any CPU this runs on does between 0.1 GFLOP/s and 100 TFLOP/s of fp32 matmul.
-  CHECK(peak > 1e8);
-  CHECK(peak < 1e14);
-  // The cached value, not a new measurement: a second timing would differ in the last bits. (No timed
-  // assertions here: ctest runs files in parallel on a shared machine.)
-  CHECK(device_peak_flops(torch::kCPU, torch::kFloat32) == peak);
-}
-
-TEST_CASE("device peak: measured on a busy CPU, still above what the threads reach on an idle one") {
-  // Busy loops on every core while the float64 peak is measured (the first float64 measurement in this process;
-  // had one been made already, it was made with less load, which only makes the check below easier).
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> hogs;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned i = 0; i < cores; ++i) {
-    hogs.emplace_back([&stop] {
-      volatile uint64_t spin = 0;
-      while (!stop.load(std::memory_order_relaxed)) spin = spin + 1;
-    });
-  }
-  const double peak = device_peak_flops(torch::kCPU, torch::kFloat64);
-  stop = true;
-  for (auto& hog : hogs) hog.join();
-  // The throughput the intra-op threads reach together without the hogs: the best of several wall-clock samples.
-  // A peak timed by the wall clock under the hogs came out at about half of it (MFU above 1).
-  torch::NoGradGuard no_grad;
-  const int64_t n = 512;
-  torch::Tensor a = torch::randn({n, n}, torch::kFloat64), b = torch::randn({n, n}, torch::kFloat64);
-  torch::Tensor c = torch::mm(a, b);
-  double best = std::numeric_limits<double>::infinity();
-  for (int i = 0; i < 10; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    c = torch::mm(a, b);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  const double reached = 2.0 * n * n * n / best;
-  CHECK(reached <= peak);
-  CHECK(device_peak_flops(torch::kCPU, torch::kFloat64) == peak);
-}
-
-TEST_CASE("device peak: a dtype with a slow CPU kernel still gets a finite peak") {
-  // fp16 matmul on CPUs without native support runs at well under 1 GFLOP/s: the probe shrinks the
-  // measured mm instead of spending seconds on 1024^3 (this test would take that long otherwise).
-  const double peak = device_peak_flops(torch::kCPU, torch::kFloat16);
-  CHECK(std::isfinite(peak));
-  CHECK(peak > 0);
-  CHECK(device_peak_flops(torch::kCPU, torch::kFloat16) == peak);
 }

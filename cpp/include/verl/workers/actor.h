@@ -104,8 +104,8 @@ class VERL_API ActorWorker {
   // mini-batch, one scheduler step per call. Returns verl's metrics: actor/pg_loss, actor/pg_clipfrac,
   // actor/ppo_kl, actor/pg_clipfrac_lower (per loss mode), actor/entropy_loss, actor/kl_loss,
   // actor/kl_coef, actor/loss, actor/grad_norm, actor/lr, and actor/mfu (the mean over mini-batches of
-  // each one's model FLOPs utilisation, verl's train_batch "mfu"; see verl/trainer/flops_counter.h). ConfigError when the batch does not split
-  // into mini-batches (or a mini-batch into micro-batches); DataError for missing keys.
+  // each one's model FLOPs utilisation, verl's train_batch "mfu"; see verl/model/flops_counter.h). ConfigError
+  // when the batch does not split into mini-batches (or a mini-batch into micro-batches); DataError for missing keys.
   Metrics update_policy(const DataProto& data);
 
   // Data parallelism over the communicator's ranks (null: one process, the default): update_policy() then takes this
