@@ -11,7 +11,7 @@ void register_config(py::module_& m);  // config.cpp: verl::Config
 void register_data(py::module_& m);    // data.cpp: verl::DataProto and row plans
 void register_algo(py::module_& m);    // algo.cpp: verl/algo (functional, advantages, losses, KL)
 void register_model(py::module_& m);   // model.cpp: verl/model (safetensors, checkpoint directories)
-void register_transformer(py::module_& m);  // transformer.cpp: verl/model CausalLM, KVCache
+void register_transformer(py::module_& m);  // transformer.cpp: verl/model CausalLM
 void register_checkpoint(py::module_& m);   // checkpoint.cpp: verl/model load_pretrained, save_pretrained
 void register_tokenizer(py::module_& m);  // tokenizer.cpp: verl::tokenizer (Tokenizer, render_chatml)
 void register_workers(py::module_& m);  // workers.cpp: verl::workers (ActorWorker, CriticWorker, schedules)

@@ -1,4 +1,4 @@
-// verl._C.model.CausalLM / KVCache: the LibTorch decoder (verl/model/transformer.h) for Python.
+// verl._C.model.CausalLM: the LibTorch decoder (verl/model/transformer.h) for Python.
 // python/verl/models/transformer.py wraps it with a torch-like API (state_dict, to, __call__).
 #include <map>
 #include <optional>
@@ -16,7 +16,6 @@ namespace {
 
 using model::CausalLM;
 using model::HeadKind;
-using model::KVCache;
 using model::ModelConfig;
 using Release = py::call_guard<py::gil_scoped_release>;
 using OptTensor = std::optional<torch::Tensor>;
@@ -53,15 +52,6 @@ void register_transformer(py::module_& m) {
       }, py::arg("config_json"),
       "Parses an HF config.json text and returns the normalised config dict (raises ConfigError).");
 
-  py::class_<KVCache>(mm, "KVCache", "Contiguous per-layer KV cache for CausalLM.forward_step.")
-      .def_property_readonly("length", [](const KVCache& c) { return c.length; })
-      .def_property_readonly("batch_size", &KVCache::batch_size)
-      .def_property_readonly("max_len", &KVCache::max_len)
-      .def_property_readonly("valid", [](const KVCache& c) { return c.valid; })
-      .def_property_readonly("k", [](const KVCache& c) { return c.k; })
-      .def_property_readonly("v", [](const KVCache& c) { return c.v; })
-      .def("num_tokens", &KVCache::num_tokens);
-
   py::class_<CausalLM, std::shared_ptr<CausalLM>>(mm, "CausalLM",
                                                   "Qwen2/Qwen3/Llama decoder with HF parameter names.")
       .def(py::init([](const std::string& config_json, bool value_head) {
@@ -91,13 +81,6 @@ void register_transformer(py::module_& m) {
       .def("hidden_states_packed", &CausalLM::hidden_states_packed, py::arg("input_ids"), py::arg("cu_seqlens"),
            Release())
       .def("apply_head", &CausalLM::apply_head, py::arg("hidden"), Release())
-      .def("new_cache", &CausalLM::new_cache, py::arg("batch_size"), py::arg("max_len"), Release())
-      .def("forward_step",
-           [](CausalLM& c, const torch::Tensor& ids, KVCache& cache, const OptTensor& mask, const OptTensor& pos) {
-             return c.forward_step(ids, cache, or_undefined(mask), or_undefined(pos));
-           },
-           py::arg("input_ids"), py::arg("cache"), py::arg("attention_mask") = py::none(),
-           py::arg("positions") = py::none(), Release())
       .def("set_gradient_checkpointing", &CausalLM::set_gradient_checkpointing, py::arg("enabled"))
       .def_property_readonly("gradient_checkpointing", &CausalLM::gradient_checkpointing)
       .def("train", [](CausalLM& c, bool on) { c.train(on); }, py::arg("mode") = true)

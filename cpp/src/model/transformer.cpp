@@ -13,18 +13,6 @@ namespace verl::model {
 namespace F = torch::nn::functional;
 using torch::indexing::Slice;
 
-torch::Tensor KVCache::num_tokens() const {
-  return valid.narrow(1, 0, length).sum(1).to(torch::kLong);
-}
-
-torch::Tensor KVCache::attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k_new,
-                              const torch::Tensor& v_new, const torch::Tensor& mask) {
-  const int64_t q_len = q.size(2), end = length + q_len;
-  k[layer].narrow(2, length, q_len).copy_(k_new);
-  v[layer].narrow(2, length, q_len).copy_(v_new);
-  return grouped_attention(q, k[layer].narrow(2, 0, end), v[layer].narrow(2, 0, end), mask);
-}
-
 torch::Tensor grouped_attention(const torch::Tensor& q, const torch::Tensor& k_in, const torch::Tensor& v_in,
                                 const torch::Tensor& mask) {
   const int64_t heads = q.size(1), kv_heads = k_in.size(1);
@@ -304,15 +292,14 @@ std::pair<torch::Tensor, torch::Tensor> CausalLM::rope(const torch::Tensor& posi
 }
 
 torch::Tensor CausalLM::run_layers(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
-                                   const torch::Tensor& mask, AttentionCache* cache) {
-  const bool checkpoint = gradient_checkpointing_ && cache == nullptr && torch::GradMode::is_enabled();
-  for (size_t i = 0; i < model->layer_ptrs.size(); ++i) {
-    auto& layer = model->layer_ptrs[i];
+                                   const torch::Tensor& mask) {
+  const bool checkpoint = gradient_checkpointing_ && torch::GradMode::is_enabled();
+  for (auto& layer : model->layer_ptrs) {
     if (checkpoint)
       h = LayerCheckpoint::apply(h, reinterpret_cast<int64_t>(layer.get()), cos, sin,
                                  mask.defined() ? mask : torch::empty({0}, cos.options()), mask.defined());
     else
-      h = layer->forward(h, cos, sin, mask, cache, static_cast<int64_t>(i));
+      h = layer->forward(h, cos, sin, mask);
   }
   return model->norm->forward(h);
 }
@@ -351,7 +338,7 @@ torch::Tensor CausalLM::hidden_states(const torch::Tensor& input_ids, const torc
   }
   torch::Tensor h = model->embed_tokens->forward(input_ids);
   auto [cos, sin] = rope(positions, h.scalar_type());
-  return run_layers(h, cos, sin, mask, nullptr);
+  return run_layers(h, cos, sin, mask);
 }
 
 torch::Tensor CausalLM::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
@@ -393,56 +380,6 @@ torch::Tensor CausalLM::hidden_states_packed(const torch::Tensor& input_ids, con
 
 torch::Tensor CausalLM::forward_packed(const torch::Tensor& input_ids, const torch::Tensor& cu_seqlens) {
   return apply_head(hidden_states_packed(input_ids, cu_seqlens));
-}
-
-KVCache CausalLM::new_cache(int64_t batch_size, int64_t max_len) const {
-  VERL_CHECK(batch_size > 0 && max_len > 0, "CausalLM.new_cache: batch_size and max_len must be positive");
-  const auto opts = torch::TensorOptions().dtype(dtype()).device(device());
-  KVCache cache;
-  for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
-    cache.k.push_back(torch::zeros({batch_size, config_.num_key_value_heads, max_len, config_.head_dim}, opts));
-    cache.v.push_back(torch::zeros({batch_size, config_.num_key_value_heads, max_len, config_.head_dim}, opts));
-  }
-  cache.valid = torch::zeros({batch_size, max_len}, torch::dtype(torch::kBool).device(device()));
-  return cache;
-}
-
-torch::Tensor CausalLM::forward_step(const torch::Tensor& input_ids, KVCache& cache,
-                                     const torch::Tensor& attention_mask, const torch::Tensor& positions) {
-  VERL_CHECK(input_ids.dim() == 2, "CausalLM.forward_step: input_ids must be (bs, new), got ", input_ids.sizes());
-  VERL_CHECK(static_cast<int64_t>(cache.k.size()) == config_.num_hidden_layers,
-             "CausalLM.forward_step: cache has ", cache.k.size(), " layers, model has ", config_.num_hidden_layers);
-  const int64_t bs = input_ids.size(0), n = input_ids.size(1);
-  VERL_CHECK(bs == cache.batch_size(), "CausalLM.forward_step: batch size ", bs, " != cache batch size ",
-             cache.batch_size());
-  VERL_CHECK(cache.length + n <= cache.max_len(), "CausalLM.forward_step: cache full (", cache.length, " + ", n,
-             " > ", cache.max_len(), ")");
-  const auto device = input_ids.device();
-  torch::Tensor new_valid = attention_mask.defined() ? attention_mask.to(device).to(torch::kBool)
-                                                     : torch::ones({bs, n}, torch::dtype(torch::kBool).device(device));
-  VERL_CHECK(new_valid.sizes() == input_ids.sizes(), "CausalLM.forward_step: attention_mask ", new_valid.sizes(),
-             " does not match input_ids ", input_ids.sizes());
-  torch::Tensor pos;
-  if (positions.defined()) {
-    VERL_CHECK(positions.sizes() == input_ids.sizes(), "CausalLM.forward_step: positions ", positions.sizes(),
-               " does not match input_ids ", input_ids.sizes());
-    pos = positions.to(device);
-  } else {
-    pos = (cache.num_tokens().unsqueeze(1) + new_valid.to(torch::kLong).cumsum(1) - 1).clamp_min(0);
-  }
-  const int64_t start = cache.length, end = start + n;
-  cache.valid.narrow(1, start, n).copy_(new_valid);
-  torch::Tensor q_slot = torch::arange(start, end, torch::dtype(torch::kLong).device(device));
-  torch::Tensor k_slot = torch::arange(end, torch::dtype(torch::kLong).device(device));
-  // (bs, n, end): earlier-or-same slots that hold real tokens, and always the query itself.
-  torch::Tensor mask = ((q_slot.unsqueeze(1) >= k_slot.unsqueeze(0)).unsqueeze(0) &
-                        cache.valid.narrow(1, 0, end).unsqueeze(1)) |
-                       (q_slot.unsqueeze(1) == k_slot.unsqueeze(0)).unsqueeze(0);
-  torch::Tensor h = model->embed_tokens->forward(input_ids);
-  auto [cos, sin] = rope(pos, h.scalar_type());
-  torch::Tensor out = run_layers(h, cos, sin, mask.unsqueeze(1), &cache);
-  cache.length = end;
-  return apply_head(out);
 }
 
 torch::Tensor CausalLM::forward_cached(const torch::Tensor& input_ids, const torch::Tensor& positions,

@@ -18,9 +18,7 @@ from verl import _C
 from verl.errors import CheckpointError
 from verl.utils.dataset.reader import read_json_file
 
-__all__ = ["CausalLM", "ValueModel", "KVCache", "load_model_config"]
-
-KVCache = _C.model.KVCache
+__all__ = ["CausalLM", "ValueModel", "load_model_config"]
 
 _DTYPE_NAMES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float64: "float64"}
 
@@ -112,14 +110,6 @@ class CausalLM:
     def forward_packed(self, input_ids: torch.Tensor, cu_seqlens: torch.Tensor) -> torch.Tensor:
         """Concatenated sequences (total,) with cumulative lengths (n+1,) -> (total, vocab) / (total,)."""
         return self._module.forward_packed(input_ids, cu_seqlens)
-
-    def new_cache(self, batch_size: int, max_len: int) -> KVCache:
-        return self._module.new_cache(batch_size, max_len)
-
-    def forward_step(self, input_ids: torch.Tensor, cache: KVCache, attention_mask: torch.Tensor | None = None,
-                     positions: torch.Tensor | None = None) -> torch.Tensor:
-        """Appends (bs, new) tokens to the cache and returns their (bs, new, vocab) logits."""
-        return self._module.forward_step(input_ids, cache, attention_mask, positions)
 
     def save_pretrained(self, path: str | os.PathLike, tokenizer_dir: str | os.PathLike | None = None,
                         max_shard_size: int | str = "5GB") -> list[str]:

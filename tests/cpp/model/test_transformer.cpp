@@ -1,13 +1,18 @@
 // verl::model: config.json parsing and its errors, HF state-dict names per family, strict loading,
-// and the equivalence of padded, packed and KV-cache forwards; gradients reach every parameter.
+// and the equivalence of padded, packed and paged-KV-cache (rollout engine) forwards; gradients reach every
+// parameter.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 #include <torch/torch.h>
 
 #include "verl/core/error.h"
 #include "verl/model/model_config.h"
 #include "verl/model/transformer.h"
+#include "verl/rollout/kv_cache.h"
 #include "tensor_compare.h"
 
 using namespace verl::model;
@@ -35,6 +40,86 @@ std::shared_ptr<CausalLM> tiny_model(const std::string& type, bool tied = false)
   auto m = std::make_shared<CausalLM>(ModelConfig::from_json(j));
   m->to(torch::kDouble);
   return m;
+}
+
+// Incremental decoding as the rollout engine runs it (Engine::run: PagedKVCache + BlockManager +
+// CausalLM::forward_cached): every row is its prompt followed by 4 decode tokens; each forward feeds a row
+// the next chunk of up to 3 prompt tokens (chunked prefill, crossing block boundaries) or, once its prompt is
+// in, one token; rows at different stages share the forward (padded to the longest chunk, padding written to
+// the scratch slot) and finished rows drop out. Each row's logits at its chunk's last token equal the full
+// forward of the row's tokens so far. `fused`: the CPU kernel reading the blocks in place, or the gather +
+// SDPA path under a mask (what CUDA runs).
+void check_paged_decoding(CausalLM& m, const std::vector<torch::Tensor>& prompts, bool fused) {
+  const int64_t block_size = 4, num_blocks = 16, decode_steps = 4, chunk = 3;
+  verl::rollout::PagedKVCache cache(m.config(), num_blocks, block_size, m.dtype(), m.device());
+  cache.set_fused_cpu_attention(fused);
+  verl::rollout::BlockManager blocks(num_blocks, block_size);
+  const size_t rows = prompts.size();
+  std::vector<std::vector<int64_t>> tokens(rows), tables(rows);
+  std::vector<int64_t> prompt_len(rows), done(rows, 0);
+  for (size_t i = 0; i < rows; ++i) {
+    torch::Tensor row = torch::cat({prompts[i], torch::randint(64, {decode_steps}, torch::kLong)});
+    tokens[i].assign(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
+    prompt_len[i] = prompts[i].numel();
+  }
+  int64_t forwards = 0;
+  while (true) {
+    std::vector<size_t> batch;
+    std::vector<int64_t> len;
+    for (size_t i = 0; i < rows; ++i) {
+      const int64_t left = static_cast<int64_t>(tokens[i].size()) - done[i];
+      if (left == 0) continue;
+      batch.push_back(i);
+      len.push_back(done[i] < prompt_len[i] ? std::min(chunk, prompt_len[i] - done[i]) : 1);
+    }
+    if (batch.empty()) break;
+    const int64_t bs = static_cast<int64_t>(batch.size());
+    const int64_t q = *std::max_element(len.begin(), len.end());
+    std::vector<std::vector<int64_t>> slots(batch.size());
+    std::vector<std::pair<int64_t, int64_t>> copies;
+    int64_t max_blocks = 0;
+    for (int64_t b = 0; b < bs; ++b) {
+      const size_t i = batch[b];
+      slots[b] = blocks.append_slots(tables[i], done[i], len[b], copies);
+      max_blocks = std::max(max_blocks, static_cast<int64_t>(tables[i].size()));
+    }
+    REQUIRE(copies.empty());  // nothing is shared here
+    torch::Tensor ids = torch::zeros({bs, q}, torch::kLong), pos = torch::zeros({bs, q}, torch::kLong);
+    torch::Tensor slot = torch::zeros({bs * q}, torch::kLong), table = torch::zeros({bs, max_blocks}, torch::kLong);
+    torch::Tensor head = torch::zeros({bs}, torch::kLong);
+    for (int64_t b = 0; b < bs; ++b) {
+      const size_t i = batch[b];
+      for (int64_t t = 0; t < len[b]; ++t) {
+        ids[b][t] = tokens[i][done[i] + t];
+        pos[b][t] = done[i] + t;
+        slot[b * q + t] = slots[b][t];
+      }
+      for (size_t k = 0; k < tables[i].size(); ++k) table[b][static_cast<int64_t>(k)] = tables[i][k];
+      head[b] = len[b] - 1;
+    }
+    torch::Tensor mask;
+    if (cache.needs_mask())
+      mask = torch::arange(max_blocks * block_size, torch::kLong).view({1, 1, 1, -1}) <= pos.view({bs, 1, q, 1});
+    cache.set_batch({slot, table, pos});
+    torch::Tensor logits = m.forward_cached(ids, pos, cache, mask, head);
+    REQUIRE(logits.sizes() == torch::IntArrayRef{bs, 64});
+    ++forwards;
+    for (int64_t b = 0; b < bs; ++b) {
+      const size_t i = batch[b];
+      done[i] += len[b];
+      torch::Tensor prefix = torch::tensor(std::vector<int64_t>(tokens[i].begin(), tokens[i].begin() + done[i]));
+      torch::Tensor full = m.forward(prefix.unsqueeze(0))[0].select(0, -1);
+      CHECK(max_diff(logits[b], full) < 1e-10);
+    }
+  }
+  // Prompts of 5, 9, 3 tokens: 2, 3, 1 prefill chunks, then 4 decode steps each.
+  CHECK(forwards == 7);
+  for (size_t i = 0; i < rows; ++i)
+    CHECK(static_cast<int64_t>(tables[i].size()) == (done[i] + block_size - 1) / block_size);
+  // A slot outside the pool is refused before any write.
+  CHECK_THROWS_AS(cache.set_batch({torch::tensor({num_blocks * block_size}, torch::kLong),
+                                   torch::zeros({1, 1}, torch::kLong), torch::zeros({1, 1}, torch::kLong)}),
+                  verl::InvalidArgument);
 }
 
 }  // namespace
@@ -146,7 +231,7 @@ TEST_CASE("CausalLM strict load lists missing, unexpected and mismatched names",
   CHECK_NOTHROW(other->load_state_dict(broken, false));  // non-strict skips missing/unexpected
 }
 
-TEST_CASE("CausalLM packed, left-padded and KV-cache forwards agree", "[model]") {
+TEST_CASE("CausalLM packed, left-padded and paged-KV-cache forwards agree", "[model]") {
   for (const std::string type : {"qwen2", "qwen3", "llama"}) {
     SECTION(type) {
       auto m = tiny_model(type);
@@ -174,24 +259,8 @@ TEST_CASE("CausalLM packed, left-padded and KV-cache forwards agree", "[model]")
         CHECK(max_diff(packed.narrow(0, off, lens[i]), alone) < 1e-10);
         off += lens[i];
       }
-      // KV cache: prefill the left-padded prompts, then decode 4 tokens one at a time, and compare
-      // each step with the full forward of prompt + tokens so far.
-      KVCache cache = m->new_cache(3, seq + 4);
-      torch::Tensor step = m->forward_step(ids, cache, mask);
-      CHECK(max_diff(step.masked_select(mask.unsqueeze(-1).to(torch::kBool)),
-                     padded.masked_select(mask.unsqueeze(-1).to(torch::kBool))) < 1e-10);
-      torch::Tensor all_ids = ids, all_mask = mask;
-      for (int t = 0; t < 4; ++t) {
-        torch::Tensor next = torch::randint(64, {3, 1}, torch::kLong);
-        step = m->forward_step(next, cache);
-        all_ids = torch::cat({all_ids, next}, 1);
-        all_mask = torch::cat({all_mask, torch::ones({3, 1}, torch::kLong)}, 1);
-        torch::Tensor full = m->forward(all_ids, all_mask);
-        CHECK(max_diff(step.squeeze(1), full.select(1, -1)) < 1e-10);
-      }
-      CHECK(cache.length == seq + 4);
-      CHECK(torch::equal(cache.num_tokens(), torch::tensor({9, 13, 7}, torch::kLong)));
-      CHECK_THROWS_AS(m->forward_step(torch::zeros({3, 1}, torch::kLong), cache), verl::InvalidArgument);
+      // Incremental decoding goes through the rollout engine's paged KV cache (the one decode path).
+      for (bool fused : {true, false}) check_paged_decoding(*m, seqs, fused);
     }
   }
 }

@@ -1,5 +1,6 @@
 """verl.models.transformer against transformers' Qwen2 / Qwen3 / Llama with the same weights:
-fp32 logits, bf16 argmax, left padding, packing, KV-cache decode, the value head, tied embeddings."""
+fp32 logits, bf16 argmax, left padding, packing, decoding in the rollout engine, the value head, tied
+embeddings."""
 
 import pytest
 import torch
@@ -137,29 +138,30 @@ def test_left_padding_and_packing(family):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_kv_cache_decode_matches_full_forward(family):
+def test_engine_decode_matches_full_forward(family):
+    """Incremental decoding runs in the rollout engine (verl.rollout.LLM: paged KV cache, the 9-token prompt
+    prefilled in chunks, prompts at different stages in one forward). Each generated token's log-prob -- the
+    log_softmax of the logits the engine computed for that step from its cache -- equals the one from our full
+    forward and from transformers' full forward of the sequence so far."""
+    from verl.rollout import LLM, SamplingParams
+
     hf, ours = make_pair(family)
-    prompts = random_seqs([5, 9, 2], 4)
-    ids, mask = left_padded(prompts)
+    prompts = [s.tolist() for s in random_seqs([5, 9, 2], 4)]
     steps = 6
-    cache = ours.new_cache(3, ids.shape[1] + steps)
-    g = torch.Generator().manual_seed(5)
-    with torch.no_grad():
-        out = ours.forward_step(ids, cache, mask)
-        full = ours(ids, mask)
-        valid = mask.bool()
-        torch.testing.assert_close(out[valid], full[valid], atol=1e-5, rtol=0)
-        for _ in range(steps):
-            nxt = torch.randint(1, VOCAB, (3, 1), generator=g)
-            out = ours.forward_step(nxt, cache)
-            ids = torch.cat([ids, nxt], 1)
-            mask = torch.cat([mask, torch.ones_like(nxt)], 1)
-            full = ours(ids, mask)
-            torch.testing.assert_close(out[:, 0], full[:, -1], atol=1e-5, rtol=0)
-            pos = (mask.cumsum(1) - 1).clamp(min=0)
-            torch.testing.assert_close(out[:, 0], hf_logits(hf, ids, mask, pos)[:, -1], atol=1e-4, rtol=0)
-    assert cache.length == ids.shape[1]
-    assert cache.num_tokens().tolist() == [5 + steps, 9 + steps, 2 + steps]
+    llm = LLM(ours, block_size=4, max_num_batched_tokens=8)
+    outs = llm.generate(prompt_token_ids=prompts,
+                        sampling_params=SamplingParams(temperature=1.0, max_tokens=steps, seed=5, ignore_eos=True))
+    for p, out in zip(prompts, outs):
+        c = out.outputs[0]
+        assert len(c.token_ids) == len(c.logprobs) == steps
+        full = torch.tensor([p + c.token_ids])
+        with torch.no_grad():
+            ours_lp = torch.log_softmax(ours(full)[0, len(p) - 1:-1], -1)
+            hf_lp = torch.log_softmax(hf_logits(hf, full)[0, len(p) - 1:-1], -1)
+        chosen = torch.tensor(c.token_ids)[:, None]
+        got = torch.tensor(c.logprobs)
+        torch.testing.assert_close(got, ours_lp.gather(1, chosen)[:, 0], atol=1e-5, rtol=0)
+        torch.testing.assert_close(got, hf_lp.gather(1, chosen)[:, 0], atol=1e-4, rtol=0)
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -42,24 +42,6 @@ class VERL_API AttentionCache {
 VERL_API torch::Tensor grouped_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                          const torch::Tensor& mask);
 
-// A contiguous KV cache for incremental decoding. All rows share the slot counter `length`; rows
-// of a left-padded prompt batch mark their padding slots invalid, so rows need not have equal
-// prompt lengths. The rollout engine may replace this with a paged cache behind forward_step.
-struct VERL_API KVCache : AttentionCache {
-  std::vector<torch::Tensor> k;  // per layer: (bs, kv_heads, max_len, head_dim), post-RoPE keys
-  std::vector<torch::Tensor> v;  // per layer: (bs, kv_heads, max_len, head_dim)
-  torch::Tensor valid;           // (bs, max_len) bool: slot holds a real (non-padding) token
-  int64_t length = 0;            // slots [0, length) are filled
-
-  int64_t batch_size() const { return valid.size(0); }
-  int64_t max_len() const { return valid.size(1); }
-  // Per-row count of real tokens so far (bs,) int64: the position of the row's next token.
-  torch::Tensor num_tokens() const;
-  // Writes k/v into slots [length, length+q) of `layer` and attends over slots [0, length+q).
-  torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
-                       const torch::Tensor& mask) override;
-};
-
 class VERL_API RMSNorm : public torch::nn::Module {
  public:
   RMSNorm(int64_t dim, double eps);
@@ -76,8 +58,8 @@ class VERL_API Attention : public torch::nn::Module {
   explicit Attention(const ModelConfig& c);
   // x (bs, q, hidden); cos/sin (bs, q, head_dim); mask (bs, 1, q, k) bool, true = attend, or
   // undefined for plain causal attention (q == k, no padding, no cache).
-  // Without a cache k == q. With one, the new keys/values go into slots [length, length+q) of
-  // `layer` and attention runs over slots [0, length+q).
+  // Without a cache k == q. With one, the new keys/values are handed to cache->attend(layer, ...),
+  // which stores them and attends over the row's cached keys/values as well.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& mask, AttentionCache* cache = nullptr, int64_t layer = 0);
   // Packed sequences: x (1, total, hidden); cos/sin (1, total, head_dim); causal within each
@@ -145,16 +127,8 @@ class VERL_API CausalLM : public torch::nn::Module {
   torch::Tensor forward_packed(const torch::Tensor& input_ids, const torch::Tensor& cu_seqlens);
   torch::Tensor hidden_states_packed(const torch::Tensor& input_ids, const torch::Tensor& cu_seqlens);
 
-  // An empty cache for `batch_size` rows of up to `max_len` tokens, in the parameters' dtype/device.
-  KVCache new_cache(int64_t batch_size, int64_t max_len) const;
-  // Incremental forward: input_ids (bs, new) are written into cache slots [length, length+new)
-  // and attend to all valid earlier slots. attention_mask (bs, new) marks padding among the new
-  // tokens (left-padded prefill); positions (bs, new) default to each row's running token count.
-  // Returns (bs, new, vocab) logits or (bs, new) values; advances cache.length by new.
-  torch::Tensor forward_step(const torch::Tensor& input_ids, KVCache& cache,
-                             const torch::Tensor& attention_mask = {}, const torch::Tensor& positions = {});
-
-  // Forward through an external cache (the rollout engine's paged KV cache). input_ids and
+  // Incremental decoding: a forward through an external cache (the rollout engine's paged KV cache,
+  // verl/rollout/kv_cache.h -- the one decode path). input_ids and
   // positions (bs, q) int64; `mask` is handed to cache.attend unchanged. Only the rows' hidden
   // states at `head_index` (bs,) int64 (position within q) go through the head, so a prefill
   // chunk costs one head row: returns (bs, vocab) logits or (bs,) values.
@@ -186,7 +160,7 @@ class VERL_API CausalLM : public torch::nn::Module {
   // cos/sin (bs, q, head_dim) in `dtype` for positions (bs, q); computed in float32 as HF does.
   std::pair<torch::Tensor, torch::Tensor> rope(const torch::Tensor& positions, torch::Dtype dtype) const;
   torch::Tensor run_layers(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
-                           const torch::Tensor& mask, AttentionCache* cache);
+                           const torch::Tensor& mask);
   torch::Tensor run_layers_varlen(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
                                   const VarlenLayout& layout);
 
