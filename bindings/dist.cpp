@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <pybind11/conduit/pybind11_conduit_v1.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -46,13 +48,24 @@ void register_dist(py::module_& m) {
       .def("all_reduce_sum", py::overload_cast<double>(&Communicator::all_reduce_sum), py::arg("value"),
            py::call_guard<py::gil_scoped_release>(), "The sum of `value` over the ranks.")
       .def(
-          "broadcast_",
-          [](Communicator& c, torch::Tensor tensor, int64_t root) {
-            py::gil_scoped_release release;
-            c.broadcast_(tensor, root);
-            return tensor;
+          "broadcast_bytes",
+          [](Communicator& c, const py::object& data, int64_t root) {
+            std::vector<char> bytes;
+            if (c.rank() == root) {
+              const std::string text = py::bytes(data).cast<std::string>();
+              bytes.assign(text.begin(), text.end());
+            }
+            std::vector<char> out;
+            {
+              py::gil_scoped_release release;
+              out = c.broadcast_bytes(bytes, root);
+            }
+            return py::bytes(out.data(), out.size());
           },
-          py::arg("tensor"), py::arg("root") = 0, "`tensor` takes root's values, in place.")
+          py::arg("data"), py::arg("root") = 0,
+          "root's `data` (bytes; ignored on the other ranks) on every rank. The buffers are C++ tensors: a Gloo "
+          "thread that drops them never needs the GIL (tensors made in Python do, which can abort a process that is "
+          "exiting).")
       .def("barrier", &Communicator::barrier, py::call_guard<py::gil_scoped_release>());
 }
 

@@ -70,13 +70,6 @@ trainer::RewardFn wrap_reward(py::function fn) {
   };
 }
 
-workers::Optimizer& optimizer_of(PPOTrainer& p, const std::string& role) {
-  if (role == "actor") return p.actor().optimizer();
-  VERL_CHECK(role == "critic", "optimizer role must be 'actor' or 'critic', got '", role, "'");
-  VERL_CHECK(p.critic() != nullptr, "this trainer has no critic");
-  return p.critic()->optimizer();
-}
-
 py::dict settings_dict(const trainer::PPOTrainerConfig& s) {
   py::dict d;
   d["adv_estimator"] = s.adv_estimator;
@@ -154,19 +147,21 @@ void register_trainer(py::module_& m) {
       .def(
           "save_optimizer",
           [](PPOTrainer& p, const std::string& role, const std::string& path) {
-            optimizer_of(p, role);
             py::gil_scoped_release release;
-            optimizer_of(p, role).save(path);
+            p.save_optimizer(role, path);
           },
           py::arg("role"), py::arg("path"), "Writes the 'actor' or 'critic' optimizer + scheduler state (atomic).")
       .def(
           "load_optimizer",
           [](PPOTrainer& p, const std::string& role, const std::string& path) {
-            optimizer_of(p, role);
+            workers::Optimizer& optimizer = p.optimizer(role);
             py::gil_scoped_release release;
-            optimizer_of(p, role).load(path);
+            optimizer.load(path);
           },
-          py::arg("role"), py::arg("path"), "Restores an optimizer + scheduler state written by save_optimizer.");
+          py::arg("role"), py::arg("path"), "Restores an optimizer + scheduler state written by save_optimizer.")
+      .def(
+          "optimizer_state_bytes", [](PPOTrainer& p, const std::string& role) { return p.optimizer(role).state_bytes(); },
+          py::arg("role"), "Bytes of AdamW state this rank holds for 'actor' or 'critic' (1/N of it when sharded).");
 }
 
 }  // namespace verl::bindings

@@ -6,9 +6,13 @@
 #include <utility>
 
 #include <torch/csrc/autograd/variable.h>
+#include <torch/version.h>
 
 #include "core/untrusted.h"
 #include "verl/core/error.h"
+
+// torch 2.13 renamed _reduce_scatter_base / _allgather_base to *_single (the old names warn as deprecated).
+#define VERL_TORCH_HAS_SINGLE_COLLECTIVES (TORCH_VERSION_MAJOR * 100 + TORCH_VERSION_MINOR >= 213)
 
 namespace verl::dist {
 namespace {
@@ -70,6 +74,33 @@ void Communicator::all_reduce_(torch::Tensor& tensor, c10d::ReduceOp::RedOpType 
 
 void Communicator::all_reduce_sum_(torch::Tensor& tensor) { all_reduce_(tensor, c10d::ReduceOp::SUM, "all_reduce(sum)"); }
 void Communicator::all_reduce_max_(torch::Tensor& tensor) { all_reduce_(tensor, c10d::ReduceOp::MAX, "all_reduce(max)"); }
+
+torch::Tensor Communicator::reduce_scatter_sum(const torch::Tensor& flat) {
+  VERL_CHECK(flat.dim() == 1 && flat.numel() % world_size_ == 0, "reduce_scatter: a flat tensor whose length divides by ",
+             world_size_, " is needed, got ", flat.sizes());
+  torch::Tensor input = to_device(flat);
+  torch::Tensor output = torch::empty({flat.numel() / world_size_}, input.options());
+  c10d::ReduceScatterOptions options;
+  options.reduceOp = c10d::ReduceOp(c10d::ReduceOp::SUM);
+#if VERL_TORCH_HAS_SINGLE_COLLECTIVES
+  wait(group_->reduce_scatter_single(output, input, options), "reduce_scatter");
+#else
+  wait(group_->_reduce_scatter_base(output, input, options), "reduce_scatter");
+#endif
+  return output.to(flat.device());
+}
+
+torch::Tensor Communicator::all_gather_flat(const torch::Tensor& shard) {
+  VERL_CHECK(shard.dim() == 1, "all_gather: a flat tensor is needed, got ", shard.sizes());
+  torch::Tensor input = to_device(shard);
+  torch::Tensor output = torch::empty({shard.numel() * world_size_}, input.options());
+#if VERL_TORCH_HAS_SINGLE_COLLECTIVES
+  wait(group_->all_gather_single(output, input), "all_gather");
+#else
+  wait(group_->_allgather_base(output, input), "all_gather");
+#endif
+  return output.to(shard.device());
+}
 
 double Communicator::all_reduce_sum(double value) {
   torch::Tensor t = torch::tensor({value}, torch::kFloat64);

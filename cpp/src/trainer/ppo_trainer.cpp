@@ -479,6 +479,10 @@ void PPOTrainer::register_worker_methods() {
   workers_->register_method("update_actor", [this](const DataProto& chunk) {
     return with_metrics(DataProto(), actor_->update_policy(chunk));
   });
+  workers_->register_method("save_optimizer", [this](const DataProto& request) {
+    optimizer(request.meta_info().at("role").get<std::string>()).save(request.meta_info().at("path").get<std::string>());
+    return DataProto();
+  });
   workers_->register_method("update_weights", [this](const DataProto&) {
     hand_over_weights();
     return DataProto();
@@ -489,6 +493,21 @@ DataProto PPOTrainer::dispatch(const std::string& method, const DataProto& data,
   VERL_CHECK(workers_->is_controller(), "PPOTrainer: rank ", workers_->rank(),
              " is a worker; only rank 0 (the controller) runs the step -- workers call serve()");
   return workers_->call(method, data, how);
+}
+
+workers::Optimizer& PPOTrainer::optimizer(const std::string& role) {
+  if (role == "actor") return actor_->optimizer();
+  VERL_CHECK(role == "critic", "optimizer role must be 'actor' or 'critic', got '", role, "'");
+  VERL_CHECK(critic_ != nullptr, "this trainer has no critic");
+  return critic_->optimizer();
+}
+
+void PPOTrainer::save_optimizer(const std::string& role, const std::string& path) {
+  optimizer(role);  // a bad role fails here, before any rank is asked
+  DataProto request;
+  request.meta_info()["role"] = role;
+  request.meta_info()["path"] = path;
+  dispatch("save_optimizer", request, dist::Dispatch::kBroadcast);
 }
 
 void PPOTrainer::serve() { workers_->serve(); }

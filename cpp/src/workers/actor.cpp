@@ -198,6 +198,12 @@ ActorWorker::ActorWorker(ActorConfig config, std::shared_ptr<model::CausalLM> mo
   device_peak_flops(model_->device(), precision_->compute_dtype());
 }
 
+void ActorWorker::set_data_parallel(std::shared_ptr<dist::Communicator> communicator) {
+  VERL_CHECK(role_ == PolicyRole::kActor, "set_data_parallel: the reference policy does not train");
+  optimizer_->shard_over(communicator);
+  data_parallel_ = std::move(communicator);
+}
+
 Optimizer& ActorWorker::optimizer() {
   VERL_CHECK(optimizer_ != nullptr, "the reference policy has no optimizer");
   return *optimizer_;
@@ -349,8 +355,7 @@ Metrics ActorWorker::update_policy(const DataProto& data) {
       precision_->accumulate_grads();  // into the master gradients, in the master dtype
       mini_batch_loss += policy_loss.item<double>();
     }
-    dp.average_gradients(model_->parameters());
-    const double grad_norm = optimizer_->step();
+    const double grad_norm = optimizer_->step();  // sharded: averages the gradients over the ranks first
     precision_->update_loss_scale(std::isfinite(grad_norm));
     precision_->refresh();  // the next mini-batch (and the rollout) computes with the updated weights
     // verl's train_batch MFU: this mini-batch's FLOPs over its forward/backward/optimizer time.

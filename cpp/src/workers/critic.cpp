@@ -134,6 +134,11 @@ DataProto CriticWorker::compute_values(const DataProto& data) {
   return result;
 }
 
+void CriticWorker::set_data_parallel(std::shared_ptr<dist::Communicator> communicator) {
+  optimizer_->shard_over(communicator);
+  data_parallel_ = std::move(communicator);
+}
+
 std::map<std::string, double> CriticWorker::update_critic(const DataProto& data) {
   const std::string k = "critic.";
   const int64_t bs = data.size();
@@ -195,8 +200,7 @@ std::map<std::string, double> CriticWorker::update_critic(const DataProto& data)
       precision_->accumulate_grads();  // into the master gradients, in the master dtype
       mini_batch_loss += out.vf_loss.item<double>();
     }
-    dp.average_gradients(model_->parameters());
-    const double grad_norm = optimizer_->step();
+    const double grad_norm = optimizer_->step();  // sharded: averages the gradients over the ranks first
     precision_->update_loss_scale(std::isfinite(grad_norm));
     precision_->refresh();
     // verl's train_batch MFU: this mini-batch's FLOPs over its forward/backward/optimizer time.

@@ -1,7 +1,8 @@
 // Data parallelism inside a training worker: each rank updates on its own rows, the loss normalised by the
 // global (all ranks') token and sequence counts exactly as verl does (dp_size, batch_num_tokens,
-// global_batch_size), the gradients averaged over the ranks before the optimizer step, so N ranks take the step
-// one process would take on the whole mini-batch. With no communicator every function is the one-process identity.
+// global_batch_size) and the gradients averaged over the ranks by the sharded optimizer (Optimizer::shard_over), so
+// N ranks take the step one process would take on the whole mini-batch. With no communicator every function is the
+// one-process identity.
 #pragma once
 
 #include <cstdint>
@@ -26,9 +27,6 @@ class DataParallel {
   // This rank's share of a global mini-batch of `global_rows` rows: ConfigError naming `key` (the
   // ppo_mini_batch_size key) when the ranks cannot share it equally, as verl asserts.
   int64_t local_rows(int64_t global_rows, const std::string& key) const;
-  // Replaces every gradient of `parameters` (those requiring grad; a missing one counts as zeros) by its mean over
-  // the ranks. One flat buffer per dtype, so a model costs one all-reduce per dtype.
-  void average_gradients(const std::vector<torch::Tensor>& parameters) const;
   // Every rank's `tensors` take rank 0's values (the initial weights of replicas built independently).
   void broadcast_from_controller(const std::vector<torch::Tensor>& tensors) const;
 

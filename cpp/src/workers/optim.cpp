@@ -1,5 +1,6 @@
 #include "verl/workers/optim.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -10,6 +11,7 @@
 
 #include "verl/core/error.h"
 #include "worker_config_util.h"
+#include "workers/optimizer_shard.h"
 
 namespace verl::workers {
 
@@ -184,6 +186,62 @@ void fused_adamw_step(torch::optim::AdamW& adamw) {
   }
 }
 
+void write_archive(torch::optim::AdamW& adamw, int64_t last_epoch, int64_t skipped_steps, const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  try {
+    torch::serialize::OutputArchive archive;
+    adamw.save(archive);
+    archive.write("verl_scheduler_last_epoch", torch::tensor(last_epoch, torch::kLong));
+    archive.write("verl_skipped_steps", torch::tensor(skipped_steps, torch::kLong));
+    archive.save_to(tmp);
+  } catch (const c10::Error& e) {
+    std::remove(tmp.c_str());
+    VERL_FAIL(CheckpointError, "cannot write optimizer state '", path, "': ", e.what_without_backtrace());
+  }
+  VERL_CHECK_AS(CheckpointError, std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename '", tmp, "' to '", path,
+                "'");
+}
+
+// Reads `path` into `adamw` (an optimizer over the parameter shapes the file was written for) and returns the
+// schedule position and skipped-step count.
+std::pair<int64_t, int64_t> read_archive(torch::optim::AdamW& adamw, const std::string& path) {
+  std::pair<int64_t, int64_t> counts;
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    torch::Tensor last_epoch, skipped;
+    archive.read("verl_scheduler_last_epoch", last_epoch);
+    archive.read("verl_skipped_steps", skipped);
+    adamw.load(archive);
+    counts = {last_epoch.item<int64_t>(), skipped.item<int64_t>()};
+  } catch (const c10::Error& e) {
+    VERL_FAIL(CheckpointError, "cannot read optimizer state '", path, "': ", e.what_without_backtrace());
+  }
+  // AdamW's moments must match the parameters they update.
+  for (const auto& group : adamw.param_groups()) {
+    for (const auto& p : group.params()) {
+      auto it = adamw.state().find(p.unsafeGetTensorImpl());
+      if (it == adamw.state().end()) continue;
+      const auto& st = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+      VERL_CHECK_AS(CheckpointError, st.exp_avg().sizes() == p.sizes(), "optimizer state '", path,
+                    "' does not match the parameters (moment ", st.exp_avg().sizes(), " vs parameter ", p.sizes(), ")");
+    }
+  }
+  return counts;
+}
+
+const torch::optim::AdamWOptions& adamw_options(const torch::optim::AdamW& adamw) {
+  return static_cast<const torch::optim::AdamWOptions&>(adamw.param_groups().front().options());
+}
+
+// Tensors of the parameters' shapes, dtype and device, standing in for them in a one-process optimizer image.
+std::vector<torch::Tensor> stand_ins(const std::vector<torch::Tensor>& parameters) {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : parameters) out.push_back(torch::empty_like(p.detach()));
+  return out;
+}
+
+
 }  // namespace
 
 torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm) {
@@ -239,9 +297,58 @@ double Optimizer::lr() const {
   return static_cast<const torch::optim::AdamWOptions&>(adamw_->param_groups().front().options()).lr();
 }
 
-void Optimizer::zero_grad() { adamw_->zero_grad(/*set_to_none=*/true); }
+void Optimizer::zero_grad() {
+  adamw_->zero_grad(/*set_to_none=*/true);
+  if (shard_) {  // the AdamW holds the slice; the parameters' own gradients are dropped too
+    for (auto& p : parameters_) p.mutable_grad() = torch::Tensor();
+  }
+}
 
-double Optimizer::step() {
+Optimizer::~Optimizer() = default;
+Optimizer::Optimizer(Optimizer&&) noexcept = default;
+Optimizer& Optimizer::operator=(Optimizer&&) noexcept = default;
+
+void Optimizer::shard_over(std::shared_ptr<dist::Communicator> communicator) {
+  if (communicator == nullptr || communicator->world_size() == 1) return;
+  VERL_CHECK(shard_ == nullptr, "Optimizer::shard_over: already sharded");
+  VERL_CHECK(adamw_->state().empty(), "Optimizer::shard_over: call it before the first step");
+  shard_ = std::make_unique<detail::OptimizerShard>(parameters_, std::move(communicator));
+  const torch::optim::AdamWOptions options = adamw_options(*adamw_);
+  adamw_ = std::make_unique<torch::optim::AdamW>(std::vector<torch::Tensor>{shard_->master()}, options);
+  apply_lr();
+}
+
+int64_t Optimizer::state_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& [key, state] : adamw_->state()) {
+    const auto& st = static_cast<const torch::optim::AdamWParamState&>(*state);
+    for (const torch::Tensor& t : {st.exp_avg(), st.exp_avg_sq(), st.max_exp_avg_sq()}) {
+      if (t.defined()) bytes += static_cast<int64_t>(t.nbytes());
+    }
+  }
+  return bytes;
+}
+
+double Optimizer::step() { return shard_ ? sharded_step() : local_step(); }
+
+double Optimizer::sharded_step() {
+  shard_->gather_gradients();
+  const double norm = std::sqrt(shard_->global_norm_sq());  // the same on every rank
+  if (!std::isfinite(norm)) {
+    ++skipped_steps_;
+    zero_grad();
+    return norm;
+  }
+  {
+    torch::NoGradGuard no_grad;  // torch.nn.utils.clip_grad_norm_'s coefficient, from the whole gradient's norm
+    shard_->master().mutable_grad().mul_(std::min(1.0, config_.clip_grad / (norm + 1e-6)));
+  }
+  fused_adamw_step(*adamw_);
+  shard_->scatter_weights();
+  return norm;
+}
+
+double Optimizer::local_step() {
   torch::Tensor norm = clip_grad_norm(parameters_, config_.clip_grad);
   const double value = norm.item<double>();
   if (!std::isfinite(value)) {
@@ -265,44 +372,73 @@ void Optimizer::set_scheduler_step_count(int64_t last_epoch) {
   apply_lr();
 }
 
+
 void Optimizer::save(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
-  try {
-    torch::serialize::OutputArchive archive;
-    adamw_->save(archive);
-    archive.write("verl_scheduler_last_epoch", torch::tensor(last_epoch_, torch::kLong));
-    archive.write("verl_skipped_steps", torch::tensor(skipped_steps_, torch::kLong));
-    archive.save_to(tmp);
-  } catch (const c10::Error& e) {
-    std::remove(tmp.c_str());
-    VERL_FAIL(CheckpointError, "cannot write optimizer state '", path, "': ", e.what_without_backtrace());
+  if (!shard_) {
+    write_archive(*adamw_, last_epoch_, skipped_steps_, path);
+    return;
   }
-  VERL_CHECK_AS(CheckpointError, std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename '", tmp, "' to '", path,
-                "'");
+  // Every rank gathers the slices' moments; rank 0 writes them as the one-process optimizer over the whole
+  // parameters would (same archive, loadable at any number of ranks).
+  const auto it = adamw_->state().find(shard_->master().unsafeGetTensorImpl());
+  const bool stepped = it != adamw_->state().end();  // the same on every rank: they step together
+  std::vector<torch::Tensor> exp_avg, exp_avg_sq, max_exp_avg_sq;
+  int64_t step = 0;
+  if (stepped) {
+    const auto& st = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+    step = st.step();
+    exp_avg = shard_->full(st.exp_avg());
+    exp_avg_sq = shard_->full(st.exp_avg_sq());
+    if (st.max_exp_avg_sq().defined()) max_exp_avg_sq = shard_->full(st.max_exp_avg_sq());
+  }
+  if (shard_->rank() != 0) return;
+  std::vector<torch::Tensor> whole = stand_ins(parameters_);
+  torch::optim::AdamW image(whole, adamw_options(*adamw_));
+  for (size_t i = 0; stepped && i < whole.size(); ++i) {
+    auto st = std::make_unique<torch::optim::AdamWParamState>();
+    st->step(step);
+    st->exp_avg(exp_avg[i]);
+    st->exp_avg_sq(exp_avg_sq[i]);
+    if (!max_exp_avg_sq.empty()) st->max_exp_avg_sq(max_exp_avg_sq[i]);
+    image.state()[whole[i].unsafeGetTensorImpl()] = std::move(st);
+  }
+  write_archive(image, last_epoch_, skipped_steps_, path);
 }
 
 void Optimizer::load(const std::string& path) {
-  try {
-    torch::serialize::InputArchive archive;
-    archive.load_from(path);
-    torch::Tensor last_epoch, skipped;
-    archive.read("verl_scheduler_last_epoch", last_epoch);
-    archive.read("verl_skipped_steps", skipped);
-    adamw_->load(archive);
-    last_epoch_ = last_epoch.item<int64_t>();
-    skipped_steps_ = skipped.item<int64_t>();
-  } catch (const c10::Error& e) {
-    VERL_FAIL(CheckpointError, "cannot read optimizer state '", path, "': ", e.what_without_backtrace());
+  if (!shard_) {
+    std::tie(last_epoch_, skipped_steps_) = read_archive(*adamw_, path);
+    apply_lr();
+    return;
   }
-  // AdamW's moments must match the parameters they update.
-  for (const auto& group : adamw_->param_groups()) {
-    for (const auto& p : group.params()) {
-      auto it = adamw_->state().find(p.unsafeGetTensorImpl());
-      if (it == adamw_->state().end()) continue;
-      const auto& st = static_cast<const torch::optim::AdamWParamState&>(*it->second);
-      VERL_CHECK_AS(CheckpointError, st.exp_avg().sizes() == p.sizes(), "optimizer state '", path,
-                    "' does not match the parameters (moment ", st.exp_avg().sizes(), " vs parameter ", p.sizes(), ")");
-    }
+  // The one-process image, then this rank's slice of each moment.
+  std::vector<torch::Tensor> whole = stand_ins(parameters_);
+  torch::optim::AdamW image(whole, adamw_options(*adamw_));
+  std::tie(last_epoch_, skipped_steps_) = read_archive(image, path);
+  adamw_->state().clear();
+  std::vector<torch::Tensor> exp_avg, exp_avg_sq, max_exp_avg_sq;
+  int64_t step = -1;
+  for (const auto& p : whole) {
+    auto it = image.state().find(p.unsafeGetTensorImpl());
+    if (it == image.state().end()) break;
+    const auto& st = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+    VERL_CHECK_AS(CheckpointError, step < 0 || st.step() == step, "optimizer state '", path,
+                  "': the parameters' step counts differ (", step, " vs ", st.step(), "), which one sharded AdamW "
+                  "state cannot hold");
+    step = st.step();
+    exp_avg.push_back(st.exp_avg());
+    exp_avg_sq.push_back(st.exp_avg_sq());
+    if (st.max_exp_avg_sq().defined()) max_exp_avg_sq.push_back(st.max_exp_avg_sq());
+  }
+  if (!exp_avg.empty()) {
+    VERL_CHECK_AS(CheckpointError, exp_avg.size() == whole.size(), "optimizer state '", path,
+                  "' holds moments for ", exp_avg.size(), " of ", whole.size(), " parameters");
+    auto st = std::make_unique<torch::optim::AdamWParamState>();
+    st->step(step);
+    st->exp_avg(shard_->slice(exp_avg));
+    st->exp_avg_sq(shard_->slice(exp_avg_sq));
+    if (max_exp_avg_sq.size() == whole.size()) st->max_exp_avg_sq(shard_->slice(max_exp_avg_sq));
+    adamw_->state()[shard_->master().unsafeGetTensorImpl()] = std::move(st);
   }
   apply_lr();
 }

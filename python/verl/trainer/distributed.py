@@ -16,6 +16,7 @@ The process group is created once, from the launcher's rendezvous (``WORLD_SIZE`
 
 from __future__ import annotations
 
+import atexit
 import datetime
 import functools
 import os
@@ -104,24 +105,32 @@ def communicator(config: Any, device: str, launch: LaunchEnv | None = None) -> A
         device = f"cuda:{launch.local_rank}"
     if not dist.is_initialized():
         dist.init_process_group("nccl" if on_cuda else "gloo", timeout=datetime.timedelta(seconds=timeout))
+        # The group this module created is destroyed before the interpreter tears down (torch asks for it: a
+        # backend's threads left to static destruction can abort the process at exit).
+        atexit.register(_destroy_process_group)
     return _C.dist.Communicator(dist.group.WORLD, device=str(device), timeout_s=timeout)
 
 
-def _share_outcome(outcome: tuple[str, Any] | None) -> tuple[str, Any]:
-    """The controller's (status, value) on every rank (torch.distributed's object broadcast from rank 0; workers pass
-    None)."""
-    import pickle
-
+def _destroy_process_group() -> None:
     import torch.distributed as dist
 
-    box = [outcome]
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def _share_outcome(communicator: Any, outcome: tuple[str, Any] | None) -> tuple[str, Any]:
+    """The controller's (status, value) on every rank (pickled, through the job's communicator; workers pass None).
+    Not torch.distributed.broadcast_object_list: its tensors are made in Python, and a Gloo thread releasing one
+    after the interpreter began to exit aborts the process."""
+    import pickle
+
+    data = b""
     if outcome is not None:
         try:
-            pickle.dumps(outcome)
+            data = pickle.dumps(outcome)
         except Exception as e:  # noqa: BLE001 -- any value that cannot travel becomes an error on the workers
-            box = [("error", RuntimeError(f"the controller's result could not be sent to the workers: {e}"))]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
+            data = pickle.dumps(("error", RuntimeError(f"the controller's result could not be sent to the workers: {e}")))
+    return pickle.loads(communicator.broadcast_bytes(data, 0))
 
 
 def controller_call(method: F) -> F:
@@ -137,7 +146,7 @@ def controller_call(method: F) -> F:
             return method(self, *args, **kwargs)
         if not trainer.is_controller:
             trainer.serve()
-            status, value = _share_outcome(None)
+            status, value = _share_outcome(self.communicator, None)
             if status == "error":
                 raise value
             return value
@@ -155,7 +164,7 @@ def controller_call(method: F) -> F:
             self._controller_depth = depth
             if depth == 0:
                 trainer.release_workers()
-                _share_outcome(outcome)
+                _share_outcome(self.communicator, outcome)
 
     return call  # type: ignore[return-value]
 

@@ -53,7 +53,10 @@ def main() -> None:
     critic = trainer._trainer.critic_model
     if critic is not None:
         state.update({f"critic.{k}": v.detach().clone() for k, v in critic.state_dict().items()})
-    torch.save({"metrics": steps, "state": state, "world_size": trainer._trainer.world_size}, f"{out}.rank{rank}")
+    optimizer_bytes = {role: trainer._trainer.optimizer_state_bytes(role)
+                       for role in (("actor", "critic") if critic is not None else ("actor",))}
+    torch.save({"metrics": steps, "state": state, "world_size": trainer._trainer.world_size,
+                "optimizer_bytes": optimizer_bytes}, f"{out}.rank{rank}")
 
 if __name__ == "__main__":
     main()

@@ -81,6 +81,13 @@ def assert_same_run(single: dict, ranks: list[dict]) -> None:
         assert other["metrics"] == controller["metrics"], f"rank {r} returned other metrics"
         for name, weight in controller["state"].items():
             assert torch.equal(other["state"][name], weight), f"rank {r}'s replica differs in {name}"
+    # ZeRO-2: each rank holds the AdamW moments (exp_avg, exp_avg_sq: 2 x fp32) of ceil(numel / N) weights.
+    n = len(ranks)
+    for role, single_bytes in single["optimizer_bytes"].items():
+        numel = sum(w.numel() for name, w in single["state"].items() if name.startswith(role + "."))
+        assert single_bytes == 2 * 4 * numel
+        for r, other in enumerate(ranks):
+            assert other["optimizer_bytes"][role] == 2 * 4 * -(-numel // n), (role, r, other["optimizer_bytes"])
 
 
 @pytest.mark.parametrize("estimator", ["grpo", "gae"])
@@ -169,8 +176,8 @@ def test_resume_at_the_same_world_size_continues_exactly(job_files, tmp_path):
     steps, every metric bit for bit (wall-clock ones aside)."""
     from verl.utils.tracking import read_metrics
 
-    def args(name: str, steps: int, *extra: str) -> list[str]:
-        return overrides(job_files, "gae", 2, str(tmp_path / name)) + [
+    def args(name: str, steps: int, *extra: str, world: int = 2) -> list[str]:
+        return overrides(job_files, "gae", world, str(tmp_path / name)) + [
             "custom_reward_function.path=" + os.path.join(HERE, "dp_job.py"), "custom_reward_function.name=compute_score",
             f"trainer.total_training_steps={steps}", f"trainer.experiment_name={name}", "trainer.total_epochs=2",
             "trainer.logger=[console,file]", *extra]
@@ -186,6 +193,24 @@ def test_resume_at_the_same_world_size_continues_exactly(job_files, tmp_path):
         for key, value in a[step].items():
             if not key.startswith(wall_clock):
                 assert b[step][key] == value, (step, key, value, b[step][key])
+
+    # The checkpoint (one-process layout, whatever N wrote it) resumes at N = 1 and N = 4: the sharded optimizer state
+    # re-shards on load, and steps 3-4 match (to summation order: another N adds the gradients in another order).
+    import shutil
+
+    for world in (1, 4):
+        name = f"n{world}"
+        shutil.copytree(tmp_path / "b" / "ckpt", tmp_path / name / "ckpt")
+        if (tmp_path / name / "ckpt" / "global_step_4").exists():
+            shutil.rmtree(tmp_path / name / "ckpt" / "global_step_4")
+        (tmp_path / name / "ckpt" / "latest_checkpointed_iteration.txt").write_text("2")
+        run_cli(args(name, 4, world=world), cwd=str(tmp_path))
+        other = dict(read_metrics(tmp_path / "proj" / f"{name}.jsonl"))
+        assert sorted(other) == [3, 4], sorted(other)
+        for step in (3, 4):
+            for key in SAME_METRICS:
+                if key in a[step]:
+                    assert other[step][key] == pytest.approx(a[step][key], rel=1e-5, abs=1e-6), (world, step, key)
 
 
 def test_a_rank_that_fails_is_named_on_every_rank(job_files, tmp_path):

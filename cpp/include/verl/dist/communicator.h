@@ -39,6 +39,11 @@ class VERL_API Communicator {
   void all_reduce_max_(torch::Tensor& tensor);
   // `tensor` takes root's values on every rank (same shape and dtype everywhere).
   void broadcast_(torch::Tensor& tensor, int64_t root);
+  // `flat` (the same length on every rank, a multiple of world_size) summed over the ranks; this rank's
+  // 1/world_size slice of the sum (slice r for rank r).
+  torch::Tensor reduce_scatter_sum(const torch::Tensor& flat);
+  // Every rank's `shard` (the same length everywhere) concatenated in rank order, on every rank.
+  torch::Tensor all_gather_flat(const torch::Tensor& shard);
   // Sum of `value` over the ranks (float64), on every rank.
   double all_reduce_sum(double value);
   void barrier();

@@ -169,6 +169,11 @@ class VERL_API PPOTrainer {
   // Multi-process jobs (PPOTrainerOptions::communicator). Rank 0 is the controller; the others call serve(), which
   // runs the controller's dispatched work until it calls release_workers() (both no-ops in one process).
   bool is_controller() const { return workers_->is_controller(); }
+  // The "actor" or "critic" optimizer of this rank (InvalidArgument for another role or a missing critic).
+  workers::Optimizer& optimizer(const std::string& role);
+  // Writes that optimizer's state to `path` (atomic) in the one-process layout. Several ranks: the controller
+  // dispatches it, every rank's slice of the sharded state gathers to rank 0, which writes the file.
+  void save_optimizer(const std::string& role, const std::string& path);
   int64_t world_size() const { return workers_->world_size(); }
   void serve();
   void release_workers();

@@ -110,8 +110,9 @@ class VERL_API ActorWorker {
 
   // Data parallelism over the communicator's ranks (null: one process, the default): update_policy() then takes this
   // rank's rows as its share of every mini-batch (ppo_mini_batch_size stays global, as in verl), normalises the
-  // loss by all ranks' tokens and sequences and averages the gradients over the ranks before each optimizer step.
-  void set_data_parallel(std::shared_ptr<dist::Communicator> communicator) { data_parallel_ = std::move(communicator); }
+  // loss by all ranks' tokens and sequences, and the optimizer is sharded over the ranks (ZeRO-2, Optimizer::shard_over:
+  // gradients averaged into each rank's slice, which holds that slice's AdamW state). Before the first update.
+  void set_data_parallel(std::shared_ptr<dist::Communicator> communicator);
 
   const ActorConfig& config() const { return config_; }
   PolicyRole role() const { return role_; }

@@ -15,7 +15,14 @@
 #include "verl/core/config.h"
 #include "verl/core/export.h"
 
+namespace verl::dist {
+class Communicator;
+}  // namespace verl::dist
+
 namespace verl::workers {
+namespace detail {
+class OptimizerShard;
+}  // namespace detail
 
 // verl's FSDPOptimizerConfig.
 struct VERL_API OptimConfig {
@@ -59,6 +66,19 @@ class VERL_API Optimizer {
  public:
   // Throws ConfigError (naming `key_prefix` keys) for an invalid config.
   Optimizer(std::vector<torch::Tensor> parameters, OptimConfig config, std::string key_prefix = "optim");
+  ~Optimizer();
+  Optimizer(Optimizer&&) noexcept;
+  Optimizer& operator=(Optimizer&&) noexcept;
+
+  // ZeRO stage 2 over the data-parallel ranks of `communicator` (verl's FSDP keeps the optimizer sharded): this rank
+  // then holds the AdamW state of 1/N of the weights only; step() averages the gradients over the ranks into that
+  // slice (reduce-scatter), clips by the norm of the whole gradient, updates the slice and all-gathers the weights
+  // into every rank's parameters, so each rank ends with the weights one process would have. Every rank must call
+  // step() and save() together. Call before the first step(); a world of one changes nothing.
+  void shard_over(std::shared_ptr<dist::Communicator> communicator);
+  bool sharded() const { return shard_ != nullptr; }
+  // Bytes of AdamW state (moments) this rank holds.
+  int64_t state_bytes() const;
 
   void zero_grad();
   // Clips every gradient by the global L2 norm (torch.nn.utils.clip_grad_norm_ with max_norm =
@@ -77,7 +97,9 @@ class VERL_API Optimizer {
 
   // Checkpoint of the AdamW state (moments, step counts) and the schedule position, as a torch
   // archive written to a temporary file and renamed. load() needs an optimizer over the same
-  // parameter shapes; CheckpointError naming the file otherwise.
+  // parameter shapes; CheckpointError naming the file otherwise. A sharded optimizer writes the same one-process
+  // file (rank 0 writes what every rank's slice gathers to; every rank calls save) and loads its slice of it, so a
+  // checkpoint loads at any number of ranks.
   void save(const std::string& path) const;
   void load(const std::string& path);
   const OptimConfig& config() const { return config_; }
@@ -86,6 +108,8 @@ class VERL_API Optimizer {
 
  private:
   void apply_lr();
+  double local_step();    // one process
+  double sharded_step();  // ZeRO-2
 
   OptimConfig config_;
   std::vector<torch::Tensor> parameters_;
@@ -93,6 +117,7 @@ class VERL_API Optimizer {
   int64_t num_warmup_steps_ = 0;
   int64_t last_epoch_ = 0;
   int64_t skipped_steps_ = 0;
+  std::unique_ptr<detail::OptimizerShard> shard_;
 };
 
 // torch.nn.utils.clip_grad_norm_(parameters, max_norm) (foreach-free, any device): returns the
