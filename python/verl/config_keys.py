@@ -169,8 +169,12 @@ def markdown() -> str:
         "  meaning in verl-cpp; any value is accepted.",
         "",
         "An entry that names a map covers every key below it. Deviations from verl's defaults:",
-        "`actor_rollout_ref.rollout.name: native`, `trainer.n_gpus_per_node: 1`,",
-        "`actor_rollout_ref.rollout.tensor_model_parallel_size: 1` (one process on one device).",
+        "`actor_rollout_ref.rollout.name: native`, `trainer.n_gpus_per_node: 1` (torchrun or",
+        "`trainer.n_gpus_per_node=N` starts more ranks), `actor_rollout_ref.rollout.tensor_model_parallel_size: 1`.",
+        "",
+        "Keys added with `+key=value` are kept in the config, but the PPO trainer refuses (`ConfigError` naming",
+        "them) those that nothing in verl-cpp reads; the few verl reads without declaring them in its YAML",
+        "(`+algorithm.gdpo_reward_keys`, `+reward.reward_kwargs`, `+reward.max_concurrent`, ...) are accepted.",
         "",
     ]
     lines += _section(False, "PPO trainer (`python -m verl.trainer.main_ppo`)", "python -m verl.trainer.main_ppo")

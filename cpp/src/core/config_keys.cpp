@@ -635,6 +635,32 @@ const KeyEntry* find_entry(const std::string& key, bool sft) {
   return nullptr;
 }
 
+void check_added_keys(const Config& config) {
+  // Read by verl 0.9.1 (and verl-cpp) with config.get() although ppo_trainer.yaml does not declare them: GDPO's
+  // reward keys (the C++ trainer), the reward managers' kwargs and concurrency bound (verl.trainer.ppo.reward).
+  static const std::vector<std::string> read_extensions{
+      "algorithm.gdpo_reward_keys",  "algorithm.gdpo_reward_weights",
+      "reward.max_concurrent",       "reward.reward_kwargs",
+      "reward_model.reward_kwargs",  "reward_model.overlong_buffer",
+      "reward.custom_reward_function.reward_kwargs", "custom_reward_function.reward_kwargs"};
+  const Json tree = config.to_json(/*resolve_values=*/false);
+  std::vector<std::string> leaves;
+  for (const auto& [k, v] : tree.items()) collect_leaves(v, k, leaves);
+  std::vector<std::string> unread;
+  for (const std::string& leaf : leaves) {
+    if (find_entry(leaf, config.is_sft()) != nullptr) continue;
+    const bool read = std::any_of(read_extensions.begin(), read_extensions.end(),
+                                  [&](const std::string& key) { return covers(key, leaf); });
+    if (!read) unread.push_back(leaf);
+  }
+  if (unread.empty()) return;
+  std::string also;
+  for (size_t i = 1; i < unread.size() && i < 6; ++i) also += (also.empty() ? " (also " : ", ") + unread[i];
+  if (!also.empty()) also += unread.size() > 6 ? ", ...)" : ")";
+  VERL_FAIL(ConfigError, "config key '", unread.front(), "'", also, " was added with +key=... but verl-cpp reads no ",
+            "such key, so it would be ignored; remove it (docs/config.md lists the keys verl-cpp knows)");
+}
+
 const char* class_name(KeyClass cls) {
   switch (cls) {
     case KeyClass::kHonoured:

@@ -18,6 +18,7 @@
 #include "verl/algo/pf_ppo.h"
 #include "verl/algo/rollout_correction.h"
 #include "verl/core/error.h"
+#include "core/config_keys_check.h"
 #include "verl/trainer/generation.h"
 #include "verl/workers/micro_batch.h"
 #include "workers/data_parallel.h"
@@ -379,6 +380,7 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     config_.set("critic.optim.total_training_steps", *options.total_training_steps);
   }
   config_.validate();
+  config_keys::check_added_keys(config_);  // +key=... that nothing here reads
   settings_ = PPOTrainerConfig::from_config(config_);
   check_offload_keys(config_, models_.actor->device());
 

@@ -197,7 +197,8 @@ def test_cli_end_to_end_into_a_ppo_actor(tiny_model_dir, toy_data, tmp_path, cap
     assert "did you mean 'dpo.loss_type'" in capsys.readouterr().err
 
 
-def test_in_process_api_learns_the_pairs_and_resumes(tiny_model_dir, tokenizer, tmp_path):
+def test_in_process_api_learns_the_pairs_and_resumes(tiny_model_dir, tokenizer, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the metrics file goes to <cwd>/<project>/<experiment>.jsonl, not into the repo
     path = write_jsonl(tmp_path / "pairs.jsonl", pair_rows(8))
 
     def config(out: str, steps: int) -> dict:
