@@ -45,6 +45,7 @@ def benchmarks(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
                            "--max-tokens", "64", "--hf-batch", "16", "--runs", "3", *threads]),
         ("grpo_step", [py, f"{HERE}/grpo_step/bench_grpo_step.py", "--trl-python", args.trl_python,
                        "--results-md", f"{HERE}/grpo_step/RESULTS.md", *threads]),
+        ("dist", [py, f"{HERE}/dist/bench_dp.py", "--ranks", "2"]),  # one thread per process by design
     ]
 
 
