@@ -205,7 +205,7 @@ std::vector<KeyEntry> build_ppo() {
              H(a + "loss_scale_factor"),
              H(a + "entropy_coeff"),
              H(a + "calculate_entropy"),
-             R(a + "calculate_sum_pi_squared", "the sum-of-squared-probabilities statistic is not implemented"),
+             H(a + "calculate_sum_pi_squared", "the old-log-prob pass also gives sum_pi_squared (optimal_token_baseline)"),
              H(a + "use_kl_loss"),
              N(a + "use_prefix_grouper", "shares the prompt's forward pass among its responses in verl's Python "
                                          "model; a speed switch with the same results"),

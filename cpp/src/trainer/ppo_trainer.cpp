@@ -15,6 +15,7 @@
 #include "verl/algo/agg_loss.h"
 #include "verl/algo/functional.h"
 #include "verl/algo/gdpo.h"
+#include "verl/algo/optimal_token_baseline.h"
 #include "verl/algo/pf_ppo.h"
 #include "verl/algo/rollout_correction.h"
 #include "verl/core/error.h"
@@ -145,6 +146,10 @@ std::optional<double> optional_number(const Config& config, const std::string& k
   return v.get<double>();
 }
 
+bool is_optimal_token_baseline(const std::string& adv_estimator) {
+  return adv_estimator == "optimal_token_baseline" || adv_estimator == "tir_optimal_token_baseline";
+}
+
 bool valid_kl_mode(const std::string& mode) {
   static const std::set<std::string> modes{"kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3"};
   std::string base = mode;
@@ -211,6 +216,24 @@ algo::AdvantageResult gdpo_advantage(const PPOTrainerConfig& settings, const Dat
                                               settings.gdpo_reward_weights);
 }
 
+// verl's Optimal Token Baseline estimators as its compute_advantage calls them: old_log_probs, sum_pi_squared and
+// (when rollout correction made them) rollout_is_weights from the batch, the defaults for the rest.
+algo::AdvantageResult optimal_token_baseline_advantage(const PPOTrainerConfig& settings, const DataProto& batch,
+                                                       const algo::AdvantageInputs& in) {
+  VERL_CHECK_AS(DataError, batch.has_tensor("sum_pi_squared"),
+                "Step-dependent optimal baseline requires sum_pi_squared from actor. Please set "
+                "actor_rollout_ref.actor.calculate_sum_pi_squared=True in config.");
+  VERL_CHECK_AS(DataError, in.index.defined(), "algorithm.adv_estimator=", settings.adv_estimator,
+                " groups the rows by their 'uid' column, which the batch lacks");
+  const torch::Tensor is_weights =
+      batch.has_tensor("rollout_is_weights") ? batch.tensor("rollout_is_weights") : torch::Tensor();
+  const auto fn = settings.adv_estimator == "optimal_token_baseline"
+                      ? &algo::compute_optimal_token_baseline_advantage
+                      : &algo::compute_multi_turn_optimal_token_baseline_advantage;
+  return fn(in.token_level_rewards, in.response_mask, in.index, batch.tensor("old_log_probs"),
+            batch.tensor("sum_pi_squared"), is_weights, /*handle_zero_tail=*/true, /*epsilon=*/1e-8);
+}
+
 // A string key that may be null (verl's Optional[str]).
 std::optional<std::string> optional_text(const Config& config, const std::string& key) {
   const Json v = config.get(key);
@@ -252,8 +275,9 @@ void check_offload_keys(const Config& config, const torch::Device& device) {
 PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
   PPOTrainerConfig s;
   s.adv_estimator = config.get_as<std::string>("algorithm.adv_estimator");
-  // GDPO reads the reward components from the batch, so the adv stage calls it directly, not via the registry.
-  if (s.adv_estimator != "gdpo") {
+  // GDPO reads the reward components from the batch, and the Optimal Token Baseline ones old_log_probs and
+  // sum_pi_squared, so the adv stage calls them directly, not via the registry.
+  if (s.adv_estimator != "gdpo" && !is_optimal_token_baseline(s.adv_estimator)) {
     try {
       algo::get_adv_estimator_fn(s.adv_estimator);
     } catch (const InvalidArgument& e) {
@@ -342,6 +366,11 @@ PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
   s.critic_warmup = config.get_as<int64_t>("trainer.critic_warmup");
   s.loss_agg_mode = config.get_as<std::string>("actor_rollout_ref.actor.loss_agg_mode");
   s.loss_scale_factor = optional_number(config, "actor_rollout_ref.actor.loss_scale_factor");
+  s.calculate_sum_pi_squared = config.get_as<bool>("actor_rollout_ref.actor.calculate_sum_pi_squared");
+  // verl asserts this in compute_advantage; here it fails before the first step.
+  VERL_CHECK_AS(ConfigError, !is_optimal_token_baseline(s.adv_estimator) || s.calculate_sum_pi_squared,
+                "algorithm.adv_estimator=", s.adv_estimator, " (step-dependent optimal baseline) requires sum_pi_squared "
+                "from the actor: set actor_rollout_ref.actor.calculate_sum_pi_squared=True");
 
   const std::string r = "actor_rollout_ref.rollout.";
   s.rollout_n = config.get_as<int64_t>(r + "n");
@@ -692,13 +721,16 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
 
   {
     StageTimer timer(timing, "old_log_prob");
-    DataProto out = dispatch("compute_log_prob", worker_input(batch, kLogProbInputs), dist::Dispatch::kPadSplit)
-                        .to(response_mask.device());
+    DataProto input = worker_input(batch, kLogProbInputs);
+    // verl hands the flag to the actor with the batch (its non-tensor "calculate_sum_pi_squared").
+    if (settings_.calculate_sum_pi_squared) input.meta_info()["calculate_sum_pi_squared"] = true;
+    DataProto out = dispatch("compute_log_prob", input, dist::Dispatch::kPadSplit).to(response_mask.device());
     torch::Tensor entropy = algo::agg_loss(out.tensor("entropys"), response_mask, settings_.loss_agg_mode, 1,
                                            std::nullopt, std::nullopt, settings_.loss_scale_factor);
     metrics["actor/entropy"] = entropy.item<double>();
     metrics["perf/mfu/actor_infer"] = mean_over_ranks(out).at("mfu");
     batch.set_tensor("old_log_probs", out.tensor("old_log_probs"));
+    if (settings_.calculate_sum_pi_squared) batch.set_tensor("sum_pi_squared", out.tensor("sum_pi_squared").to(torch::kFloat));
     if (batch.has_tensor("rollout_log_probs")) merge(metrics, compute_rollout_debug_metrics(batch));
   }
   if (ref_) {
@@ -752,8 +784,10 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     ac.gamma = settings_.gamma;
     ac.lam = settings_.lam;
     ac.norm_adv_by_std_in_grpo = settings_.norm_adv_by_std_in_grpo;
-    auto [advantages, returns] = settings_.adv_estimator == "gdpo" ? gdpo_advantage(settings_, batch, in, metrics)
-                                                                    : algo::get_adv_estimator_fn(settings_.adv_estimator)(in, ac);
+    auto [advantages, returns] =
+        settings_.adv_estimator == "gdpo"                  ? gdpo_advantage(settings_, batch, in, metrics)
+        : is_optimal_token_baseline(settings_.adv_estimator) ? optimal_token_baseline_advantage(settings_, batch, in)
+                                                           : algo::get_adv_estimator_fn(settings_.adv_estimator)(in, ac);
     batch.set_tensor("advantages", advantages);
     batch.set_tensor("returns", returns);
     if (settings_.use_pf_ppo) {

@@ -215,12 +215,16 @@ DataProto ActorWorker::compute_log_prob(const DataProto& data, std::optional<boo
       data.meta_info()["calculate_entropy"].is_boolean()) {
     entropy = data.meta_info()["calculate_entropy"].get<bool>();
   }
-  return log_prob_pass(data, entropy, "old_log_probs");
+  auto sum_pi_squared = data.meta_info().find("calculate_sum_pi_squared");
+  const bool with_sum_pi_squared = sum_pi_squared != data.meta_info().end() && sum_pi_squared->is_boolean() &&
+                                   sum_pi_squared->get<bool>();
+  return log_prob_pass(data, entropy, "old_log_probs", with_sum_pi_squared);
 }
 
 DataProto ActorWorker::compute_ref_log_prob(const DataProto& data) { return log_prob_pass(data, false, "ref_log_prob"); }
 
-DataProto ActorWorker::log_prob_pass(const DataProto& data, bool calculate_entropy, const std::string& output_key) {
+DataProto ActorWorker::log_prob_pass(const DataProto& data, bool calculate_entropy, const std::string& output_key,
+                                     bool calculate_sum_pi_squared) {
   torch::NoGradGuard no_grad;
   model::CausalLM& model = *precision_->compute();
   const torch::Device device = model.device();
@@ -238,7 +242,7 @@ DataProto ActorWorker::log_prob_pass(const DataProto& data, bool calculate_entro
                          ? dynamic_micro_batches(seqlens, config_.log_prob_max_token_len_per_gpu)
                          : fixed_micro_batches(bs, *config_.log_prob_micro_batch_size_per_gpu);
   const auto start = std::chrono::steady_clock::now();
-  std::vector<torch::Tensor> log_probs, entropys;
+  std::vector<torch::Tensor> log_probs, entropys, sums_pi_squared;
   for (const auto& rows : groups) {
     detail::TensorMap mb = config_.log_prob_use_dynamic_bsz ? detail::take_rows(tensors, rows, device) : tensors;
     if (!config_.log_prob_use_dynamic_bsz) {
@@ -246,21 +250,25 @@ DataProto ActorWorker::log_prob_pass(const DataProto& data, bool calculate_entro
     }
     ResponseLogProbs out = response_log_probs(model, mb["input_ids"], mb["attention_mask"],
                                               detail::get(mb, "position_ids"), response_length, temperature,
-                                              calculate_entropy, config_.use_remove_padding);
+                                              calculate_entropy, config_.use_remove_padding, calculate_sum_pi_squared);
     log_probs.push_back(out.log_probs);
     if (calculate_entropy) entropys.push_back(out.entropy);
+    if (calculate_sum_pi_squared) sums_pi_squared.push_back(out.sum_pi_squared);
   }
   torch::Tensor lp = torch::cat(log_probs);
   torch::Tensor ent = calculate_entropy ? torch::cat(entropys) : torch::Tensor();
+  torch::Tensor spp = calculate_sum_pi_squared ? torch::cat(sums_pi_squared) : torch::Tensor();
   if (config_.log_prob_use_dynamic_bsz) {
     torch::Tensor order = restore_order(groups, bs).to(device);
     lp = lp.index_select(0, order);
     if (ent.defined()) ent = ent.index_select(0, order);
+    if (spp.defined()) spp = spp.index_select(0, order);
   }
   const torch::Device out_device = data.tensor("input_ids").device();
   DataProto result;
   result.set_tensor(output_key, lp.to(out_device));
   if (ent.defined()) result.set_tensor("entropys", ent.to(out_device));
+  if (spp.defined()) result.set_tensor("sum_pi_squared", spp.to(out_device));
   result.meta_info()["temperature"] = temperature;
   // verl's infer_batch reports the pass's MFU (forward only: a third of the training FLOPs).
   result.meta_info()["metrics"] = Json{{"mfu", detail::worker_mfu(model, seqlens, start, /*forward_only=*/true)}};

@@ -77,7 +77,7 @@ torch::Tensor scatter_response(const torch::Tensor& values, const torch::Tensor&
 ResponseLogProbs response_log_probs(model::CausalLM& model, const torch::Tensor& input_ids,
                                     const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
                                     int64_t response_length, double temperature, bool calculate_entropy,
-                                    bool remove_padding) {
+                                    bool remove_padding, bool calculate_sum_pi_squared) {
   VERL_CHECK(model.head_kind() == model::HeadKind::kLanguageModel,
              "response_log_probs needs a model with the LM head (got a value-head model)");
   ResponseHidden rh =
@@ -88,6 +88,13 @@ ResponseLogProbs response_log_probs(model::CausalLM& model, const torch::Tensor&
   out.log_probs = scatter_response(at_least_float(algo::logprobs_from_logits(logits, rh.labels)), rh.response_valid);
   if (calculate_entropy) {
     out.entropy = scatter_response(at_least_float(algo::entropy_from_logits(logits)), rh.response_valid);
+  }
+  if (calculate_sum_pi_squared) {
+    // verl's calculate_sum_pi_squared_from_logits: sum_v pi_v^2 = exp(logsumexp(2 z) - 2 logsumexp(z)),
+    // in log space so that no probability is squared below the float range.
+    torch::Tensor z = at_least_float(logits);
+    torch::Tensor sum_pi_squared = torch::exp(torch::logsumexp(2.0 * z, -1) - 2.0 * torch::logsumexp(z, -1));
+    out.sum_pi_squared = scatter_response(sum_pi_squared, rh.response_valid);
   }
   return out;
 }

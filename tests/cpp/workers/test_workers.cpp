@@ -79,6 +79,20 @@ Config actor_config(int64_t micro, bool dynamic, const std::string& agg_mode = "
   return c;
 }
 
+// The log-prob pass without packing (the padded forward).
+Config padded_log_prob_config() {
+  Config c = actor_config(2, false);
+  c.set("actor_rollout_ref.model.use_remove_padding", false);
+  return c;
+}
+
+// The log-prob pass under a token budget: rows regrouped into micro-batches.
+Config dynamic_log_prob_config() {
+  Config c = actor_config(2, true);
+  c.set("actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu", 20);
+  return c;
+}
+
 // The padded forward's log softmax(logits / T) of each response token, 0 at padding.
 torch::Tensor reference_log_probs(model::CausalLM& m, const DataProto& d, double temperature) {
   torch::NoGradGuard g;
@@ -114,15 +128,11 @@ TEST_CASE("compute_log_prob equals log_softmax(logits / T), packed == padded, an
   CHECK(out.tensor("entropys").sizes() == expected.sizes());
   CHECK((out.tensor("entropys") * (1 - d.tensor("response_mask"))).abs().max().item<double>() == 0.0);
 
-  Config padded_cfg = actor_config(2, false);
-  padded_cfg.set("actor_rollout_ref.model.use_remove_padding", false);
-  ActorWorker padded(padded_cfg, m);
+  ActorWorker padded(padded_log_prob_config(), m);
   CHECK(max_diff(padded.compute_log_prob(d).tensor("old_log_probs"), expected) < 1e-12);
 
   // Token budget: rows regrouped into micro-batches, results back in input order.
-  Config dyn_cfg = actor_config(2, true);
-  dyn_cfg.set("actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu", 20);
-  ActorWorker dynamic(dyn_cfg, m);
+  ActorWorker dynamic(dynamic_log_prob_config(), m);
   DataProto dyn = dynamic.compute_log_prob(d, true);
   CHECK(max_diff(dyn.tensor("old_log_probs"), expected) < 1e-12);
   CHECK(max_diff(dyn.tensor("entropys"), out.tensor("entropys")) < 1e-12);
@@ -136,6 +146,47 @@ TEST_CASE("compute_log_prob equals log_softmax(logits / T), packed == padded, an
   d.meta_info().erase("temperature");
   CHECK(max_diff(ref.compute_ref_log_prob(d).tensor("ref_log_prob"), expected) < 1e-12);
   CHECK_THROWS_AS(ref.update_policy(d), InvalidArgument);
+}
+
+TEST_CASE("compute_log_prob gives sum_pi_squared = sum_v softmax(logits / T)^2 when asked", "[workers]") {
+  auto m = tiny_model();
+  DataProto d = rollout_batch();
+  // The float64 reference from the full padded logits: the squared probabilities summed over the vocabulary.
+  auto reference = [&](double temperature) {
+    torch::NoGradGuard g;
+    torch::Tensor logits = m->forward(d.tensor("input_ids"), d.tensor("attention_mask"), d.tensor("position_ids"))
+                               .narrow(1, kPrompt - 1, kResponse);
+    return torch::softmax(logits / temperature, -1).pow(2).sum(-1) * d.tensor("response_mask");
+  };
+  torch::Tensor expected = reference(0.7);
+  REQUIRE(expected.scalar_type() == torch::kDouble);
+  d.meta_info()["calculate_sum_pi_squared"] = true;
+
+  ActorWorker packed(actor_config(2, false), m);
+  DataProto out = packed.compute_log_prob(d);
+  REQUIRE(out.has_tensor("sum_pi_squared"));
+  CHECK(out.tensor("sum_pi_squared").scalar_type() == torch::kDouble);
+  CHECK(max_diff(out.tensor("sum_pi_squared"), expected) < 1e-12);
+  // Between the uniform distribution's 1 / V (Cauchy-Schwarz) and a point mass's 1.
+  torch::Tensor real = expected.masked_select(d.tensor("response_mask").to(torch::kBool));
+  CHECK(real.min().item<double>() >= 1.0 / kVocab);
+  CHECK(real.max().item<double>() <= 1.0);
+
+  ActorWorker padded(padded_log_prob_config(), m);
+  CHECK(max_diff(padded.compute_log_prob(d).tensor("sum_pi_squared"), expected) < 1e-12);
+
+  ActorWorker dynamic(dynamic_log_prob_config(), m);
+  CHECK(max_diff(dynamic.compute_log_prob(d).tensor("sum_pi_squared"), expected) < 1e-12);
+
+  // Peaked logits (temperature 0.05): the log-space form stays exact where the probabilities are far from uniform.
+  d.meta_info()["temperature"] = 0.05;
+  CHECK(max_diff(packed.compute_log_prob(d).tensor("sum_pi_squared"), reference(0.05)) < 1e-12);
+
+  // Only when asked: the flag false or absent gives no sum_pi_squared.
+  d.meta_info()["calculate_sum_pi_squared"] = false;
+  CHECK_FALSE(packed.compute_log_prob(d).has_tensor("sum_pi_squared"));
+  d.meta_info().erase("calculate_sum_pi_squared");
+  CHECK_FALSE(packed.compute_log_prob(d).has_tensor("sum_pi_squared"));
 }
 
 TEST_CASE("update_policy: gradient accumulation is invariant to the micro-batch cut", "[workers]") {

@@ -109,6 +109,9 @@ struct VERL_API PPOTrainerConfig {
   // actor_rollout_ref.actor: the entropy metric's aggregation
   std::string loss_agg_mode = "token-mean";
   std::optional<double> loss_scale_factor;
+  // actor_rollout_ref.actor.calculate_sum_pi_squared: the old-log-prob pass also gives sum_pi_squared
+  // (the Optimal Token Baseline estimators' input; they require it)
+  bool calculate_sum_pi_squared = false;
   // actor_rollout_ref.rollout
   int64_t rollout_n = 1;
   double temperature = 1.0;

@@ -91,7 +91,8 @@ class VERL_API ActorWorker {
 
   // Log-probs of the responses under the current weights, no gradient: DataProto with
   // `old_log_probs` (bs, response_length) and, when calculate_entropy (or meta_info
-  // "calculate_entropy"), `entropys`; meta_info {"temperature": T}. Micro-batched by
+  // "calculate_entropy"), `entropys`; when meta_info "calculate_sum_pi_squared" is true (verl's
+  // batch flag from actor.calculate_sum_pi_squared), `sum_pi_squared`; meta_info {"temperature": T}. Micro-batched by
   // log_prob_micro_batch_size_per_gpu or the log_prob_max_token_len_per_gpu budget, results in input
   // order. Padding slots hold 0. meta_info["metrics"]["mfu"] is verl's forward-only MFU of the pass.
   DataProto compute_log_prob(const DataProto& data, std::optional<bool> calculate_entropy = std::nullopt);
@@ -124,7 +125,8 @@ class VERL_API ActorWorker {
   Optimizer& optimizer();  // InvalidArgument for the reference role
 
  private:
-  DataProto log_prob_pass(const DataProto& data, bool calculate_entropy, const std::string& output_key);
+  DataProto log_prob_pass(const DataProto& data, bool calculate_entropy, const std::string& output_key,
+                          bool calculate_sum_pi_squared = false);
 
   ActorConfig config_;
   std::shared_ptr<model::CausalLM> model_;

@@ -41,15 +41,18 @@ VERL_API torch::Tensor scatter_response(const torch::Tensor& values, const torch
 struct VERL_API ResponseLogProbs {
   torch::Tensor log_probs;  // (bs, response_length): log softmax(logits / temperature)[token]
   torch::Tensor entropy;    // (bs, response_length) entropy of softmax(logits / temperature); undefined unless asked
+  // (bs, response_length) sum over the vocabulary of softmax(logits / temperature)^2 (verl's sum_pi_squared,
+  // the Optimal Token Baseline's input); undefined unless asked
+  torch::Tensor sum_pi_squared;
 };
 
 // verl's actor forward: logits / max(temperature, 1e-8) (skipped at temperature 1), log-probs of the
-// response tokens, optionally the entropy. At least float32 (float64 stays float64). Differentiable
+// response tokens, optionally the entropy and sum_pi_squared. At least float32 (float64 stays float64). Differentiable
 // unless called under NoGradGuard. The model must have the LM head.
 VERL_API ResponseLogProbs response_log_probs(model::CausalLM& model, const torch::Tensor& input_ids,
                                              const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
                                              int64_t response_length, double temperature, bool calculate_entropy,
-                                             bool remove_padding = true);
+                                             bool remove_padding = true, bool calculate_sum_pi_squared = false);
 
 // The critic's forward: values (bs, response_length), at least float32. The model must have the value head.
 VERL_API torch::Tensor response_values(model::CausalLM& model, const torch::Tensor& input_ids,

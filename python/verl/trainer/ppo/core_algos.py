@@ -102,9 +102,10 @@ class AdvantageEstimator(str, Enum):
     GDPO = "gdpo"
 
 
-# Estimators registered in the Python registry only. The C++ trainer cannot run the Optimal Token Baseline
-# ones yet (the actor's log-prob pass does not produce sum_pi_squared); GDPO it calls directly in its
-# advantage stage, with the reward components of algorithm.gdpo_reward_keys from the batch.
+# Estimators registered in the Python registry only: their inputs are not the C++ registry's AdvantageInputs.
+# The C++ trainer calls them directly in its advantage stage: GDPO with the reward components of
+# algorithm.gdpo_reward_keys from the batch, the Optimal Token Baseline ones with old_log_probs and the
+# sum_pi_squared of the old-log-prob pass (actor.calculate_sum_pi_squared=True).
 PYTHON_ONLY_ESTIMATORS = frozenset({"optimal_token_baseline", "tir_optimal_token_baseline", "gdpo"})
 
 
