@@ -72,9 +72,6 @@ constexpr const char* kDerived = "verl derives it from another key, and verl-cpp
 constexpr const char* kRay = "Ray setting; verl-cpp does not use Ray";
 constexpr const char* kSandbox = "sandbox_fusion code execution for code-reward data sources is not implemented";
 constexpr const char* kDistillation = "on-policy distillation from teacher models is not implemented";
-constexpr const char* kBypass = "bypass mode (the rollout's log-probs as old log-probs, policy loss 'bypass_mode') "
-                                "is not wired into the trainer yet; the loss itself is "
-                                "verl.trainer.ppo.core_algos.compute_policy_loss_bypass_mode";
 
 KeyEntry H(std::string key, std::string note = "") { return {std::move(key), K::kHonoured, std::move(note), ""}; }
 KeyEntry R(std::string key, std::string reason, std::string same_as = "") {
@@ -494,8 +491,8 @@ std::vector<KeyEntry> build_ppo() {
              H(al + "rollout_correction.rollout_rs", "rejection of tokens / sequences beyond a divergence bound "
                                                      "(token_k1 ... seq_max_k3, comma separated)"),
              H(al + "rollout_correction.rollout_rs_threshold"),
-             R(al + "rollout_correction.bypass_mode", kBypass),
-             R(al + "rollout_correction.loss_type", kBypass),
+             H(al + "rollout_correction.bypass_mode", "rollout log-probs as old log-probs, actor loss bypass_mode"),
+             H(al + "rollout_correction.loss_type"),
              H(al + "gamma"),
              H(al + "lam"),
              H(al + "adv_estimator"),

@@ -22,6 +22,7 @@
 #include "core/config_keys_check.h"
 #include "verl/trainer/generation.h"
 #include "verl/workers/micro_batch.h"
+#include "algo/rollout_correction_config.h"
 #include "workers/data_parallel.h"
 #include "trainer/reference_policy.h"
 
@@ -234,23 +235,6 @@ algo::AdvantageResult optimal_token_baseline_advantage(const PPOTrainerConfig& s
             batch.tensor("sum_pi_squared"), is_weights, /*handle_zero_tail=*/true, /*epsilon=*/1e-8);
 }
 
-// A string key that may be null (verl's Optional[str]).
-std::optional<std::string> optional_text(const Config& config, const std::string& key) {
-  const Json v = config.get(key);
-  if (v.is_null()) return std::nullopt;
-  VERL_CHECK_AS(ConfigTypeError, v.is_string(), key, " must be null or a string, got ", v.dump());
-  return v.get<std::string>();
-}
-
-// A rollout-correction threshold: null, a number, or verl's threshold text ("0.5_2.0", "1.5,0.1").
-std::optional<std::string> threshold_text(const Config& config, const std::string& key) {
-  const Json v = config.get(key);
-  if (v.is_null()) return std::nullopt;
-  if (v.is_string()) return v.get<std::string>();
-  VERL_CHECK_AS(ConfigTypeError, v.is_number(), key, " must be null, a number or a threshold string, got ", v.dump());
-  return algo::rollout_threshold_text(v.get<double>());
-}
-
 // fsdp_config.param_offload / optimizer_offload (actor, ref) and critic.fsdp.*: moving parameters and optimizer
 // state to host memory between phases. On a CPU device they already live there, so the keys are honoured as a
 // no-op with one note; on an accelerator the move is not implemented yet (issue 18): a ConfigError, not a
@@ -330,19 +314,9 @@ PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
   s.kl_horizon = config.get_as<int64_t>("algorithm.kl_ctrl.horizon");
   VERL_CHECK_AS(ConfigError, s.kl_ctrl_type != "adaptive" || s.kl_horizon > 0,
                 "algorithm.kl_ctrl.horizon must be positive for the adaptive controller, got ", s.kl_horizon);
-  // Keys verl-cpp does not implement yet (rollout_correction.bypass_mode, LoRA, ...) were refused by
-  // config.validate() (verl/core/config_keys.h); the ones read here are honoured.
-  const std::string rc = "algorithm.rollout_correction.";
-  auto& corr = s.rollout_correction;
-  corr.rollout_is = optional_text(config, rc + "rollout_is");
-  corr.rollout_is_threshold = threshold_text(config, rc + "rollout_is_threshold");
-  corr.rollout_is_batch_normalize = config.get_as<bool>(rc + "rollout_is_batch_normalize");
-  corr.rollout_rs = optional_text(config, rc + "rollout_rs");
-  corr.rollout_rs_threshold = threshold_text(config, rc + "rollout_rs_threshold");
-  VERL_CHECK_AS(ConfigError, !corr.rollout_is || *corr.rollout_is == "token" || *corr.rollout_is == "sequence", rc,
-                "rollout_is must be null, token or sequence, got '", corr.rollout_is.value_or(""), "'");
-  VERL_CHECK_AS(ConfigError, !corr.rollout_rs || corr.rollout_rs_threshold, rc,
-                "rollout_rs_threshold must be set when rollout_rs is");
+  // Keys verl-cpp does not implement yet (LoRA, ...) were refused by config.validate()
+  // (verl/core/config_keys.h); the ones read here are honoured.
+  s.rollout_correction = algo::detail::rollout_correction_from_config(config);
   s.use_pf_ppo = config.get_as<bool>("algorithm.use_pf_ppo");
   s.pf_ppo_reweight_method = config.get_as<std::string>("algorithm.pf_ppo.reweight_method");
   s.pf_ppo_weight_pow = config.get_as<double>("algorithm.pf_ppo.weight_pow");
@@ -371,6 +345,11 @@ PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
   VERL_CHECK_AS(ConfigError, !is_optimal_token_baseline(s.adv_estimator) || s.calculate_sum_pi_squared,
                 "algorithm.adv_estimator=", s.adv_estimator, " (step-dependent optimal baseline) requires sum_pi_squared "
                 "from the actor: set actor_rollout_ref.actor.calculate_sum_pi_squared=True");
+  // Bypass mode skips the old-log-prob pass, which is what gives sum_pi_squared (verl would fail in
+  // compute_advantage).
+  VERL_CHECK_AS(ConfigError, !is_optimal_token_baseline(s.adv_estimator) || !s.rollout_correction.bypass_mode,
+                "algorithm.adv_estimator=", s.adv_estimator, " needs sum_pi_squared from the old-log-prob pass, which "
+                "algorithm.rollout_correction.bypass_mode=true skips");
 
   const std::string r = "actor_rollout_ref.rollout.";
   s.rollout_n = config.get_as<int64_t>(r + "n");
@@ -719,7 +698,13 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
   }
   const torch::Tensor response_mask = batch.tensor("response_mask");
 
-  {
+  if (settings_.rollout_correction.bypass_mode) {
+    // verl's apply_bypass_mode: the rollout's log-probs are the old policy (2 policies instead of 3); the actor's
+    // "bypass_mode" loss applies the correction against the current policy.
+    VERL_CHECK_AS(DataError, batch.has_tensor("rollout_log_probs"),
+                  "bypass_mode=True requires rollout_log_probs in batch (the rollout's log-probs of its tokens)");
+    batch.set_tensor("old_log_probs", batch.tensor("rollout_log_probs"));
+  } else {
     StageTimer timer(timing, "old_log_prob");
     DataProto input = worker_input(batch, kLogProbInputs);
     // verl hands the flag to the actor with the batch (its non-tensor "calculate_sum_pi_squared").
@@ -761,7 +746,7 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     } else {
       batch.set_tensor("token_level_rewards", scores);
     }
-    if (batch.has_tensor("rollout_log_probs")) {
+    if (batch.has_tensor("rollout_log_probs") && !settings_.rollout_correction.bypass_mode) {
       // verl's decoupled rollout correction: rejected tokens leave response_mask, IS weights reach the actor.
       algo::RolloutCorrection correction = algo::compute_rollout_correction_and_rejection_mask(
           batch.tensor("old_log_probs"), batch.tensor("rollout_log_probs"), response_mask,

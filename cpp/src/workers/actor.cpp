@@ -13,6 +13,7 @@
 #include "verl/core/error.h"
 #include "verl/workers/micro_batch.h"
 #include "verl/workers/response_forward.h"
+#include "algo/rollout_correction_config.h"
 #include "worker_common.h"
 #include "workers/data_parallel.h"
 #include "worker_config_util.h"
@@ -78,6 +79,15 @@ ActorConfig ActorConfig::from_config(const Config& config, PolicyRole role, cons
   p.policy_loss.kl_cov_ratio = get_or(config, pl + "kl_cov_ratio", p.policy_loss.kl_cov_ratio);
   p.policy_loss.ppo_kl_coef = get_or(config, pl + "ppo_kl_coef", p.policy_loss.ppo_kl_coef);
   p.policy_loss.dro_beta = get_optional<double>(config, pl + "dro_beta");
+  // verl's apply_bypass_mode: in bypass mode the actor's loss is "bypass_mode" (whatever loss_mode says), carrying
+  // algorithm.rollout_correction, since old_log_probs are then the rollout's own log-probs.
+  if (role == PolicyRole::kActor) {
+    algo::RolloutCorrectionConfig correction = algo::detail::rollout_correction_from_config(config);
+    if (correction.bypass_mode) {
+      p.policy_loss.loss_mode = "bypass_mode";
+      p.policy_loss.rollout_correction = std::move(correction);
+    }
+  }
   c.loss_scale_factor = get_optional<double>(config, a + "loss_scale_factor");
   c.entropy_coeff = get_or(config, a + "entropy_coeff", c.entropy_coeff);
   c.calculate_entropy = get_or(config, a + "calculate_entropy", c.calculate_entropy);

@@ -323,3 +323,47 @@ TEST_CASE("worker configuration errors name the key", "[workers]") {
   ActorWorker a(actor_config(2, false), m);
   CHECK_THROWS_WITH(a.update_policy(d), Catch::Contains("old_log_probs"));
 }
+
+TEST_CASE("rollout_correction.bypass_mode: the actor's loss is bypass_mode with algorithm.rollout_correction",
+          "[workers]") {
+  Config c = actor_config(2, false);
+  c.set("actor_rollout_ref.actor.use_kl_loss", false);
+  ActorConfig plain = ActorConfig::from_config(c);
+  CHECK(plain.policy.policy_loss.loss_mode == "vanilla");
+  CHECK_FALSE(plain.policy.policy_loss.rollout_correction.has_value());
+
+  Config bypass = c;
+  bypass.set("algorithm.rollout_correction.bypass_mode", true);
+  bypass.set("algorithm.rollout_correction.loss_type", "reinforce");
+  bypass.set("algorithm.rollout_correction.rollout_is", "token");
+  bypass.set("algorithm.rollout_correction.rollout_is_threshold", 1.5);
+  ActorConfig b = ActorConfig::from_config(bypass);
+  CHECK(b.policy.policy_loss.loss_mode == "bypass_mode");  // as verl's apply_bypass_mode sets it
+  REQUIRE(b.policy.policy_loss.rollout_correction.has_value());
+  CHECK(b.policy.policy_loss.rollout_correction->loss_type == "reinforce");
+  CHECK(b.policy.policy_loss.rollout_correction->rollout_is == std::optional<std::string>("token"));
+  CHECK(b.policy.policy_loss.rollout_correction->rollout_is_threshold == std::optional<std::string>("1.5"));
+  // The reference policy computes no loss: its config stays as it was.
+  CHECK(ActorConfig::from_config(bypass, PolicyRole::kReference).policy.policy_loss.loss_mode == "vanilla");
+
+  // ppo_clip without IS or rejection is PPO's clipped loss on the rollout's log-probs: the same update as the
+  // vanilla loss, bit for bit; reinforce is another loss, so another update.
+  auto trained = [&](const Config& config) {
+    auto m = tiny_model();
+    ActorWorker a(config, m);
+    DataProto d = training_batch(a);
+    a.update_policy(d);
+    return m;
+  };
+  auto vanilla = trained(c);
+  Config ppo_clip = c;
+  ppo_clip.set("algorithm.rollout_correction.bypass_mode", true);
+  CHECK(max_param_diff(*trained(ppo_clip), *vanilla) == 0.0);
+  CHECK(max_param_diff(*trained(bypass), *vanilla) > 1e-6);
+
+  Config bad = c;
+  bad.set("algorithm.rollout_correction.bypass_mode", true);
+  bad.set("algorithm.rollout_correction.loss_type", "ppo");
+  CHECK_THROWS_AS(ActorConfig::from_config(bad), ConfigError);
+  CHECK_THROWS_WITH(ActorConfig::from_config(bad), Catch::Contains("algorithm.rollout_correction.loss_type"));
+}

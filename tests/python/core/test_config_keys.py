@@ -55,7 +55,7 @@ def test_counts_and_the_keys_the_issue_names():
     find = config_keys.find
     for key in ["actor_rollout_ref.model.lora_rank", "actor_rollout_ref.rollout.multi_turn.enable",
                 "actor_rollout_ref.rollout.tensor_model_parallel_size",
-                "actor_rollout_ref.actor.fsdp_config.offload_policy", "algorithm.rollout_correction.bypass_mode",
+                "actor_rollout_ref.actor.fsdp_config.offload_policy",
                 "actor_rollout_ref.actor.ulysses_sequence_parallel_size", "critic.model.path"]:
         assert find(key).cls == config_keys.REFUSED, key
     for key in ["actor_rollout_ref.actor.use_torch_compile", "actor_rollout_ref.model.use_liger",

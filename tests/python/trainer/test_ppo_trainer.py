@@ -196,16 +196,6 @@ def test_unknown_config_key(tiny_model_dir, tmp_path):
                    reward_fn=digit_fraction)
 
 
-@pytest.mark.parametrize("setting, match", [
-    ("algorithm.rollout_correction.bypass_mode=true", "bypass_mode' = true is not supported"),
-    ("algorithm.rollout_correction.loss_type=reinforce", "loss_type' = \"reinforce\" is not supported"),
-])
-def test_rollout_correction_settings_are_refused_not_ignored(tiny_model_dir, tmp_path, setting, match):
-    with pytest.raises(verl.ConfigError, match=f"algorithm.rollout_correction.{match}"):
-        PPOTrainer(config=RLConfig(overrides=[*toy_overrides(tiny_model_dir, str(tmp_path)), setting]),
-                   reward_fn=digit_fraction)
-
-
 def _fit(tiny_model_dir, toy_data, out_dir, steps, extra=()):
     cfg = RLConfig(overrides=[*toy_overrides(tiny_model_dir, str(out_dir), "gae", steps),
                               f"data.train_files={toy_data['train']}", "trainer.total_epochs=2",

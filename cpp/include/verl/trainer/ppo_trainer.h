@@ -89,8 +89,9 @@ struct VERL_API PPOTrainerConfig {
   double kl_coef = 0.001;
   double target_kl = 0.1;
   int64_t kl_horizon = 10000;
-  // algorithm.rollout_correction in verl's decoupled mode: IS weights / rejection of the recomputed
-  // old_log_probs against the rollout's log-probs, applied before the advantage (bypass_mode is refused).
+  // algorithm.rollout_correction. Decoupled mode: IS weights / rejection of the recomputed old_log_probs
+  // against the rollout's log-probs, applied before the advantage. bypass_mode: the rollout's log-probs are
+  // old_log_probs (no recompute) and the actor's "bypass_mode" loss applies the correction.
   algo::RolloutCorrectionConfig rollout_correction;
   // algorithm.use_pf_ppo / pf_ppo.*: the batch resampled by reward after GAE (verl applies it to gae only).
   bool use_pf_ppo = false;
