@@ -1,6 +1,7 @@
-// verl._C.trainer: the C++ PPO trainer (verl/trainer/ppo_trainer.h), its metric functions and the
-// C++ generate_sequences. python/verl/trainer/ppo_trainer.py drives it with datasets, reward managers,
-// tracking and checkpoints. step() runs without the GIL; the Python reward callback takes it back.
+// verl._C.trainer: the C++ PPO trainer (verl/trainer/ppo_trainer.h), its metric functions, DAPO's group
+// filter (verl/trainer/group_filter.h) and the C++ generate_sequences. python/verl/trainer/ppo_trainer.py
+// drives it with datasets, reward managers, tracking and checkpoints. step() runs without the GIL; the Python
+// reward callback takes it back.
 #include <map>
 #include <memory>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "verl/model/transformer.h"
 #include "verl/rollout/engine.h"
 #include "verl/trainer/generation.h"
+#include "verl/trainer/group_filter.h"
 #include "verl/trainer/metrics.h"
 #include "verl/trainer/ppo_trainer.h"
 
@@ -101,6 +103,25 @@ void register_trainer(py::module_& m) {
   t.def("generate_sequences", &trainer::generate_sequences, py::arg("engine"), py::arg("prompts"),
         py::arg("sampling_params"), py::arg("pad_token_id") = 0, py::arg("seed") = py::none(), Release(),
         "verl's generate_sequences on a rollout Engine (C++ twin of verl.rollout.LLM.generate_sequences).");
+  t.def(
+      "varying_group_rows",
+      [](const std::vector<std::string>& uids, const std::vector<double>& values) {
+        return trainer::varying_group_rows(uids, values);
+      },
+      py::arg("uids"), py::arg("values"),
+      "DAPO: the rows of the groups (uids) whose values vary (numpy's std > 0) or that have one row, in order.");
+  py::class_<trainer::GroupFilter>(t, "GroupFilter",
+                                   "DAPO's dynamic sampling (algorithm.filter_groups), verl/trainer/group_filter.h.")
+      .def(py::init([](const Config& config) {
+             return trainer::GroupFilter(trainer::GroupFilterConfig::from_config(config));
+           }),
+           py::arg("config"))
+      .def("add", &trainer::GroupFilter::add, py::arg("batch"), Release())
+      .def_property_readonly("ready", &trainer::GroupFilter::ready)
+      .def_property_readonly("num_gen_batches", &trainer::GroupFilter::num_gen_batches)
+      .def_property_readonly("num_prompts", &trainer::GroupFilter::num_prompts)
+      .def("take", &trainer::GroupFilter::take, Release())
+      .def("reset", &trainer::GroupFilter::reset);
 
   py::class_<PPOTrainer>(t, "PPOTrainer", "verl's PPO/GRPO/... training step in C++ on a shared actor/rollout model.")
       .def(py::init([](const Config& config, std::shared_ptr<model::CausalLM> actor, py::function reward_fn,

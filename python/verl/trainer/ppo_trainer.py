@@ -29,7 +29,6 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import torch
 
 from .. import _C
@@ -502,18 +501,20 @@ class PPOTrainer:
             test_freq = int(cfg.get("trainer.test_freq"))
             save_freq = int(cfg.get("trainer.save_freq"))
             start_epoch = self.global_steps // len(self.train_dataloader)
+            # DAPO dynamic sampling: libverl's GroupFilter gathers the kept groups for the coming step.
+            group_filter = _C.trainer.GroupFilter(cfg.cpp) if cfg.get("algorithm.filter_groups.enable") else None
             for epoch in range(start_epoch, int(cfg.get("trainer.total_epochs"))):
                 self.epoch = epoch
-                pending = None  # DAPO dynamic sampling: the kept groups gathered for the coming step
+                if group_filter is not None:
+                    group_filter.reset()  # a new epoch starts gathering afresh
                 for batch_dict in self.train_dataloader:
                     is_last_step = self.global_steps + 1 >= total
                     prompts = DataProto.from_single_dict(batch_dict, meta_info={"epoch": epoch})
-                    if cfg.get("algorithm.filter_groups.enable"):
-                        pending = self._filter_groups(prompts, pending)
-                        if pending.meta_info["num_prompt_in_batch"] < int(cfg.get("data.train_batch_size")):
+                    if group_filter is not None:
+                        self._filter_groups(prompts, group_filter)
+                        if not group_filter.ready:
                             continue
-                        metrics = self._optimize_filtered(pending)
-                        pending = None
+                        metrics = self._optimize_filtered(group_filter)
                     else:
                         metrics = self.step(prompts)
                     if cfg.get("trainer.rollout_data_dir"):
@@ -540,56 +541,19 @@ class PPOTrainer:
             self._plot()
 
     # -- DAPO dynamic sampling (algorithm.filter_groups) ------------------------------------------------
-    def _filter_groups(self, prompts: DataProto, pending: DataProto | None) -> DataProto:
-        """Generates and scores one batch and keeps the groups (uids) whose ``filter_groups.metric`` varies
-        (std > 0) or that have one sample, appended to ``pending`` (verl's DAPO recipe). Raises when
+    def _filter_groups(self, prompts: DataProto, group_filter: Any) -> None:
+        """Generates and scores one batch; ``group_filter`` (libverl's verl::trainer::GroupFilter,
+        verl/trainer/group_filter.h) keeps the groups (uids) whose ``filter_groups.metric`` varies (numpy's std > 0)
+        or that have one sample, appended to those gathered (verl's DAPO recipe). Raises DataError when
         ``max_num_gen_batches`` (> 0) batches did not give ``data.train_batch_size`` prompts."""
-        cfg = self.config
         batch = self.collect_rollouts(prompts)
         self.compute_rewards(batch)
-        metric = str(cfg.get("algorithm.filter_groups.metric"))
-        if metric in batch.non_tensor_batch:
-            values = np.asarray(batch.non_tensor_batch[metric].tolist(), dtype=np.float64)
-        elif metric in ("seq_reward", "seq_final_reward", "reward", "score"):
-            values = batch.batch["token_level_scores"].sum(-1).double().cpu().numpy()
-        else:
-            raise ConfigError(f"algorithm.filter_groups.metric={metric!r} is neither a reward extra-info key "
-                              f"({sorted(batch.non_tensor_batch)}) nor seq_reward / seq_final_reward")
-        uids = batch.non_tensor_batch["uid"].tolist()
-        by_uid: dict[str, list[float]] = defaultdict(list)
-        for uid, value in zip(uids, values):
-            by_uid[uid].append(float(value))
-        kept = {uid for uid, vals in by_uid.items() if np.std(vals) > 0 or len(vals) == 1}
-        timing = dict(batch.meta_info.pop("timing_s", {}))
-        step_metrics = batch.meta_info.pop("step_metrics", {})
-        kept_rows = [i for i, uid in enumerate(uids) if uid in kept]
-        batch = batch.select_idxs(np.array(kept_rows, dtype=np.int64))
-        num_gen = 1
-        num_prompts = len(kept)
-        if pending is not None:
-            for key, value in pending.meta_info.pop("timing_s", {}).items():
-                timing[key] = timing.get(key, 0.0) + value
-            num_gen += pending.meta_info.pop("num_gen_batches")
-            num_prompts += pending.meta_info.pop("num_prompt_in_batch")
-            pending.meta_info.pop("step_metrics", None)
-            batch.meta_info = dict(pending.meta_info)
-            batch = DataProto.concat([pending, batch]) if len(pending) else batch
-        batch.meta_info.update({"timing_s": timing, "step_metrics": step_metrics, "num_gen_batches": num_gen,
-                                "num_prompt_in_batch": num_prompts})
-        limit = int(cfg.get("algorithm.filter_groups.max_num_gen_batches") or 0)
-        if num_prompts < int(cfg.get("data.train_batch_size")) and 0 < limit <= num_gen:
-            raise DataError(f"num_gen_batches={num_gen} >= algorithm.filter_groups.max_num_gen_batches={limit} and "
-                            f"only {num_prompts} prompts with varying rewards; the data may be too difficult (set "
-                            "max_num_gen_batches=0 for endless trials)")
-        return batch
+        group_filter.add(batch.to_cpp())
 
-    def _optimize_filtered(self, pending: DataProto) -> dict[str, float]:
-        num_gen = pending.meta_info.pop("num_gen_batches")
-        pending.meta_info.pop("num_prompt_in_batch")
-        traj = int(self.config.get("data.train_batch_size")) * int(self.config.get("actor_rollout_ref.rollout.n"))
-        batch = pending.slice(0, traj)
-        batch.meta_info = pending.meta_info
-        metrics = self.optimize(batch)
+    def _optimize_filtered(self, group_filter: Any) -> dict[str, float]:
+        """optimize() on the first ``data.train_batch_size`` gathered prompts' rows."""
+        num_gen = group_filter.num_gen_batches
+        metrics = self.optimize(DataProto.from_cpp(group_filter.take()))
         metrics["train/num_gen_batches"] = num_gen
         return metrics
 
