@@ -19,6 +19,7 @@
 #include "verl/algo/pf_ppo.h"
 #include "verl/algo/rollout_correction.h"
 #include "verl/core/error.h"
+#include "verl/core/reduce_metric.h"
 #include "core/config_keys_check.h"
 #include "verl/trainer/generation.h"
 #include "verl/workers/micro_batch.h"
@@ -100,16 +101,16 @@ void rename_metric(Metrics& metrics, const std::string& from, const std::string&
   metrics.erase(it);
 }
 
-// The mean over ranks of each metric a worker method returned (meta_info "metrics": one list entry per rank), as
-// verl's reduce_metrics does with its workers' outputs.
-Metrics mean_over_ranks(const DataProto& result) {
+// Each metric a worker method returned (meta_info "metrics": one list entry per rank) reduced over the ranks as
+// verl's reduce_metrics reduces its workers' outputs.
+Metrics reduce_over_ranks(const DataProto& result) {
   Metrics out;
   auto it = result.meta_info().find("metrics");
   if (it == result.meta_info().end() || !it->is_object()) return out;
   for (auto kv = it->begin(); kv != it->end(); ++kv) {
-    double sum = 0;
-    for (const Json& v : kv.value()) sum += v.get<double>();
-    out[kv.key()] = kv.value().empty() ? 0.0 : sum / static_cast<double>(kv.value().size());
+    std::vector<double> values;
+    for (const Json& v : kv.value()) values.push_back(v.get<double>());
+    if (!values.empty()) out[kv.key()] = reduce_metric(kv.key(), values);
   }
   return out;
 }
@@ -713,7 +714,7 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     torch::Tensor entropy = algo::agg_loss(out.tensor("entropys"), response_mask, settings_.loss_agg_mode, 1,
                                            std::nullopt, std::nullopt, settings_.loss_scale_factor);
     metrics["actor/entropy"] = entropy.item<double>();
-    metrics["perf/mfu/actor_infer"] = mean_over_ranks(out).at("mfu");
+    metrics["perf/mfu/actor_infer"] = reduce_over_ranks(out).at("mfu");
     batch.set_tensor("old_log_probs", out.tensor("old_log_probs"));
     if (settings_.calculate_sum_pi_squared) batch.set_tensor("sum_pi_squared", out.tensor("sum_pi_squared").to(torch::kFloat));
     if (batch.has_tensor("rollout_log_probs")) merge(metrics, compute_rollout_debug_metrics(batch));
@@ -788,7 +789,7 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
   }
   if (critic_) {
     StageTimer timer(timing, "update_critic");
-    Metrics critic_metrics = mean_over_ranks(dispatch(
+    Metrics critic_metrics = reduce_over_ranks(dispatch(
         "update_critic",
         worker_input(batch, {"input_ids", "attention_mask", "position_ids", "responses", "response_mask", "values",
                              "returns"}),
@@ -802,7 +803,7 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
   } else {
     {
       StageTimer timer(timing, "update_actor");
-      Metrics actor_metrics = mean_over_ranks(dispatch(
+      Metrics actor_metrics = reduce_over_ranks(dispatch(
           "update_actor",
           worker_input(batch, {"input_ids", "attention_mask", "position_ids", "responses", "response_mask",
                                "old_log_probs", "advantages", "ref_log_prob", "rollout_is_weights"}),

@@ -34,6 +34,7 @@ OptimizerShard::OptimizerShard(std::vector<torch::Tensor> parameters, std::share
     VERL_CHECK(p.scalar_type() == dtype && p.device() == device, "OptimizerShard: the parameters must share one dtype ",
                "and device (the master weights), got ", p.scalar_type(), " on ", p.device(), " and ", dtype, " on ",
                device);
+    VERL_CHECK(p.is_contiguous(), "OptimizerShard: a parameter is not contiguous");  // written through view(-1)
     numel_ += p.numel();
   }
   const int64_t n = comm_->world_size();
@@ -42,21 +43,32 @@ OptimizerShard::OptimizerShard(std::vector<torch::Tensor> parameters, std::share
   master_.set_requires_grad(true);
 }
 
+// The collectives move one bucket at a time: rank r's elements [off, off + len) of its slice, for every r, packed
+// rank after rank into a buffer of N * len elements, so no full-size flat copy of the gradients or the weights
+// ever exists beside the parameters. About 128 MiB of fp32 per buffer, whatever N.
+int64_t OptimizerShard::bucket_numel() const {
+  return std::max<int64_t>(1, std::min<int64_t>(slice_numel_, (int64_t{1} << 25) / world_size()));
+}
+
 void OptimizerShard::gather_gradients() {
   torch::NoGradGuard no_grad;
-  const int64_t begin = rank() * slice_numel_;
-  for_each_piece(parameters_, begin, begin + slice_numel_, [&](size_t i, int64_t flat, int64_t at, int64_t len) {
-    master_.narrow(0, flat - begin, len).copy_(parameters_[i].detach().reshape(-1).narrow(0, at, len));
-  });
-  std::vector<torch::Tensor> pieces;
-  pieces.reserve(parameters_.size() + 1);
-  for (auto& p : parameters_) {
-    pieces.push_back(p.grad().defined() ? p.grad().reshape(-1) : torch::zeros({p.numel()}, p.options()));
+  // The slice follows the parameters (a checkpoint load or any write since the last step reaches the master slice).
+  master_.detach().copy_(slice(parameters_));
+  torch::Tensor grad = torch::empty({slice_numel_}, master_.options().requires_grad(false));
+  const int64_t b = bucket_numel();
+  for (int64_t off = 0; off < slice_numel_; off += b) {
+    const int64_t len = std::min(b, slice_numel_ - off);
+    torch::Tensor bucket = torch::zeros({world_size() * len}, grad.options());  // padding and absent grads stay 0
+    for (int64_t r = 0; r < world_size(); ++r) {
+      const int64_t begin = r * slice_numel_ + off;
+      for_each_piece(parameters_, begin, begin + len, [&](size_t i, int64_t flat, int64_t at, int64_t n) {
+        const torch::Tensor& g = parameters_[i].grad();
+        if (g.defined()) bucket.narrow(0, r * len + flat - begin, n).copy_(g.reshape(-1).narrow(0, at, n));
+      });
+    }
+    grad.narrow(0, off, len).copy_(comm_->reduce_scatter_sum(bucket));
   }
-  const int64_t padding = slice_numel_ * world_size() - numel_;
-  if (padding > 0) pieces.push_back(torch::zeros({padding}, parameters_.front().options()));
-  torch::Tensor grad = comm_->reduce_scatter_sum(torch::cat(pieces));
-  grad.div_(static_cast<double>(world_size()));
+  grad.div_(static_cast<double>(world_size()));  // the mean over ranks, as DDP / FSDP average
   master_.mutable_grad() = grad;
   for (auto& p : parameters_) p.mutable_grad() = torch::Tensor();  // the full gradients are not needed any more
 }
@@ -69,11 +81,17 @@ double OptimizerShard::global_norm_sq() const {
 
 void OptimizerShard::scatter_weights() {
   torch::NoGradGuard no_grad;
-  const torch::Tensor flat = comm_->all_gather_flat(master_.detach());
-  int64_t offset = 0;
-  for (auto& p : parameters_) {
-    p.copy_(flat.narrow(0, offset, p.numel()).view(p.sizes()));  // bumps the version: the compute copy refreshes
-    offset += p.numel();
+  const int64_t b = bucket_numel();
+  for (int64_t off = 0; off < slice_numel_; off += b) {
+    const int64_t len = std::min(b, slice_numel_ - off);
+    const torch::Tensor bucket = comm_->all_gather_flat(master_.detach().narrow(0, off, len).contiguous());
+    for (int64_t r = 0; r < world_size(); ++r) {
+      const int64_t begin = r * slice_numel_ + off;
+      for_each_piece(parameters_, begin, begin + len, [&](size_t i, int64_t flat, int64_t at, int64_t n) {
+        // Writes through the parameter bump its version: the compute copy refreshes.
+        parameters_[i].view(-1).narrow(0, at, n).copy_(bucket.narrow(0, r * len + flat - begin, n));
+      });
+    }
   }
 }
 
@@ -94,7 +112,7 @@ torch::Tensor OptimizerShard::slice(const std::vector<torch::Tensor>& per_parame
   torch::Tensor out = torch::zeros({slice_numel_}, per_parameter.front().options());
   const int64_t begin = rank() * slice_numel_;
   for_each_piece(parameters_, begin, begin + slice_numel_, [&](size_t i, int64_t flat, int64_t at, int64_t len) {
-    out.narrow(0, flat - begin, len).copy_(per_parameter[i].reshape(-1).narrow(0, at, len));
+    out.narrow(0, flat - begin, len).copy_(per_parameter[i].detach().reshape(-1).narrow(0, at, len));
   });
   return out;
 }

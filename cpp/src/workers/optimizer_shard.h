@@ -3,13 +3,13 @@
 //
 // The trainable parameters (one dtype and device: the fp32 master weights) are laid end to end in a flat image,
 // padded with zeros to a multiple of N; rank r owns elements [r*S, (r+1)*S), S = padded/N. One step:
-//   gather_gradients: the parameters' gradients, flattened, are reduce-scattered (summed, then divided by N: the
-//                     mean over ranks, as DDP / FSDP average) into the slice's gradient; the full gradients are
+//   gather_gradients: the parameters' gradients are reduce-scattered a bucket at a time (summed, then divided by N:
+//                     the mean over ranks, as DDP / FSDP average) into the slice's gradient; the full gradients are
 //                     dropped; the slice itself is refreshed from the parameters (a checkpoint load or any write
 //                     since the last step reaches the master slice)
 //   global_norm_sq:   the squared L2 norm of the whole gradient, summed over the ranks' slices
 //   (AdamW updates the slice; the padding has zero gradient and stays zero)
-//   scatter_weights:  the updated slices all-gathered into every rank's parameters
+//   scatter_weights:  the updated slices all-gathered (a bucket at a time) into every rank's parameters
 #pragma once
 
 #include <cstdint>
@@ -45,6 +45,8 @@ class OptimizerShard {
  private:
   std::vector<torch::Tensor> parameters_;
   std::shared_ptr<dist::Communicator> comm_;
+  int64_t bucket_numel() const;
+
   int64_t numel_ = 0;        // real elements of the flat image
   int64_t slice_numel_ = 0;  // S
   torch::Tensor master_;

@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "verl/core/device.h"
+#include "verl/core/reduce_metric.h"
 #include "verl/data/data_proto.h"
 #include "verl/model/flops_counter.h"
 #include "verl/model/transformer.h"
@@ -41,18 +42,7 @@ class MetricsCollector {
   std::map<std::string, double> reduce() const {
     std::map<std::string, double> out;
     for (const auto& [key, values] : lists_) {
-      if (values.empty()) continue;
-      double r = values.front();
-      if (key.find("max") != std::string::npos) {
-        for (double v : values) r = std::max(r, v);
-      } else if (key.find("min") != std::string::npos) {
-        for (double v : values) r = std::min(r, v);
-      } else {
-        double s = 0;
-        for (double v : values) s += v;
-        r = s / static_cast<double>(values.size());
-      }
-      out[key] = r;
+      if (!values.empty()) out[key] = reduce_metric(key, values);
     }
     return out;
   }
