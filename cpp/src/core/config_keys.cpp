@@ -70,7 +70,6 @@ constexpr const char* kVllmEngine = "setting of vLLM / SGLang / TensorRT-LLM; ve
 constexpr const char* kDisaggregation = "prefill/decode disaggregation is not implemented";
 constexpr const char* kDerived = "verl derives it from another key, and verl-cpp reads that key: set that one";
 constexpr const char* kRay = "Ray setting; verl-cpp does not use Ray";
-constexpr const char* kSandbox = "sandbox_fusion code execution for code-reward data sources is not implemented";
 constexpr const char* kDistillation = "on-policy distillation from teacher models is not implemented";
 
 KeyEntry H(std::string key, std::string note = "") { return {std::move(key), K::kHonoured, std::move(note), ""}; }
@@ -441,7 +440,9 @@ std::vector<KeyEntry> build_ppo() {
     t.push_back(N(std::string("reward_model.rollout.") + leaf, kServerRm));
   }
   add(t, {
-             R("sandbox_fusion", kSandbox),
+             H("sandbox_fusion.url", "verl's legacy layout of reward.sandbox_fusion.url"),
+             H("sandbox_fusion.max_concurrent", "verl's legacy layout of reward.sandbox_fusion.max_concurrent"),
+             H("sandbox_fusion.memory_limit_mb", "verl's legacy layout of reward.sandbox_fusion.memory_limit_mb"),
              N("reward.num_workers", "reward worker processes; verl-cpp scores in the trainer's process"),
              H("reward.custom_reward_function.path"),
              H("reward.custom_reward_function.name"),
@@ -479,7 +480,11 @@ std::vector<KeyEntry> build_ppo() {
              R(rr + "quantization_config_file", kQuant),
              R(rr + "mtp", kMtp),
              R(rr + "disaggregation", kDisaggregation),
-             R("reward.sandbox_fusion", kSandbox),
+             H("reward.sandbox_fusion.url", "the code data sources (codecontests, apps, codeforces, taco) run their "
+                                            "test cases on this Sandbox Fusion /run_code endpoint; unset, in the "
+                                            "built-in local sandbox"),
+             H("reward.sandbox_fusion.max_concurrent", "requests in flight to the server at once, across the job"),
+             H("reward.sandbox_fusion.memory_limit_mb", "memory_limit_MB of every request"),
          });
   // --- algorithm -----------------------------------------------------------------------------------------------
   const std::string al = "algorithm.";

@@ -9,6 +9,10 @@
 - ``compute_reward(data, reward_fn)``: ``(reward_tensor, reward_extra_infos_dict)``.
 - ``reward_max_concurrent(config)``: ``reward.max_concurrent`` (verl 0.9.1's name, added with
   ``+reward.max_concurrent=N``): how many samples an ``async def`` reward function scores at once.
+- ``sandbox_fusion_kwargs(config)``: ``reward.sandbox_fusion.{url, max_concurrent, memory_limit_mb}`` (or the
+  legacy top-level ``sandbox_fusion.*``) as the keyword arguments ``default_compute_score`` takes; with a URL,
+  the code data sources' test cases run on that Sandbox Fusion server, at most ``max_concurrent`` requests at
+  once across the whole job (one semaphore), instead of in the local sandbox.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import importlib.util
 import inspect
 import os
 import sys
+import threading
 from typing import Any
 
 import torch
@@ -28,7 +33,7 @@ from ...workers.reward_manager import get_reward_manager_cls
 from ..reward_fn import RewardFunction, check_max_concurrent
 
 __all__ = ["get_custom_reward_fn", "get_custom_reward_fn_path", "load_reward_manager", "compute_reward",
-           "load_extern_object", "reward_max_concurrent"]
+           "load_extern_object", "reward_max_concurrent", "sandbox_fusion_kwargs"]
 
 _MISSING = object()
 
@@ -113,6 +118,31 @@ def reward_max_concurrent(config: Any) -> int:
     return check_max_concurrent(_select(config, "reward.max_concurrent"))
 
 
+def _sandbox_setting(config: Any, leaf: str, default: Any = None) -> Any:
+    # verl 0.9.1 moves a legacy top-level sandbox_fusion section that sets anything over reward.sandbox_fusion
+    legacy = _select(config, f"sandbox_fusion.{leaf}")
+    return legacy if legacy is not None else _select(config, f"reward.sandbox_fusion.{leaf}", default)
+
+
+def sandbox_fusion_kwargs(config: Any) -> dict[str, Any]:
+    """``{sandbox_fusion_url, concurrent_semaphore, memory_limit_mb}`` for ``default_compute_score`` when
+    ``reward.sandbox_fusion.url`` is set, else ``{}``. ConfigError for a URL that is not http(s), a
+    ``max_concurrent`` below 1 or a ``memory_limit_mb`` that is not a positive integer, naming the key."""
+    url = _sandbox_setting(config, "url")
+    if not url:
+        return {}
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise ConfigError(f"reward.sandbox_fusion.url must be the http(s) URL of a Sandbox Fusion /run_code "
+                          f"endpoint, got {url!r}")
+    max_concurrent = check_max_concurrent(_sandbox_setting(config, "max_concurrent", 64),
+                                          "reward.sandbox_fusion.max_concurrent")
+    memory_limit_mb = _sandbox_setting(config, "memory_limit_mb", 1024)
+    if isinstance(memory_limit_mb, bool) or not isinstance(memory_limit_mb, int) or memory_limit_mb < 1:
+        raise ConfigError(f"reward.sandbox_fusion.memory_limit_mb must be an integer >= 1, got {memory_limit_mb!r}")
+    return {"sandbox_fusion_url": url, "concurrent_semaphore": threading.Semaphore(max_concurrent),
+            "memory_limit_mb": memory_limit_mb}
+
+
 def _manager_name(config: Any) -> str:
     return _select(config, "reward_model.reward_manager") or _select(config, "reward.reward_manager.name", "naive")
 
@@ -145,9 +175,15 @@ def load_reward_manager(config: Any, tokenizer: Any, num_examine: int = 0, **rew
     cls = _manager_cls(config)
     compute_score = get_custom_reward_fn(config)
     if compute_score is None:
+        # as verl: the sandbox settings go to the default scorer only (a custom function gets none of them)
+        sandbox = sandbox_fusion_kwargs(config)
         compute_score = get_default_compute_score(_manager_name(config))
+        if sandbox:
+            compute_score = RewardFunction(compute_score, bound_kwargs=sandbox)
         if _manager_name(config) == "batch":
-            compute_score = None  # the batch manager's own batched default
+            compute_score = None  # the batch manager's own batched default, which passes its kwargs on
+            for key, value in sandbox.items():
+                reward_kwargs.setdefault(key, value)
 
     configured = dict(_plain(_select(config, "reward.reward_kwargs", {})) or {})
     configured.update(dict(_plain(_select(config, "reward_model.reward_kwargs", {})) or {}))

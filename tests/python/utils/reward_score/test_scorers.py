@@ -92,5 +92,5 @@ def test_default_compute_score_dispatch():
     assert default_compute_score("math_dapo", "Answer: 4", "3")["acc"] is False
     with pytest.raises(NotImplementedError, match="my_source"):
         default_compute_score("my_source", "x", "y")
-    with pytest.raises(NotImplementedError, match="codecontests"):
-        default_compute_score("codecontests", "x", "y")
+    with pytest.raises(NotImplementedError, match="numina_olympiads"):
+        default_compute_score("numina_olympiads", "x", "y")
