@@ -10,6 +10,7 @@
 #include "algo/loss_common.h"
 #include "algo/vanilla_loss_kernel.h"
 #include "verl/algo/functional.h"
+#include "verl/algo/sppo.h"
 #include "verl/core/error.h"
 
 namespace verl::algo {
@@ -425,6 +426,7 @@ Registry<PolicyLossFn>& policy_loss_registry() {
     add("dro", &compute_policy_loss_dro);
     add("cispo", &compute_policy_loss_cispo);
     add("bypass_mode", &compute_policy_loss_bypass_mode);
+    add("sppo", &compute_policy_loss_sppo);  // verl recipe/sppo
     return r;
   }();
   return *registry;

@@ -517,6 +517,8 @@ std::vector<KeyEntry> build_ppo() {
                                   "ConfigError with another estimator)"),
              H(al + "pf_ppo.reweight_method", "pow, max_min or max_random"),
              H(al + "pf_ppo.weight_pow"),
+             H(al + "sppo_eta", "SPPO (verl's recipe/sppo): adv_estimator=sppo's advantage eta * (win rate - 1/2), "
+                                "the target of policy_loss.loss_mode=sppo"),
              R("distillation", kDistillation),
              N("transfer_queue", "verl's TransferQueue data plane between Ray workers; verl-cpp passes batches "
                                  "in-process"),

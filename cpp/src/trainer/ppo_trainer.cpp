@@ -18,6 +18,7 @@
 #include "verl/algo/optimal_token_baseline.h"
 #include "verl/algo/pf_ppo.h"
 #include "verl/algo/rollout_correction.h"
+#include "verl/algo/sppo.h"
 #include "verl/core/error.h"
 #include "verl/core/reduce_metric.h"
 #include "core/config_keys_check.h"
@@ -236,6 +237,13 @@ algo::AdvantageResult optimal_token_baseline_advantage(const PPOTrainerConfig& s
             batch.tensor("sum_pi_squared"), is_weights, /*handle_zero_tail=*/true, /*epsilon=*/1e-8);
 }
 
+// SPPO's advantage: eta * (P(y beats the other responses of its prompt) - 1/2), the groups being the uids.
+algo::AdvantageResult sppo_advantage(const PPOTrainerConfig& settings, const algo::AdvantageInputs& in) {
+  VERL_CHECK_AS(DataError, in.index.defined(), "algorithm.adv_estimator=sppo compares the responses of a prompt, "
+                "grouped by their 'uid' column, which the batch lacks");
+  return algo::compute_sppo_advantage(in.token_level_rewards, in.response_mask, in.index, settings.sppo_eta);
+}
+
 // fsdp_config.param_offload / optimizer_offload (actor, ref) and critic.fsdp.*: moving parameters and optimizer
 // state to host memory between phases. On a CPU device they already live there, so the keys are honoured as a
 // no-op with one note; on an accelerator the move is not implemented yet (issue 18): a ConfigError, not a
@@ -260,9 +268,9 @@ void check_offload_keys(const Config& config, const torch::Device& device) {
 PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
   PPOTrainerConfig s;
   s.adv_estimator = config.get_as<std::string>("algorithm.adv_estimator");
-  // GDPO reads the reward components from the batch, and the Optimal Token Baseline ones old_log_probs and
-  // sum_pi_squared, so the adv stage calls them directly, not via the registry.
-  if (s.adv_estimator != "gdpo" && !is_optimal_token_baseline(s.adv_estimator)) {
+  // GDPO reads the reward components from the batch, the Optimal Token Baseline ones old_log_probs and
+  // sum_pi_squared, SPPO algorithm.sppo_eta, so the adv stage calls them directly, not via the registry.
+  if (s.adv_estimator != "gdpo" && s.adv_estimator != "sppo" && !is_optimal_token_baseline(s.adv_estimator)) {
     try {
       algo::get_adv_estimator_fn(s.adv_estimator);
     } catch (const InvalidArgument& e) {
@@ -300,6 +308,15 @@ PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
                   "algorithm.gdpo_reward_keys / gdpo_reward_weights are read by adv_estimator=gdpo only, but "
                   "algorithm.adv_estimator is ", s.adv_estimator);
   }
+  s.sppo_eta = config.get_as<double>("algorithm.sppo_eta");
+  VERL_CHECK_AS(ConfigError, std::isfinite(s.sppo_eta) && s.sppo_eta > 0, "algorithm.sppo_eta must be > 0, got ",
+                s.sppo_eta);
+  // The sppo loss regresses whole-sequence log-ratios: token importance weights have no place in it.
+  VERL_CHECK_AS(ConfigError,
+                config.get_as<std::string>("actor_rollout_ref.actor.policy_loss.loss_mode") != "sppo" ||
+                    !config.get("algorithm.rollout_correction.rollout_is").is_string(),
+                "actor_rollout_ref.actor.policy_loss.loss_mode=sppo takes no rollout importance weights: leave "
+                "algorithm.rollout_correction.rollout_is null");
   s.gamma = config.get_as<double>("algorithm.gamma");
   s.lam = config.get_as<double>("algorithm.lam");
   s.norm_adv_by_std_in_grpo = config.get_as<bool>("algorithm.norm_adv_by_std_in_grpo");
@@ -773,6 +790,7 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     auto [advantages, returns] =
         settings_.adv_estimator == "gdpo"                  ? gdpo_advantage(settings_, batch, in, metrics)
         : is_optimal_token_baseline(settings_.adv_estimator) ? optimal_token_baseline_advantage(settings_, batch, in)
+        : settings_.adv_estimator == "sppo"                ? sppo_advantage(settings_, in)
                                                            : algo::get_adv_estimator_fn(settings_.adv_estimator)(in, ac);
     batch.set_tensor("advantages", advantages);
     batch.set_tensor("returns", returns);

@@ -101,6 +101,9 @@ struct VERL_API PPOTrainerConfig {
   // reward components (the reward function's extra-info columns) GDPO normalizes one by one.
   std::vector<std::string> gdpo_reward_keys;
   std::optional<std::vector<double>> gdpo_reward_weights;
+  // algorithm.sppo_eta (verl's recipe/sppo): adv_estimator=sppo's advantage is eta * (win rate - 1/2), the target
+  // the "sppo" policy loss regresses the sequence log-ratio onto.
+  double sppo_eta = 1.0;
   bool use_kl_loss = false;
   bool use_critic = false;     // need_critic(config)
   bool use_reference = false;  // need_reference_policy(config)
