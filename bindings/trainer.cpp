@@ -128,7 +128,8 @@ void register_trainer(py::module_& m) {
                        std::shared_ptr<model::CausalLM> ref, std::shared_ptr<model::CausalLM> critic,
                        std::shared_ptr<rollout::Engine> engine, std::optional<int64_t> pad_token_id,
                        std::vector<int64_t> eos_token_ids, std::optional<int64_t> total_training_steps,
-                       uint64_t init_seed, std::shared_ptr<dist::Communicator> communicator) {
+                       uint64_t init_seed, std::shared_ptr<dist::Communicator> communicator,
+                       std::shared_ptr<dist::Communicator> tensor_parallel) {
              trainer::PPOTrainerModels models{std::move(actor), std::move(ref), std::move(critic), std::move(engine)};
              trainer::PPOTrainerOptions options;
              options.pad_token_id = pad_token_id;
@@ -136,6 +137,7 @@ void register_trainer(py::module_& m) {
              options.total_training_steps = total_training_steps;
              options.init_seed = init_seed;
              options.communicator = std::move(communicator);
+             options.tensor_parallel = std::move(tensor_parallel);
              trainer::RewardFn fn = wrap_reward(std::move(reward_fn));
              py::gil_scoped_release release;
              return std::make_unique<PPOTrainer>(config, std::move(models), std::move(fn), options);
@@ -143,7 +145,7 @@ void register_trainer(py::module_& m) {
            py::arg("config"), py::arg("actor"), py::arg("reward_fn"), py::kw_only(), py::arg("ref") = nullptr,
            py::arg("critic") = nullptr, py::arg("engine") = nullptr, py::arg("pad_token_id") = py::none(),
            py::arg("eos_token_ids") = std::vector<int64_t>{}, py::arg("total_training_steps") = py::none(),
-           py::arg("init_seed") = 0, py::arg("communicator") = nullptr)
+           py::arg("init_seed") = 0, py::arg("communicator") = nullptr, py::arg("tensor_parallel") = nullptr)
       .def("step", &PPOTrainer::step, py::arg("prompts"), Release())
       .def_property_readonly("is_controller", &PPOTrainer::is_controller)
       .def_property_readonly("world_size", &PPOTrainer::world_size)

@@ -7,6 +7,7 @@
 #include "bindings.h"
 #include "json_cast.h"
 #include "verl/core/error.h"
+#include "verl/dist/communicator.h"
 #include "verl/model/init_weights.h"
 #include "verl/model/model_config.h"
 #include "verl/model/transformer.h"
@@ -54,11 +55,17 @@ void register_transformer(py::module_& m) {
 
   py::class_<CausalLM, std::shared_ptr<CausalLM>>(mm, "CausalLM",
                                                   "Qwen2/Qwen3/Llama decoder with HF parameter names.")
-      .def(py::init([](const std::string& config_json, bool value_head) {
+      .def(py::init([](const std::string& config_json, bool value_head,
+                       std::shared_ptr<dist::Communicator> tensor_parallel) {
              return std::make_shared<CausalLM>(ModelConfig::from_json_text(config_json, "<config json>"),
-                                               value_head ? HeadKind::kValue : HeadKind::kLanguageModel);
+                                               value_head ? HeadKind::kValue : HeadKind::kLanguageModel,
+                                               std::move(tensor_parallel));
            }),
-           py::arg("config_json"), py::arg("value_head") = false)
+           py::arg("config_json"), py::arg("value_head") = false, py::kw_only(),
+           py::arg("tensor_parallel") = nullptr,
+           "tensor_parallel: a verl._C.dist.Communicator of t ranks that hold one copy of the model together "
+           "(inference only; load_state_dict takes the whole model's tensors and keeps this rank's shard).")
+      .def_property_readonly("tensor_parallel_size", &CausalLM::tensor_parallel_size)
       .def_property_readonly("config", [](const CausalLM& c) { return to_python(c.config().to_json()); })
       .def_property_readonly("value_head", [](const CausalLM& c) { return c.head_kind() == HeadKind::kValue; })
       .def_property_readonly("dtype", [](const CausalLM& c) { return dtype_name(c.dtype()); })

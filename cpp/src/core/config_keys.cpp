@@ -20,8 +20,9 @@ constexpr const char* kOffloadOnCpu = "on a CPU device a no-op with one note (pa
                                       "live in host memory); on CUDA a ConfigError until offload is implemented";
 constexpr const char* kRolloutPool = "a resource pool of its own for the rollout (verl's standalone rollout) is not "
                                      "implemented: generation runs on the trainer's ranks";
-constexpr const char* kParallel = "verl-cpp generates and trains on one device; tensor/pipeline/expert/data "
-                                  "parallel layouts are not implemented";
+constexpr const char* kParallel = "pipeline, expert and separate rollout data parallelism are not implemented "
+                                  "(training is data parallel over trainer.nnodes x trainer.n_gpus_per_node ranks; "
+                                  "generation tensor parallel by rollout.tensor_model_parallel_size)";
 constexpr const char* kUlysses = "Ulysses sequence parallelism is not implemented";
 constexpr const char* kLora = "LoRA adapters are not implemented (full fine-tuning only)";
 constexpr const char* kMtp = "multi-token prediction (MTP) heads are not implemented";
@@ -271,7 +272,8 @@ std::vector<KeyEntry> build_ppo() {
              N(g + "enforce_eager", kVllmEngine),
              N(g + "cudagraph_capture_sizes", kVllmEngine),
              H(g + "free_cache_engine", "the KV cache is released after generation and re-created before the next"),
-             R(g + "tensor_model_parallel_size", kParallel),
+             H(g + "tensor_model_parallel_size", "groups of that many consecutive ranks each generate as one "
+                                                 "tensor-parallel replica (Megatron layout); it must divide the ranks"),
              R(g + "data_parallel_size", kParallel),
              R(g + "expert_parallel_size", kParallel),
              R(g + "pipeline_model_parallel_size", kParallel),

@@ -92,7 +92,9 @@ DataProto WorkerGroup::run_method(const std::string& name, const DataProto& chun
   return without_offset(it->second(chunk));
 }
 
-DataProto LocalWorkerGroup::call(const std::string& name, const DataProto& data, Dispatch) {
+DataProto LocalWorkerGroup::call(const std::string& name, const DataProto& data, Dispatch, int64_t ranks_per_chunk) {
+  VERL_CHECK(ranks_per_chunk == 1, "worker group: '", name, "' asks for chunks of ", ranks_per_chunk,
+             " ranks in a one-process job");
   return DataProto::concat({run_method(name, with_offset(data, 0))});
 }
 
@@ -101,13 +103,17 @@ CollectiveWorkerGroup::CollectiveWorkerGroup(std::shared_ptr<Communicator> commu
   VERL_CHECK(comm_ != nullptr, "CollectiveWorkerGroup: the communicator is null");
 }
 
-DataProto CollectiveWorkerGroup::call(const std::string& name, const DataProto& data, Dispatch dispatch) {
+DataProto CollectiveWorkerGroup::call(const std::string& name, const DataProto& data, Dispatch dispatch,
+                                      int64_t ranks_per_chunk) {
   VERL_CHECK(is_controller(), "worker group: call('", name, "') on rank ", rank(), "; only rank 0 (the controller) calls");
   VERL_CHECK(has_method(name), "worker group: no method '", untrusted::escape(name, 200), "'");
-  const int64_t world = world_size();
+  VERL_CHECK(ranks_per_chunk >= 1 && world_size() % ranks_per_chunk == 0, "worker group: '", name,
+             "' asks for chunks of ", ranks_per_chunk, " ranks, which does not divide the ", world_size(), " ranks");
+  const int64_t k = dispatch == Dispatch::kBroadcast ? 1 : ranks_per_chunk;
+  const int64_t chunks = world_size() / k;
   DataProto input = data;
   int64_t pad_rows = 0;
-  if (dispatch == Dispatch::kPadSplit) std::tie(input, pad_rows) = pad_dataproto_to_divisor(data, world);
+  if (dispatch == Dispatch::kPadSplit) std::tie(input, pad_rows) = pad_dataproto_to_divisor(data, chunks);
   comm_->broadcast_bytes(to_bytes(Json{{"method", name}, {"dispatch", static_cast<int>(dispatch)}}.dump()), 0);
 
   DataProto mine;
@@ -115,22 +121,24 @@ DataProto CollectiveWorkerGroup::call(const std::string& name, const DataProto& 
     mine = with_offset(input, 0);
     comm_->broadcast_bytes(detail::pickle_data_proto(mine, "the batch of '" + name + "'"), 0);
   } else {
-    VERL_CHECK_AS(DataError, input.size() % world == 0, "worker group: '", name, "' splits its batch of ",
-                  input.size(), " rows over ", world, " ranks, which does not divide it");
-    const int64_t rows = input.size() / world;
+    VERL_CHECK_AS(DataError, input.size() % chunks == 0, "worker group: '", name, "' splits its batch of ",
+                  input.size(), " rows over ", chunks, (k > 1 ? " groups of ranks" : " ranks"),
+                  ", which does not divide it");
+    const int64_t rows = input.size() / chunks;
     std::vector<std::vector<char>> parts;
-    for (int64_t r = 0; r < world; ++r) {
-      DataProto chunk = with_offset(input.slice(r * rows, (r + 1) * rows), r * rows);
-      parts.push_back(detail::pickle_data_proto(chunk, "the batch of '" + name + "'"));
-      if (r == 0) mine = std::move(chunk);
+    for (int64_t g = 0; g < chunks; ++g) {
+      DataProto chunk = with_offset(input.slice(g * rows, (g + 1) * rows), g * rows);
+      std::vector<char> bytes = detail::pickle_data_proto(chunk, "the batch of '" + name + "'");
+      for (int64_t i = 0; i < k; ++i) parts.push_back(bytes);
+      if (g == 0) mine = std::move(chunk);
     }
     comm_->scatter_bytes(parts, 0);
   }
-  return run_and_gather(name, mine, pad_rows, dispatch);
+  return run_and_gather(name, mine, pad_rows, dispatch, k);
 }
 
 DataProto CollectiveWorkerGroup::run_and_gather(const std::string& name, const DataProto& chunk, int64_t pad_rows,
-                                                Dispatch dispatch) {
+                                                Dispatch dispatch, int64_t ranks_per_chunk) {
   std::vector<char> reply;
   try {
     reply = ok_reply(run_method(name, chunk));
@@ -144,7 +152,7 @@ DataProto CollectiveWorkerGroup::run_and_gather(const std::string& name, const D
     const std::vector<char>& answer = replies[static_cast<size_t>(r)];
     if (answer.empty() || answer[0] != 'O') rethrow_reply(answer, r, name);
   }
-  for (int64_t r = 0; r < world_size(); ++r) {
+  for (int64_t r = 0; r < world_size(); r += ranks_per_chunk) {  // one answer per chunk: its group's first rank
     const std::vector<char>& answer = replies[static_cast<size_t>(r)];
     results.push_back(detail::unpickle_data_proto(std::vector<char>(answer.begin() + 1, answer.end()),
                                                   "the result of '" + name + "' from rank " + std::to_string(r)));
@@ -169,7 +177,7 @@ bool CollectiveWorkerGroup::serve_one() {
   const std::string what = "the batch of '" + name + "' on rank " + std::to_string(rank());
   const std::vector<char> bytes =
       dispatch == Dispatch::kBroadcast ? comm_->broadcast_bytes({}, 0) : comm_->scatter_bytes({}, 0);
-  run_and_gather(name, detail::unpickle_data_proto(bytes, what), 0, dispatch);
+  run_and_gather(name, detail::unpickle_data_proto(bytes, what), 0, dispatch, 1);  // the controller picks answers
   return true;
 }
 

@@ -7,7 +7,9 @@
 
 #include "core/untrusted.h"
 #include "verl/core/error.h"
+#include "verl/dist/communicator.h"
 #include "verl/model/rope.h"
+#include "verl/model/tensor_parallel.h"
 
 namespace verl::model {
 namespace F = torch::nn::functional;
@@ -174,7 +176,9 @@ torch::Tensor Attention::forward(const torch::Tensor& x, const torch::Tensor& co
   q = apply_rotary(q.transpose(1, 2), cos, sin);
   k = apply_rotary(k.transpose(1, 2), cos, sin);
   torch::Tensor out = cache != nullptr ? cache->attend(layer, q, k, v, mask) : grouped_attention(q, k, v, mask);
-  return run_linear(o_proj, out.transpose(1, 2).reshape({bs, q_len, heads_ * head_dim_}));
+  out = run_linear(o_proj, out.transpose(1, 2).reshape({bs, q_len, heads_ * head_dim_}));
+  if (tensor_parallel) tensor_parallel->all_reduce_sum_(out);
+  return out;
 }
 
 torch::Tensor Attention::forward_varlen(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
@@ -191,7 +195,9 @@ torch::Tensor Attention::forward_varlen(const torch::Tensor& x, const torch::Ten
   k = apply_rotary(k.transpose(1, 2), cos, sin);
   torch::Tensor out = varlen_causal_attention(q.squeeze(0), k.squeeze(0), v.squeeze(0), layout,
                                               1.0 / std::sqrt(static_cast<double>(head_dim_)));
-  return run_linear(o_proj, out.transpose(0, 1).reshape({1, total, heads_ * head_dim_}));
+  out = run_linear(o_proj, out.transpose(0, 1).reshape({1, total, heads_ * head_dim_}));
+  if (tensor_parallel) tensor_parallel->all_reduce_sum_(out);
+  return out;
 }
 
 MLP::MLP(const ModelConfig& c) {
@@ -201,7 +207,9 @@ MLP::MLP(const ModelConfig& c) {
 }
 
 torch::Tensor MLP::forward(const torch::Tensor& x) {
-  return run_linear(down_proj, F::silu(run_linear(gate_proj, x)) * run_linear(up_proj, x));
+  torch::Tensor out = run_linear(down_proj, F::silu(run_linear(gate_proj, x)) * run_linear(up_proj, x));
+  if (tensor_parallel) tensor_parallel->all_reduce_sum_(out);
+  return out;
 }
 
 DecoderLayer::DecoderLayer(const ModelConfig& c) {
@@ -270,15 +278,41 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> parameter_shapes(const
 
 // ---- CausalLM --------------------------------------------------------------------------------
 
-CausalLM::CausalLM(ModelConfig config, HeadKind head) : config_(std::move(config)), head_kind_(head) {
-  model = register_module("model", std::make_shared<DecoderModel>(config_));
+CausalLM::CausalLM(ModelConfig config, HeadKind head, std::shared_ptr<dist::Communicator> tensor_parallel)
+    : config_(std::move(config)), head_kind_(head) {
+  if (tensor_parallel != nullptr && tensor_parallel->world_size() > 1) {
+    VERL_CHECK_AS(ConfigError, head_kind_ == HeadKind::kLanguageModel,
+                  "CausalLM: tensor parallelism serves the rollout engine, a model with the LM head");
+    tensor_parallel_ = std::move(tensor_parallel);
+  }
+  shard_config_ = tensor_parallel_shard_config(config_, tensor_parallel_size());
+  model = register_module("model", std::make_shared<DecoderModel>(shard_config_));
+  for (auto& layer : model->layer_ptrs) {
+    layer->self_attn->tensor_parallel = tensor_parallel_;
+    layer->mlp->tensor_parallel = tensor_parallel_;
+  }
   if (head_kind_ == HeadKind::kValue) {
     score = register_module("score", linear(config_.hidden_size, 1, config_.score_bias));
   } else if (!config_.tie_word_embeddings) {
-    lm_head = register_module("lm_head", linear(config_.hidden_size, config_.vocab_size, false));
+    lm_head = register_module("lm_head", linear(shard_config_.hidden_size, shard_config_.vocab_size, false));
   }
   // Not a registered buffer: Module::to(dtype) would round it; it stays float32 like HF's.
   inv_freq_ = rope_inv_freq(config_);
+}
+
+int64_t CausalLM::tensor_parallel_size() const { return tensor_parallel_ ? tensor_parallel_->world_size() : 1; }
+
+torch::Tensor CausalLM::embed(const torch::Tensor& input_ids) {
+  if (!tensor_parallel_) return model->embed_tokens->forward(input_ids);
+  VERL_CHECK(!torch::GradMode::is_enabled(), "CausalLM: a tensor-parallel model runs inference only (no grad mode)");
+  // This rank's rows of the vocabulary; the other ranks' ids read zeros, and the sum over the ranks is exact.
+  const int64_t rows = shard_config_.vocab_size;
+  torch::Tensor local = input_ids - tensor_parallel_->rank() * rows;
+  torch::Tensor mine = (local >= 0).logical_and(local < rows);
+  torch::Tensor h = model->embed_tokens->forward(local.clamp(0, rows - 1));
+  h.masked_fill_(mine.logical_not().unsqueeze(-1), 0.0);
+  tensor_parallel_->all_reduce_sum_(h);
+  return h;
 }
 
 torch::Dtype CausalLM::dtype() const { return model->embed_tokens->weight.scalar_type(); }
@@ -306,8 +340,14 @@ torch::Tensor CausalLM::run_layers(torch::Tensor h, const torch::Tensor& cos, co
 
 torch::Tensor CausalLM::apply_head(const torch::Tensor& hidden) {
   if (head_kind_ == HeadKind::kValue) return run_linear(score, hidden).squeeze(-1);
-  if (lm_head) return run_linear(lm_head, hidden);
-  return F::linear(hidden, model->embed_tokens->weight);
+  torch::Tensor logits = lm_head ? run_linear(lm_head, hidden) : F::linear(hidden, model->embed_tokens->weight);
+  if (!tensor_parallel_) return logits;
+  // Every rank's vocabulary rows, gathered in rank order: (t, ..., rows) -> (..., t * rows), padding dropped.
+  const int64_t t = tensor_parallel_size(), rows = shard_config_.vocab_size;
+  std::vector<int64_t> shape(logits.sizes().begin(), logits.sizes().end());
+  const torch::Tensor gathered = tensor_parallel_->all_gather_flat(logits.contiguous().view(-1)).view({t, -1, rows});
+  shape.back() = config_.vocab_size;
+  return gathered.permute({1, 0, 2}).reshape({gathered.size(1), t * rows}).narrow(1, 0, config_.vocab_size).reshape(shape);
 }
 
 torch::Tensor CausalLM::hidden_states(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
@@ -336,7 +376,7 @@ torch::Tensor CausalLM::hidden_states(const torch::Tensor& input_ids, const torc
     torch::Tensor self = torch::eye(seq, torch::dtype(torch::kBool).device(device));
     mask = ((causal.unsqueeze(0) & valid.unsqueeze(1)) | self.unsqueeze(0)).unsqueeze(1);  // (bs, 1, q, k)
   }
-  torch::Tensor h = model->embed_tokens->forward(input_ids);
+  torch::Tensor h = embed(input_ids);
   auto [cos, sin] = rope(positions, h.scalar_type());
   return run_layers(h, cos, sin, mask);
 }
@@ -373,7 +413,7 @@ torch::Tensor CausalLM::hidden_states_packed(const torch::Tensor& input_ids, con
   torch::Tensor seg = torch::repeat_interleave(torch::arange(lengths.size(0), torch::kLong), lengths).to(device);
   torch::Tensor positions = torch::arange(total, torch::dtype(torch::kLong).device(device)) -
                             cu.to(device).index_select(0, seg);
-  torch::Tensor h = model->embed_tokens->forward(input_ids.unsqueeze(0));
+  torch::Tensor h = embed(input_ids.unsqueeze(0));
   auto [cos, sin] = rope(positions.unsqueeze(0), h.scalar_type());
   return run_layers_varlen(h, cos, sin, layout).squeeze(0);
 }
@@ -390,7 +430,7 @@ torch::Tensor CausalLM::forward_cached(const torch::Tensor& input_ids, const tor
              positions.sizes());
   VERL_CHECK(head_index.dim() == 1 && head_index.size(0) == input_ids.size(0),
              "CausalLM.forward_cached: head_index must be (bs,), got ", head_index.sizes());
-  torch::Tensor h = model->embed_tokens->forward(input_ids);
+  torch::Tensor h = embed(input_ids);
   auto [cos, sin] = rope(positions, h.scalar_type());
   // The final norm is per token, so picking rows before it is exact and saves work.
   for (size_t i = 0; i < model->layer_ptrs.size(); ++i)
@@ -411,6 +451,9 @@ std::map<std::string, torch::Tensor> CausalLM::named_state() const {
 void CausalLM::load_state_dict(const std::map<std::string, torch::Tensor>& state, bool strict) {
   auto params = named_parameters(true);
   std::vector<std::string> missing, unexpected, mismatched;
+  // The whole model's shapes (this rank's own under tensor parallelism are its shards' shapes).
+  std::map<std::string, std::vector<int64_t>> whole_shapes;
+  for (auto& [name, shape] : parameter_shapes(config_, head_kind_)) whole_shapes.emplace(name, std::move(shape));
   for (const auto& item : params)
     if (state.find(item.key()) == state.end()) missing.push_back(item.key());
   for (const auto& [name, tensor] : state) {
@@ -419,9 +462,10 @@ void CausalLM::load_state_dict(const std::map<std::string, torch::Tensor>& state
       // HF state dicts of tied models carry lm_head.weight as an alias of the embedding.
       if (!(name == "lm_head.weight" && config_.tie_word_embeddings && head_kind_ == HeadKind::kLanguageModel))
         unexpected.push_back(untrusted::escape(name));  // a checkpoint's name: any bytes
-    } else if (p->sizes() != tensor.sizes()) {
+    } else if (whole_shapes.at(name) != tensor.sizes()) {
       std::ostringstream s;
-      s << untrusted::escape(name) << " (checkpoint " << tensor.sizes() << ", model " << p->sizes() << ")";
+      s << untrusted::escape(name) << " (checkpoint " << tensor.sizes() << ", model "
+        << torch::IntArrayRef(whole_shapes.at(name)) << ")";
       mismatched.push_back(s.str());
     }
   }
@@ -431,9 +475,11 @@ void CausalLM::load_state_dict(const std::map<std::string, torch::Tensor>& state
   if (!mismatched.empty()) err << " shape mismatch: [" << join(mismatched) << "];";
   if (!err.str().empty()) VERL_FAIL(CheckpointError, "CausalLM.load_state_dict:", err.str());
   torch::NoGradGuard no_grad;
+  const int64_t t = tensor_parallel_size(), rank = tensor_parallel_ ? tensor_parallel_->rank() : 0;
   for (auto& item : params) {
     auto it = state.find(item.key());
-    if (it != state.end()) item.value().copy_(it->second);
+    if (it == state.end()) continue;
+    item.value().copy_(t == 1 ? it->second : tensor_parallel_shard(item.key(), it->second, rank, t));
   }
 }
 

@@ -49,7 +49,9 @@ Engine::Engine(std::shared_ptr<model::CausalLM> model, EngineConfig config)
   VERL_CHECK(config_.kv_cache_bytes >= 0, "EngineConfig: kv_cache_bytes must be >= 0, got ", config_.kv_cache_bytes);
   max_model_len_ = config_.max_model_len > 0 ? config_.max_model_len : mc.max_position_embeddings;
   eos_ = config_.eos_token_ids.empty() ? mc.eos_token_ids : config_.eos_token_ids;
-  const int64_t block_bytes = PagedKVCache::block_bytes(mc, config_.block_size, model_->dtype());
+  // The cache holds this rank's kv heads (all of them without tensor parallelism).
+  const model::ModelConfig& layers = model_->shard_config();
+  const int64_t block_bytes = PagedKVCache::block_bytes(layers, config_.block_size, model_->dtype());
   int64_t budget = config_.kv_cache_bytes;
   if (budget == 0) {
     const int64_t blocks_per_seq = (max_model_len_ + config_.block_size - 1) / config_.block_size;
@@ -58,7 +60,7 @@ Engine::Engine(std::shared_ptr<model::CausalLM> model, EngineConfig config)
   const int64_t num_blocks = budget / block_bytes;
   VERL_CHECK(num_blocks >= 2, "EngineConfig: kv_cache_bytes = ", budget, " holds ", num_blocks, " KV blocks of ",
              block_bytes, " bytes; at least 2 are needed");
-  cache_ = std::make_unique<PagedKVCache>(mc, num_blocks, config_.block_size, model_->dtype(), model_->device());
+  cache_ = std::make_unique<PagedKVCache>(layers, num_blocks, config_.block_size, model_->dtype(), model_->device());
   cache_->set_fused_cpu_attention(config_.fused_cpu_attention);
   scheduler_ = std::make_unique<Scheduler>(SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens},
                                            num_blocks, config_.block_size);

@@ -371,6 +371,9 @@ PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
 
   const std::string r = "actor_rollout_ref.rollout.";
   s.rollout_n = config.get_as<int64_t>(r + "n");
+  s.rollout_tensor_parallel_size = config.get_as<int64_t>(r + "tensor_model_parallel_size");
+  VERL_CHECK_AS(ConfigError, s.rollout_tensor_parallel_size >= 1, r, "tensor_model_parallel_size must be >= 1, got ",
+                s.rollout_tensor_parallel_size);
   VERL_CHECK_AS(ConfigError, s.rollout_n >= 1, r, "n must be >= 1, got ", s.rollout_n);
   s.temperature = config.get_as<double>(r + "temperature");
   VERL_CHECK_AS(ConfigError, s.temperature >= 0, r, "temperature must be >= 0, got ", s.temperature);
@@ -444,7 +447,25 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     ec.seed = static_cast<uint64_t>(settings_.rollout_seed);
     // The engine generates from the actor's compute-dtype weights (the actor module itself unless mixed
     // precision keeps a copy): the rollout log-probs and the actor's recomputation share weights and kernels.
-    engine_ = std::make_shared<rollout::Engine>(actor_->compute_model(), ec);
+    // Tensor-parallel generation runs on this rank's shard of them instead, re-made after every update.
+    std::shared_ptr<model::CausalLM> rollout_model = actor_->compute_model();
+    const int64_t tp = settings_.rollout_tensor_parallel_size;
+    const int64_t world = options.communicator ? options.communicator->world_size() : 1;
+    VERL_CHECK_AS(ConfigError, world % tp == 0, "actor_rollout_ref.rollout.tensor_model_parallel_size = ", tp,
+                  " does not divide the job's ", world, " ranks (trainer.nnodes x trainer.n_gpus_per_node)");
+    if (tp > 1) {
+      VERL_CHECK_AS(ConfigError, options.tensor_parallel && options.tensor_parallel->world_size() == tp,
+                    "actor_rollout_ref.rollout.tensor_model_parallel_size = ", tp,
+                    " needs this rank's tensor-parallel group of ", tp, " ranks (PPOTrainerOptions::tensor_parallel)");
+      const auto& compute = *actor_->compute_model();
+      torch::NoGradGuard no_grad;
+      rollout_model = std::make_shared<model::CausalLM>(compute.config(), model::HeadKind::kLanguageModel,
+                                                        options.tensor_parallel);
+      rollout_model->to(compute.device(), compute.dtype());
+      rollout_model->eval();
+      for (auto& p : rollout_model->parameters()) p.set_requires_grad(false);
+    }
+    engine_ = std::make_shared<rollout::Engine>(rollout_model, ec);
     models_.engine = engine_;
   }
 
@@ -483,6 +504,7 @@ void PPOTrainer::register_worker_methods() {
     if (engine_->sleeping()) engine_->wake_up();
     // Weights written since the last hand-over (a checkpoint load, a user's edit) reach the engine first.
     actor_->precision().refresh();
+    hand_over_weights();
     DataProto out = generate_sequences(*engine_, chunk.select(keys, std::vector<std::string>{}, std::vector<std::string>{}),
                                        params, pad_token_id_, seed);
     // verl puts the rollout replicas to sleep after generation: the KV cache is freed for the updates.
@@ -517,10 +539,11 @@ void PPOTrainer::register_worker_methods() {
   });
 }
 
-DataProto PPOTrainer::dispatch(const std::string& method, const DataProto& data, dist::Dispatch how) {
+DataProto PPOTrainer::dispatch(const std::string& method, const DataProto& data, dist::Dispatch how,
+                               int64_t ranks_per_chunk) {
   VERL_CHECK(workers_->is_controller(), "PPOTrainer: rank ", workers_->rank(),
              " is a worker; only rank 0 (the controller) runs the step -- workers call serve()");
-  return workers_->call(method, data, how);
+  return workers_->call(method, data, how, ranks_per_chunk);
 }
 
 workers::Optimizer& PPOTrainer::optimizer(const std::string& role) {
@@ -579,7 +602,8 @@ DataProto PPOTrainer::generate(const DataProto& prompts, const std::string& mode
   request.meta_info()[kGenModeKey] = mode;
   request.meta_info()[kGenSeedKey] = seed;
   // A duplicated row costs only time here: pad the batch to a multiple of the ranks.
-  DataProto out = dispatch("generate", request, dist::Dispatch::kPadSplit);
+  // Each tensor-parallel group of ranks generates one share of the rows together.
+  DataProto out = dispatch("generate", request, dist::Dispatch::kPadSplit, settings_.rollout_tensor_parallel_size);
   return out.to(prompts.tensor("input_ids").device());
 }
 
@@ -701,8 +725,13 @@ void PPOTrainer::hand_over_weights() {
   // separately built engine gets the compute-dtype tensors by name, the weights the actor computes with.
   std::shared_ptr<model::CausalLM> compute = actor_->compute_model();
   if (engine_->model() == compute) return;
+  // Only when the compute weights changed since the last copy (every write bumps a tensor's version).
+  int64_t version = 0;
+  for (const auto& p : compute->parameters()) version += static_cast<int64_t>(p._version());
+  if (version == handed_over_version_) return;
   torch::NoGradGuard no_grad;
   engine_->update_weights(compute->named_state());
+  handed_over_version_ = version;
 }
 
 Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_seconds_before) {

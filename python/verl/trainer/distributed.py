@@ -78,6 +78,17 @@ def check_layout(config: Any, world_size: int) -> None:
             "two keys to the launch")
 
 
+def rollout_tensor_parallel_size(config: Any, world_size: int) -> int:
+    """``actor_rollout_ref.rollout.tensor_model_parallel_size``, checked against the job's ranks: it must divide them
+    (each group of that many consecutive ranks generates as one tensor-parallel replica)."""
+    key = "actor_rollout_ref.rollout.tensor_model_parallel_size"
+    tp = _int_key(config, key)
+    if world_size % tp:
+        raise ConfigError(f"{key} = {tp} does not divide the job's {world_size} ranks (trainer.nnodes x "
+                          "trainer.n_gpus_per_node): every tensor-parallel rollout replica needs its own ranks")
+    return tp
+
+
 def timeout_seconds(config: Any) -> float:
     value = config.get("actor_rollout_ref.nccl_timeout")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
@@ -91,6 +102,7 @@ def communicator(config: Any, device: str, launch: LaunchEnv | None = None) -> A
     caller already did (then it is used as it is)."""
     launch = launch or LaunchEnv.from_environ()
     check_layout(config, launch.world_size)
+    rollout_tensor_parallel_size(config, launch.world_size)
     if launch.world_size == 1:
         return None
     import torch
@@ -109,6 +121,27 @@ def communicator(config: Any, device: str, launch: LaunchEnv | None = None) -> A
         # backend's threads left to static destruction can abort the process at exit).
         atexit.register(_destroy_process_group)
     return _C.dist.Communicator(dist.group.WORLD, device=str(device), timeout_s=timeout)
+
+
+def tensor_parallel_communicator(config: Any, communicator: Any) -> Any:
+    """This rank's rollout tensor-parallel group (``verl._C.dist.Communicator`` over ranks ``[g*t, (g+1)*t)``, t =
+    ``actor_rollout_ref.rollout.tensor_model_parallel_size``), None when t is 1. Every rank creates every group, as
+    torch.distributed.new_group requires, in the same order."""
+    world = communicator.world_size if communicator is not None else 1
+    tp = rollout_tensor_parallel_size(config, world)
+    if tp == 1:
+        return None
+    import torch.distributed as dist
+
+    from .. import _C
+
+    timeout = timeout_seconds(config)
+    mine = None
+    for first in range(0, world, tp):
+        group = dist.new_group(list(range(first, first + tp)), timeout=datetime.timedelta(seconds=timeout))
+        if first <= communicator.rank < first + tp:
+            mine = group
+    return _C.dist.Communicator(mine, device=communicator.device, timeout_s=timeout)
 
 
 def _destroy_process_group() -> None:

@@ -122,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise ConfigError(f"trainer.nnodes={config.get('trainer.nnodes')}: a multi-node job starts on every "
                                   "node with torchrun --nnodes <trainer.nnodes> --nproc_per_node "
                                   "<trainer.n_gpus_per_node> --rdzv-endpoint <host:port> -m verl.trainer.main_ppo ...")
+            distributed.rollout_tensor_parallel_size(config, distributed.expected_world_size(config))
             return distributed.launch_local_workers(int(config.get("trainer.n_gpus_per_node")),
                                                     sys.argv[1:] if argv is None else list(argv))
         run_ppo(config)

@@ -238,13 +238,16 @@ class PPOTrainer:
         pad = getattr(tokenizer, "pad_token_id", None)
         #: the job's communicator under torchrun (None in one process): see verl.trainer.distributed
         self.communicator = distributed.communicator(cfg, self.device)
+        #: this rank's rollout tensor-parallel group (rollout.tensor_model_parallel_size > 1), else None
+        self.tensor_parallel = distributed.tensor_parallel_communicator(cfg, self.communicator)
         self._trainer = _C.trainer.PPOTrainer(
             cfg.cpp, _cpp_module(model, "model"), self._reward_callback, ref=_cpp_module(ref_model, "ref_model"),
             critic=_cpp_module(critic_model, "critic_model"),
             pad_token_id=pad if pad is not None else eos,
             eos_token_ids=[eos] if eos is not None else [],
             total_training_steps=self.total_training_steps,
-            init_seed=int(cfg.get("actor_rollout_ref.rollout.seed") or 0), communicator=self.communicator)
+            init_seed=int(cfg.get("actor_rollout_ref.rollout.seed") or 0), communicator=self.communicator,
+            tensor_parallel=self.tensor_parallel)
         self.global_steps = 0
         self.epoch = 0
         self.tracker = None

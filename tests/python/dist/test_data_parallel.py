@@ -52,9 +52,10 @@ def overrides(files: dict[str, str], estimator: str, world: int, out: str) -> li
     return o
 
 
-def run_job(files: dict[str, str], estimator: str, world: int) -> list[dict]:
-    out = os.path.join(files["dir"], f"{estimator}-{world}.pt")
-    args = [os.path.join(HERE, "dp_job.py"), out, *overrides(files, estimator, world, out + ".d")]
+def run_job(files: dict[str, str], estimator: str, world: int, *extra: str) -> list[dict]:
+    """The toy job at `world` ranks (`extra`: more overrides); every rank's saved result."""
+    out = os.path.join(files["dir"], f"{estimator}-{world}{'-' + str(abs(hash(extra))) if extra else ''}.pt")
+    args = [os.path.join(HERE, "dp_job.py"), out, *overrides(files, estimator, world, out + ".d"), *extra]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     if world == 1:
         cmd = [sys.executable, *args]

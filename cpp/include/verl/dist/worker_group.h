@@ -52,7 +52,12 @@ class VERL_API WorkerGroup {
 
   // Controller only: runs `name` on every rank with `data` dispatched as `dispatch` says; the results in order.
   // The results' meta_info "metrics" are gathered into lists (DataProto::concat), one entry per rank.
-  virtual DataProto call(const std::string& name, const DataProto& data, Dispatch dispatch = Dispatch::kSplit) = 0;
+  // ranks_per_chunk = k > 1 (kSplit / kPadSplit): the ranks form world_size / k consecutive groups of k that run
+  // one chunk together (a tensor-parallel rollout replica, verl's rollout mesh): the rows are split into
+  // world_size / k chunks, every rank of group g gets chunk g, and the results (and metrics) are the groups'
+  // first ranks'.
+  virtual DataProto call(const std::string& name, const DataProto& data, Dispatch dispatch = Dispatch::kSplit,
+                         int64_t ranks_per_chunk = 1) = 0;
   // Workers only: runs the controller's calls until it calls release(). Returns immediately in a LocalWorkerGroup.
   virtual void serve() = 0;
   // Controller only: ends the workers' serve(). No-op in a LocalWorkerGroup.
@@ -71,7 +76,8 @@ class VERL_API LocalWorkerGroup : public WorkerGroup {
   int64_t rank() const override { return 0; }
   int64_t world_size() const override { return 1; }
   std::shared_ptr<Communicator> communicator() const override { return nullptr; }
-  DataProto call(const std::string& name, const DataProto& data, Dispatch dispatch = Dispatch::kSplit) override;
+  DataProto call(const std::string& name, const DataProto& data, Dispatch dispatch = Dispatch::kSplit,
+                 int64_t ranks_per_chunk = 1) override;
   void serve() override {}
   void release() override {}
 };
@@ -83,7 +89,8 @@ class VERL_API CollectiveWorkerGroup : public WorkerGroup {
   int64_t rank() const override { return comm_->rank(); }
   int64_t world_size() const override { return comm_->world_size(); }
   std::shared_ptr<Communicator> communicator() const override { return comm_; }
-  DataProto call(const std::string& name, const DataProto& data, Dispatch dispatch = Dispatch::kSplit) override;
+  DataProto call(const std::string& name, const DataProto& data, Dispatch dispatch = Dispatch::kSplit,
+                 int64_t ranks_per_chunk = 1) override;
   void serve() override;
   void release() override;
 
@@ -91,7 +98,8 @@ class VERL_API CollectiveWorkerGroup : public WorkerGroup {
   // Runs one call on this rank: the header (method, dispatch) and the chunk come from the controller; the result
   // (or this rank's error) goes back. Returns false for the controller's release.
   bool serve_one();
-  DataProto run_and_gather(const std::string& name, const DataProto& chunk, int64_t pad_rows, Dispatch dispatch);
+  DataProto run_and_gather(const std::string& name, const DataProto& chunk, int64_t pad_rows, Dispatch dispatch,
+                           int64_t ranks_per_chunk);
 
   std::shared_ptr<Communicator> comm_;
 };

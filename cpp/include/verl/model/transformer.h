@@ -16,6 +16,10 @@
 #include "verl/model/model_config.h"
 #include "verl/model/varlen_attention.h"
 
+namespace verl::dist {
+class Communicator;
+}  // namespace verl::dist
+
 namespace verl::model {
 
 // The head on top of the final norm: next-token logits or a per-token scalar value (critic).
@@ -68,6 +72,8 @@ class VERL_API Attention : public torch::nn::Module {
                                const VarlenLayout& layout);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   std::shared_ptr<RMSNorm> q_norm, k_norm;  // qwen3 only
+  // Tensor parallelism (verl/model/tensor_parallel.h): o_proj's partial outputs are summed over this group.
+  std::shared_ptr<dist::Communicator> tensor_parallel;
 
  private:
   int64_t heads_, kv_heads_, head_dim_;
@@ -79,6 +85,8 @@ class VERL_API MLP : public torch::nn::Module {
   // SwiGLU: down(silu(gate(x)) * up(x)).
   torch::Tensor forward(const torch::Tensor& x);
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  // Tensor parallelism: down_proj's partial outputs are summed over this group.
+  std::shared_ptr<dist::Communicator> tensor_parallel;
 };
 
 class VERL_API DecoderLayer : public torch::nn::Module {
@@ -105,9 +113,18 @@ class VERL_API DecoderModel : public torch::nn::Module {
 
 class VERL_API CausalLM : public torch::nn::Module {
  public:
-  explicit CausalLM(ModelConfig config, HeadKind head = HeadKind::kLanguageModel);
+  // With `tensor_parallel` (a group of t > 1 ranks, verl/model/tensor_parallel.h) this rank holds its 1/t shard of
+  // the model and every forward is a collective of the group: the t ranks run it together on the same inputs and
+  // all get the whole output (logits over the whole vocabulary). Such a model serves inference -- the rollout
+  // engine -- and a forward with grad mode on is an error. ConfigError when t does not divide the heads or the MLP.
+  explicit CausalLM(ModelConfig config, HeadKind head = HeadKind::kLanguageModel,
+                    std::shared_ptr<dist::Communicator> tensor_parallel = nullptr);
 
+  // The whole model's config, whatever this rank holds.
   const ModelConfig& config() const { return config_; }
+  // The config this rank's layers are built with (heads, kv heads, MLP width divided by t): the KV cache's shape.
+  const ModelConfig& shard_config() const { return shard_config_; }
+  int64_t tensor_parallel_size() const;
   HeadKind head_kind() const { return head_kind_; }
 
   // Padded batch. input_ids (bs, seq) int64; attention_mask (bs, seq) {0,1} (undefined = all ones);
@@ -138,11 +155,13 @@ class VERL_API CausalLM : public torch::nn::Module {
   // Applies the head to final hidden states (..., hidden).
   torch::Tensor apply_head(const torch::Tensor& hidden);
 
-  // HF-named parameters (no tied duplicate: lm_head.weight is absent when embeddings are tied).
+  // HF-named parameters (no tied duplicate: lm_head.weight is absent when embeddings are tied); a
+  // tensor-parallel model's are its shards.
   std::map<std::string, torch::Tensor> named_state() const;
   // Copies tensors in by HF name (dtype converted to the parameter's). Strict: missing and
   // unexpected names are errors. Shape mismatches are always errors. Throws CheckpointError
   // listing every offending name. A tied model also accepts (and checks nothing of) lm_head.weight.
+  // The tensors are the whole model's (config() shapes); a tensor-parallel model keeps its shard of each.
   void load_state_dict(const std::map<std::string, torch::Tensor>& state, bool strict = true);
 
   // Recompute each decoder layer in backward instead of keeping its activations.
@@ -159,13 +178,17 @@ class VERL_API CausalLM : public torch::nn::Module {
  private:
   // cos/sin (bs, q, head_dim) in `dtype` for positions (bs, q); computed in float32 as HF does.
   std::pair<torch::Tensor, torch::Tensor> rope(const torch::Tensor& positions, torch::Dtype dtype) const;
+  // The token embeddings (..., hidden); vocab-parallel under tensor parallelism.
+  torch::Tensor embed(const torch::Tensor& input_ids);
   torch::Tensor run_layers(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
                            const torch::Tensor& mask);
   torch::Tensor run_layers_varlen(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
                                   const VarlenLayout& layout);
 
   ModelConfig config_;
+  ModelConfig shard_config_;
   HeadKind head_kind_;
+  std::shared_ptr<dist::Communicator> tensor_parallel_;
   torch::Tensor inv_freq_;  // (head_dim / 2,) float32, a buffer so it follows .to(device)
   bool gradient_checkpointing_ = false;
 };

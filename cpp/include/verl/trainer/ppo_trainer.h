@@ -75,6 +75,10 @@ struct VERL_API PPOTrainerOptions {
   // rank by rows (data parallel: the same step as one process on the whole batch); the others call serve().
   // Null (or a world of one): one process.
   std::shared_ptr<dist::Communicator> communicator;
+  // actor_rollout_ref.rollout.tensor_model_parallel_size = t > 1: this rank's group of t consecutive ranks
+  // (verl/model/tensor_parallel.h), which generates as one tensor-parallel replica of the actor; the job's
+  // world_size / t replicas each generate their share of the batch. Required exactly when t > 1.
+  std::shared_ptr<dist::Communicator> tensor_parallel;
 };
 
 // The algorithm.* / trainer.* / rollout settings the step reads, from a verl::Config.
@@ -118,6 +122,7 @@ struct VERL_API PPOTrainerConfig {
   bool calculate_sum_pi_squared = false;
   // actor_rollout_ref.rollout
   int64_t rollout_n = 1;
+  int64_t rollout_tensor_parallel_size = 1;  // tensor_model_parallel_size
   double temperature = 1.0;
   double top_p = 1.0;
   int64_t top_k = -1;
@@ -205,7 +210,8 @@ class VERL_API PPOTrainer {
   void register_worker_methods();
   // Controller: runs a registered worker method over the ranks (rows split in order), checking that it is the
   // controller calling.
-  DataProto dispatch(const std::string& method, const DataProto& data, dist::Dispatch how);
+  DataProto dispatch(const std::string& method, const DataProto& data, dist::Dispatch how,
+                     int64_t ranks_per_chunk = 1);
 
   Config config_;
   PPOTrainerConfig settings_;
@@ -216,6 +222,7 @@ class VERL_API PPOTrainer {
   std::unique_ptr<workers::ActorWorker> ref_;
   std::unique_ptr<workers::CriticWorker> critic_;
   std::shared_ptr<rollout::Engine> engine_;
+  int64_t handed_over_version_ = -1;  // the compute weights' version sum the engine's own copy was made from
   std::unique_ptr<algo::KLController> kl_ctrl_;
   int64_t global_step_ = 0;
   int64_t validation_count_ = 0;
