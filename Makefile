@@ -8,7 +8,7 @@ BUILD_DIR := build/dev
 JOBS      ?= $(shell nproc)
 STAMP     := $(VENV)/.verl-cpp-setup
 
-.PHONY: all setup build wheel test test-cpp test-install test-python test-fuzz fuzz fuzz-build test-asan demo bench bench-core-algos bench-rollout bench-model bench-grpo-step clean
+.PHONY: all setup build wheel test test-cpp test-install test-python test-fuzz fuzz fuzz-build test-asan demo bench bench-core-algos bench-rollout bench-model bench-grpo-step bench-dpo clean
 
 all: build
 
@@ -150,6 +150,14 @@ bench-grpo-step: build
 	VENV=$(VENV) TRL_VENV=$(TRL_VENV) bash benchmarks/grpo_step/setup_trl_venv.sh
 	$(PY) benchmarks/grpo_step/bench_grpo_step.py --trl-python $(TRL_VENV)/bin/python \
 	  --results-md benchmarks/grpo_step/RESULTS.md --results-json build/bench/grpo_step.json $(GRPO_STEP_BENCH_ARGS)
+
+# A DPO step: verl-cpp's DPOTrainer vs TRL's DPOTrainer (benchmarks/dpo/): step time, loss curves side by side.
+# TRL runs from the same venv $(TRL_VENV) as bench-grpo-step.
+DPO_BENCH_ARGS ?=
+bench-dpo: build
+	VENV=$(VENV) TRL_VENV=$(TRL_VENV) bash benchmarks/grpo_step/setup_trl_venv.sh
+	$(PY) benchmarks/dpo/bench_dpo.py --trl-python $(TRL_VENV)/bin/python \
+	  --results-md benchmarks/dpo/RESULTS.md --results-json build/bench/dpo.json $(DPO_BENCH_ARGS)
 
 clean:
 	rm -rf build

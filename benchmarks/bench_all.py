@@ -45,6 +45,8 @@ def benchmarks(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
                            "--max-tokens", "64", "--hf-batch", "16", "--runs", "3", *threads]),
         ("grpo_step", [py, f"{HERE}/grpo_step/bench_grpo_step.py", "--trl-python", args.trl_python,
                        "--results-md", f"{HERE}/grpo_step/RESULTS.md", *threads]),
+        ("dpo", [py, f"{HERE}/dpo/bench_dpo.py", "--trl-python", args.trl_python,
+                 "--results-md", f"{HERE}/dpo/RESULTS.md", *threads]),
         ("dist", [py, f"{HERE}/dist/bench_dp.py", "--ranks", "2"]),  # one thread per process by design
     ]
 
@@ -135,7 +137,7 @@ def main() -> int:
     parser.add_argument("--ref-python", default=os.path.expanduser("~/.cache/verl-cpp/verl-ref-venv/bin/python"),
                         help="python of the verl 0.9.1 reference venv (core_algos)")
     parser.add_argument("--trl-python", default=os.path.expanduser("~/.cache/verl-cpp/trl-venv/bin/python"),
-                        help="python of the TRL venv (grpo_step; benchmarks/grpo_step/setup_trl_venv.sh)")
+                        help="python of the TRL venv (grpo_step, dpo; benchmarks/grpo_step/setup_trl_venv.sh)")
     parser.add_argument("--only", nargs="+", help="run only these benchmarks (names as in RESULTS.md)")
     parser.add_argument("--workdir", default=os.path.join(REPO, "build", "bench"), help="JSON and logs go here")
     parser.add_argument("--results-md", help="default: benchmarks/RESULTS.md for a full run, <workdir>/RESULTS.partial.md "

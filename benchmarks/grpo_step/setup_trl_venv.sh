@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, idempotently, the venv that runs the TRL side of bench_grpo_step.py: trl.GRPOTrainer
+# Sets up, idempotently, the venv that runs the TRL side of bench_grpo_step.py (trl.GRPOTrainer) and of
+# benchmarks/dpo/bench_dpo.py (trl.DPOTrainer)
 # (trl 1.16.0, which supports the transformers 5.x of verl-cpp's venv).
 #
 # TRL is a benchmark-only dependency, so it stays out of verl-cpp's venv. Torch and transformers are
@@ -31,6 +32,7 @@ import subprocess, sys
 main_python = sys.argv[1]
 import torch, transformers, trl
 from trl import GRPOConfig, GRPOTrainer  # noqa: F401
+from trl import DPOConfig, DPOTrainer  # noqa: F401  (benchmarks/dpo)
 assert trl.__version__ == "1.16.0", f"TRL venv has trl {trl.__version__}, want 1.16.0"
 main = subprocess.run([main_python, "-c", "import torch, transformers; print(torch.__file__, transformers.__file__)"],
                       check=True, capture_output=True, text=True).stdout.split()
