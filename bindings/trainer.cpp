@@ -129,7 +129,8 @@ void register_trainer(py::module_& m) {
                        std::shared_ptr<rollout::Engine> engine, std::optional<int64_t> pad_token_id,
                        std::vector<int64_t> eos_token_ids, std::optional<int64_t> total_training_steps,
                        uint64_t init_seed, std::shared_ptr<dist::Communicator> communicator,
-                       std::shared_ptr<dist::Communicator> tensor_parallel) {
+                       std::shared_ptr<dist::Communicator> tensor_parallel, py::object cost_fn,
+                       std::shared_ptr<model::CausalLM> cost_critic) {
              trainer::PPOTrainerModels models{std::move(actor), std::move(ref), std::move(critic), std::move(engine)};
              trainer::PPOTrainerOptions options;
              options.pad_token_id = pad_token_id;
@@ -138,6 +139,8 @@ void register_trainer(py::module_& m) {
              options.init_seed = init_seed;
              options.communicator = std::move(communicator);
              options.tensor_parallel = std::move(tensor_parallel);
+             if (!cost_fn.is_none()) options.cost_fn = wrap_reward(cost_fn.cast<py::function>());
+             models.cost_critic = std::move(cost_critic);
              trainer::RewardFn fn = wrap_reward(std::move(reward_fn));
              py::gil_scoped_release release;
              return std::make_unique<PPOTrainer>(config, std::move(models), std::move(fn), options);
@@ -145,7 +148,8 @@ void register_trainer(py::module_& m) {
            py::arg("config"), py::arg("actor"), py::arg("reward_fn"), py::kw_only(), py::arg("ref") = nullptr,
            py::arg("critic") = nullptr, py::arg("engine") = nullptr, py::arg("pad_token_id") = py::none(),
            py::arg("eos_token_ids") = std::vector<int64_t>{}, py::arg("total_training_steps") = py::none(),
-           py::arg("init_seed") = 0, py::arg("communicator") = nullptr, py::arg("tensor_parallel") = nullptr)
+           py::arg("init_seed") = 0, py::arg("communicator") = nullptr, py::arg("tensor_parallel") = nullptr,
+           py::arg("cost_fn") = py::none(), py::arg("cost_critic") = nullptr)
       .def("step", &PPOTrainer::step, py::arg("prompts"), Release())
       .def_property_readonly("is_controller", &PPOTrainer::is_controller)
       .def_property_readonly("world_size", &PPOTrainer::world_size)
@@ -160,12 +164,14 @@ void register_trainer(py::module_& m) {
       .def_property_readonly("last_batch", &PPOTrainer::last_batch)
       .def_property("global_step", &PPOTrainer::global_step, &PPOTrainer::set_global_step)
       .def_property("kl_coef", &PPOTrainer::kl_coef, &PPOTrainer::set_kl_coef)
+      .def_property("safe_rlhf_lambda", &PPOTrainer::safe_rlhf_lambda, &PPOTrainer::set_safe_rlhf_lambda)
       .def_property_readonly("settings", [](const PPOTrainer& p) { return settings_dict(p.settings()); })
       .def_property_readonly("config", &PPOTrainer::config)
       .def_property_readonly("pad_token_id", &PPOTrainer::pad_token_id)
       .def_property_readonly("actor_model", [](const PPOTrainer& p) { return p.models().actor; })
       .def_property_readonly("ref_model", [](const PPOTrainer& p) { return p.models().ref; })
       .def_property_readonly("critic_model", [](const PPOTrainer& p) { return p.models().critic; })
+      .def_property_readonly("cost_critic_model", [](const PPOTrainer& p) { return p.models().cost_critic; })
       .def_property_readonly("engine", [](const PPOTrainer& p) { return p.models().engine; })
       .def(
           "save_optimizer",

@@ -200,7 +200,8 @@ class trainer:  # a submodule (bindings/trainer.cpp)
                      critic: model.CausalLM | None = None, engine: Any = None, pad_token_id: int | None = None,
                      eos_token_ids: list[int] = ..., total_training_steps: int | None = None, init_seed: int = 0,
                      communicator: dist.Communicator | None = None,
-                     tensor_parallel: dist.Communicator | None = None) -> None: ...
+                     tensor_parallel: dist.Communicator | None = None, cost_fn: Any = None,
+                     cost_critic: model.CausalLM | None = None) -> None: ...
         def step(self, prompts: DataProto) -> dict[str, float]: ...
         def serve(self) -> None: ...
         def release_workers(self) -> None: ...
@@ -216,12 +217,14 @@ class trainer:  # a submodule (bindings/trainer.cpp)
         last_batch: DataProto
         global_step: int
         kl_coef: float
+        safe_rlhf_lambda: float
         settings: dict[str, Any]
         config: Config
         pad_token_id: int
         actor_model: model.CausalLM
         ref_model: model.CausalLM | None
         critic_model: model.CausalLM | None
+        cost_critic_model: model.CausalLM | None
         engine: Any
     class SFTTrainer:  # bindings/sft_trainer.cpp
         def __init__(self, config: Config, model: model.CausalLM, total_training_steps: int | None = None) -> None: ...

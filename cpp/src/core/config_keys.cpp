@@ -521,6 +521,13 @@ std::vector<KeyEntry> build_ppo() {
              H(al + "pf_ppo.weight_pow"),
              H(al + "sppo_eta", "SPPO (verl's recipe/sppo): adv_estimator=sppo's advantage eta * (win rate - 1/2), "
                                 "the target of policy_loss.loss_mode=sppo"),
+             H(al + "safe_rlhf.enable", "Safe-RLHF (PPO-Lagrangian): a cost function / model, a cost critic with gae, "
+                                        "advantage (A_r - lambda A_c) / (1 + lambda)"),
+             H(al + "safe_rlhf.cost_limit", "the constraint: mean sequence cost <= cost_limit"),
+             H(al + "safe_rlhf.lambda_init"),
+             H(al + "safe_rlhf.lambda_lr", "lambda <- clamp(lambda + lambda_lr (mean cost - cost_limit), 0, lambda_max) "
+                                          "each step"),
+             H(al + "safe_rlhf.lambda_max", "null: no upper bound"),
              R("distillation", kDistillation),
              N("transfer_queue", "verl's TransferQueue data plane between Ray workers; verl-cpp passes batches "
                                  "in-process"),

@@ -18,6 +18,7 @@
 #include "verl/algo/optimal_token_baseline.h"
 #include "verl/algo/pf_ppo.h"
 #include "verl/algo/rollout_correction.h"
+#include "verl/algo/safe_rlhf.h"
 #include "verl/algo/sppo.h"
 #include "verl/core/error.h"
 #include "verl/core/reduce_metric.h"
@@ -165,6 +166,34 @@ std::string describe_sample(const DataProto& batch, int64_t row) {
   out << "sample " << row;
   if (batch.has_column("data_source")) out << " (data_source=" << batch.column("data_source")[static_cast<size_t>(row)].dump() << ")";
   return out.str();
+}
+
+// A reward (or Safe-RLHF cost) callback's output checked against the batch: (bs, response_length) finite floats,
+// moved to the responses' device as float32; extra-info columns of bs entries. `what` names the callback.
+RewardOutput checked_scores(RewardOutput out, const DataProto& batch, const std::string& what) {
+  const torch::Tensor& responses = batch.tensor("responses");
+  VERL_CHECK_AS(DataError, out.token_level_scores.defined(), what, " function returned no token_level_scores");
+  VERL_CHECK_AS(DataError, out.token_level_scores.sizes() == responses.sizes(),
+                what, " function returned token_level_scores of shape ", out.token_level_scores.sizes(),
+                ", expected (bs, response_length) = ", responses.sizes());
+  VERL_CHECK_AS(DataError, out.token_level_scores.is_floating_point(),
+                what, " function returned token_level_scores of dtype ", out.token_level_scores.scalar_type(),
+                "; expected a floating-point tensor");
+  torch::Tensor scores = out.token_level_scores.detach().to(responses.device(), torch::kFloat32);
+  torch::Tensor bad_rows = scores.isfinite().logical_not().any(-1).nonzero();
+  if (bad_rows.numel() > 0) {
+    const int64_t row = bad_rows[0][0].item<int64_t>();
+    const double value = scores[row].masked_select(scores[row].isfinite().logical_not())[0].item<double>();
+    VERL_FAIL(DataError, what, " function returned a non-finite score (", value, ") for ", describe_sample(batch, row),
+              "; ", what, "s must be finite numbers");
+  }
+  out.token_level_scores = scores;
+  const auto bs = static_cast<size_t>(batch.size());
+  for (const auto& [key, column] : out.extra_info) {
+    VERL_CHECK_AS(DataError, column.size() == bs, what, " extra info '", key, "' has ", column.size(),
+                  " entries for ", bs, " samples");
+  }
+  return out;
 }
 
 // The frozen reference policy: the actor's initial weights in a separate module.
@@ -317,6 +346,29 @@ PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
                     !config.get("algorithm.rollout_correction.rollout_is").is_string(),
                 "actor_rollout_ref.actor.policy_loss.loss_mode=sppo takes no rollout importance weights: leave "
                 "algorithm.rollout_correction.rollout_is null");
+  const std::string sr = "algorithm.safe_rlhf.";
+  s.safe_rlhf = config.get_as<bool>(sr + "enable");
+  s.cost_limit = config.get_as<double>(sr + "cost_limit");
+  s.lambda_init = config.get_as<double>(sr + "lambda_init");
+  s.lambda_lr = config.get_as<double>(sr + "lambda_lr");
+  s.lambda_max = optional_number(config, sr + "lambda_max");
+  if (s.safe_rlhf) {
+    VERL_CHECK_AS(ConfigError, std::isfinite(s.cost_limit), sr, "cost_limit must be finite, got ", s.cost_limit);
+    VERL_CHECK_AS(ConfigError, std::isfinite(s.lambda_init) && s.lambda_init >= 0, sr,
+                  "lambda_init must be >= 0, got ", s.lambda_init);
+    VERL_CHECK_AS(ConfigError, std::isfinite(s.lambda_lr) && s.lambda_lr >= 0, sr, "lambda_lr must be >= 0, got ",
+                  s.lambda_lr);
+    VERL_CHECK_AS(ConfigError, !s.lambda_max || (std::isfinite(*s.lambda_max) && *s.lambda_max >= s.lambda_init), sr,
+                  "lambda_max must be null or >= lambda_init (", s.lambda_init, "), got ", s.lambda_max.value_or(0.0));
+    // The cost advantage is the reward's estimator applied to the cost: estimators that read more than the
+    // rewards, values and groups (the reward components, sum_pi_squared, a greedy reward baseline, preferences)
+    // have no cost counterpart.
+    static const std::set<std::string> no_cost_form{"gdpo", "sppo", "remax", "optimal_token_baseline",
+                                                    "tir_optimal_token_baseline"};
+    VERL_CHECK_AS(ConfigError, no_cost_form.count(s.adv_estimator) == 0, sr, "enable: Safe-RLHF forms the cost's "
+                  "advantage with the reward's estimator, which algorithm.adv_estimator=", s.adv_estimator,
+                  " cannot do; use gae (reward and cost critics) or an outcome estimator such as grpo");
+  }
   s.gamma = config.get_as<double>("algorithm.gamma");
   s.lam = config.get_as<double>("algorithm.lam");
   s.norm_adv_by_std_in_grpo = config.get_as<bool>("algorithm.norm_adv_by_std_in_grpo");
@@ -426,6 +478,19 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
                "PPOTrainer: the critic model must have the value head");
     critic_ = std::make_unique<workers::CriticWorker>(config_, models_.critic);
   }
+  cost_fn_ = std::move(options.cost_fn);
+  VERL_CHECK_AS(ConfigError, settings_.safe_rlhf == static_cast<bool>(cost_fn_),
+                settings_.safe_rlhf ? "algorithm.safe_rlhf.enable=true needs a cost function (cost_fn)"
+                                    : "a cost function was given but algorithm.safe_rlhf.enable is false; set it to "
+                                      "true for Safe-RLHF or leave the cost function out");
+  safe_rlhf_lambda_ = settings_.lambda_init;
+  if (settings_.safe_rlhf && settings_.use_critic) {
+    // Its own value head (another seed): the cost critic learns the cost's values as the critic the reward's.
+    if (!models_.cost_critic) models_.cost_critic = critic_from_actor(*models_.actor, options.init_seed + 1);
+    VERL_CHECK(models_.cost_critic->head_kind() == model::HeadKind::kValue,
+               "PPOTrainer: the cost critic model must have the value head");
+    cost_critic_ = std::make_unique<workers::CriticWorker>(config_, models_.cost_critic);
+  }
   if (settings_.use_kl_in_reward) {
     kl_ctrl_ = algo::get_kl_controller(settings_.kl_ctrl_type, settings_.kl_coef, settings_.target_kl,
                                        settings_.kl_horizon);
@@ -480,8 +545,9 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     if (critic_) dp.local_rows(critic_->config().ppo_mini_batch_size * settings_.rollout_n, "critic.ppo_mini_batch_size");
     actor_->set_data_parallel(options.communicator);
     if (critic_) critic_->set_data_parallel(options.communicator);
+    if (cost_critic_) cost_critic_->set_data_parallel(options.communicator);
     // Replicas built on each rank start from rank 0's weights (a random init or a new value head may differ).
-    for (const auto& model : {models_.actor, models_.ref, models_.critic}) {
+    for (const auto& model : {models_.actor, models_.ref, models_.critic, models_.cost_critic}) {
       if (!model) continue;
       std::vector<torch::Tensor> state;
       for (auto& [name, t] : model->named_state()) state.push_back(t);
@@ -526,6 +592,14 @@ void PPOTrainer::register_worker_methods() {
     VERL_CHECK(critic_ != nullptr, "update_critic: this trainer has no critic");
     return with_metrics(DataProto(), critic_->update_critic(chunk));
   });
+  workers_->register_method("compute_cost_values", [this](const DataProto& chunk) {
+    VERL_CHECK(cost_critic_ != nullptr, "compute_cost_values: this trainer has no cost critic");
+    return cost_critic_->compute_values(chunk);
+  });
+  workers_->register_method("update_cost_critic", [this](const DataProto& chunk) {
+    VERL_CHECK(cost_critic_ != nullptr, "update_cost_critic: this trainer has no cost critic");
+    return with_metrics(DataProto(), cost_critic_->update_critic(chunk));
+  });
   workers_->register_method("update_actor", [this](const DataProto& chunk) {
     return with_metrics(DataProto(), actor_->update_policy(chunk));
   });
@@ -548,7 +622,11 @@ DataProto PPOTrainer::dispatch(const std::string& method, const DataProto& data,
 
 workers::Optimizer& PPOTrainer::optimizer(const std::string& role) {
   if (role == "actor") return actor_->optimizer();
-  VERL_CHECK(role == "critic", "optimizer role must be 'actor' or 'critic', got '", role, "'");
+  if (role == "cost_critic") {
+    VERL_CHECK(cost_critic_ != nullptr, "this trainer has no cost critic");
+    return cost_critic_->optimizer();
+  }
+  VERL_CHECK(role == "critic", "optimizer role must be 'actor', 'critic' or 'cost_critic', got '", role, "'");
   VERL_CHECK(critic_ != nullptr, "this trainer has no critic");
   return critic_->optimizer();
 }
@@ -573,6 +651,12 @@ void PPOTrainer::set_global_step(int64_t step) {
 }
 
 double PPOTrainer::kl_coef() const { return kl_ctrl_ ? kl_ctrl_->value : settings_.kl_coef; }
+
+void PPOTrainer::set_safe_rlhf_lambda(double value) {
+  VERL_CHECK(std::isfinite(value) && value >= 0, "set_safe_rlhf_lambda: lambda must be a finite number >= 0, got ",
+             value);
+  safe_rlhf_lambda_ = value;
+}
 
 void PPOTrainer::set_kl_coef(double value) {
   VERL_CHECK(std::isfinite(value), "set_kl_coef: value must be finite");
@@ -608,30 +692,7 @@ DataProto PPOTrainer::generate(const DataProto& prompts, const std::string& mode
 }
 
 RewardOutput PPOTrainer::call_reward(const DataProto& batch) {
-  RewardOutput out = reward_fn_(batch);  // exceptions pass through unchanged
-  const torch::Tensor& responses = batch.tensor("responses");
-  VERL_CHECK_AS(DataError, out.token_level_scores.defined(), "reward function returned no token_level_scores");
-  VERL_CHECK_AS(DataError, out.token_level_scores.sizes() == responses.sizes(),
-                "reward function returned token_level_scores of shape ", out.token_level_scores.sizes(),
-                ", expected (bs, response_length) = ", responses.sizes());
-  VERL_CHECK_AS(DataError, out.token_level_scores.is_floating_point(),
-                "reward function returned token_level_scores of dtype ", out.token_level_scores.scalar_type(),
-                "; expected a floating-point tensor");
-  torch::Tensor scores = out.token_level_scores.detach().to(responses.device(), torch::kFloat32);
-  torch::Tensor bad_rows = scores.isfinite().logical_not().any(-1).nonzero();
-  if (bad_rows.numel() > 0) {
-    const int64_t row = bad_rows[0][0].item<int64_t>();
-    const double value = scores[row].masked_select(scores[row].isfinite().logical_not())[0].item<double>();
-    VERL_FAIL(DataError, "reward function returned a non-finite score (", value, ") for ", describe_sample(batch, row),
-              "; rewards must be finite numbers");
-  }
-  out.token_level_scores = scores;
-  const auto bs = static_cast<size_t>(batch.size());
-  for (const auto& [key, column] : out.extra_info) {
-    VERL_CHECK_AS(DataError, column.size() == bs, "reward extra info '", key, "' has ", column.size(),
-                  " entries for ", bs, " samples");
-  }
-  return out;
+  return checked_scores(reward_fn_(batch), batch, "reward");  // exceptions pass through unchanged
 }
 
 DataProto PPOTrainer::collect_rollouts(const DataProto& prompts) {
@@ -713,6 +774,12 @@ DataProto PPOTrainer::compute_rewards(DataProto batch) {
     RewardOutput r = call_reward(batch);
     batch.set_tensor("token_level_scores", r.token_level_scores);
     for (auto& [key, column] : r.extra_info) batch.set_column(key, std::move(column));
+    if (cost_fn_) {
+      // Safe-RLHF: the cost of every response, placed as the reward is; its extra columns prefixed "cost_".
+      RewardOutput c = checked_scores(cost_fn_(batch), batch, "cost");
+      batch.set_tensor("token_level_costs", c.token_level_scores);
+      for (auto& [key, column] : c.extra_info) batch.set_column("cost_" + key, std::move(column));
+    }
   }
   write_timing(batch, timing);
   return batch;
@@ -775,6 +842,15 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     DataProto out = dispatch("compute_values", worker_input(batch, kLogProbInputs), dist::Dispatch::kPadSplit);
     batch.set_tensor("values", out.tensor("values").to(response_mask.device()));
   }
+  if (cost_critic_) {
+    StageTimer timer(timing, "cost_values");
+    DataProto out = dispatch("compute_cost_values", worker_input(batch, kLogProbInputs), dist::Dispatch::kPadSplit);
+    batch.set_tensor("cost_values", out.tensor("values").to(response_mask.device()));
+  }
+  if (settings_.safe_rlhf) {
+    VERL_CHECK_AS(DataError, batch.has_tensor("token_level_costs"), "optimize: algorithm.safe_rlhf.enable needs the "
+                  "batch's 'token_level_costs' (run compute_rewards first)");
+  }
   {
     StageTimer timer(timing, "adv");
     torch::NoGradGuard no_grad;
@@ -821,6 +897,25 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
         : is_optimal_token_baseline(settings_.adv_estimator) ? optimal_token_baseline_advantage(settings_, batch, in)
         : settings_.adv_estimator == "sppo"                ? sppo_advantage(settings_, in)
                                                            : algo::get_adv_estimator_fn(settings_.adv_estimator)(in, ac);
+    if (settings_.safe_rlhf) {
+      // PPO-Lagrangian: the multiplier moves with this batch's constraint violation, then weighs the cost's
+      // advantage (the same estimator on the costs, the cost critic's values for gae) against the reward's.
+      const torch::Tensor costs = batch.tensor("token_level_costs");
+      const double mean_cost = costs.to(torch::kDouble).sum(-1).mean().item<double>();
+      safe_rlhf_lambda_ = algo::update_lagrange_multiplier(safe_rlhf_lambda_, mean_cost, settings_.cost_limit,
+                                                            settings_.lambda_lr, settings_.lambda_max);
+      algo::AdvantageInputs cost_in = in;
+      cost_in.token_level_rewards = costs;
+      cost_in.values = batch.has_tensor("cost_values") ? batch.tensor("cost_values") : torch::Tensor();
+      auto [cost_advantages, cost_returns] = algo::get_adv_estimator_fn(settings_.adv_estimator)(cost_in, ac);
+      advantages = algo::safe_rlhf_advantages(advantages, cost_advantages.to(advantages.scalar_type()),
+                                              safe_rlhf_lambda_);
+      batch.set_tensor("cost_advantages", cost_advantages);
+      batch.set_tensor("cost_returns", cost_returns);
+      metrics["safe_rlhf/lambda"] = safe_rlhf_lambda_;
+      metrics["safe_rlhf/cost/mean"] = mean_cost;
+      metrics["safe_rlhf/cost_violation"] = mean_cost - settings_.cost_limit;
+    }
     batch.set_tensor("advantages", advantages);
     batch.set_tensor("returns", returns);
     if (settings_.use_pf_ppo) {
@@ -843,6 +938,18 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
         dist::Dispatch::kSplit));
     rename_metric(critic_metrics, "critic/mfu", "perf/mfu/critic");  // verl's _update_critic
     merge(metrics, critic_metrics);
+  }
+  if (cost_critic_) {
+    StageTimer timer(timing, "update_cost_critic");
+    DataProto input = worker_input(batch, {"input_ids", "attention_mask", "position_ids", "responses", "response_mask"});
+    input.set_tensor("values", batch.tensor("cost_values"));
+    input.set_tensor("returns", batch.tensor("cost_returns"));
+    Metrics cost_metrics = reduce_over_ranks(dispatch("update_cost_critic", input, dist::Dispatch::kSplit));
+    for (const auto& [key, value] : cost_metrics) {
+      // critic/vf_loss -> cost_critic/vf_loss, critic/mfu -> perf/mfu/cost_critic
+      if (key == "critic/mfu") metrics["perf/mfu/cost_critic"] = value;
+      else metrics[key.rfind("critic/", 0) == 0 ? "cost_" + key : "cost_critic/" + key] = value;
+    }
   }
   if (settings_.critic_warmup > step_no) {
     StageTimer timer(timing, "update_weights");

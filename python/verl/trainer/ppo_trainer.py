@@ -171,6 +171,10 @@ class PPOTrainer:
         env: a ``verl.envs.LanguageModelEnv``: its model, tokenizer, reward function and prompts (the training set)
             stand in for those not given otherwise.
         rollout_batch_size / num_epochs: ``data.train_batch_size`` / ``trainer.total_epochs``, over the config.
+        cost_fn / cost_model: Safe-RLHF's cost (``algorithm.safe_rlhf.enable``; exactly one of them then): a function in
+            any form ``reward_fn`` takes, or a sequence classifier (a ``verl.models`` ValueModel or its checkpoint
+            directory) scored as the reward model worker scores. ``cost_critic_model``: the cost critic's value model
+            (default: the actor's backbone with a new value head, as the critic).
 
     Batch sizes left unset are derived and oversized ones clipped (``verl.trainer.batch_defaults``;
     ``batch_notes`` lists what was changed).
@@ -179,7 +183,8 @@ class PPOTrainer:
     def __init__(self, config: Any = None, reward_fn: Any = None, train_dataset: Any = None, val_dataset: Any = None,
                  tokenizer: Any = None, *, model: Any = None, ref_model: Any = None, critic_model: Any = None,
                  val_reward_fn: Any = None, actor: Any = None, env: Any = None, rollout_batch_size: int | None = None,
-                 num_epochs: int | None = None) -> None:
+                 num_epochs: int | None = None, cost_fn: Any = None, cost_model: Any = None,
+                 cost_critic_model: Any = None) -> None:
         self.config = as_config(config)
         cfg = self.config
         for key, value in (("data.train_batch_size", rollout_batch_size), ("trainer.total_epochs", num_epochs)):
@@ -217,6 +222,7 @@ class PPOTrainer:
         self.reward_fn = self._reward_manager(reward_fn, num_examine=0, reward_key=reward_key)
         self.val_reward_fn = self._reward_manager(val_reward_fn if val_reward_fn is not None else reward_fn,
                                                   num_examine=1, reward_key=reward_key)
+        self.cost_fn, self.cost_worker = self._cost_source(cost_fn, cost_model, reward_key)
 
         if train_dataset is None and env is not None:
             from ..utils.dataset import RLHFDataset
@@ -247,7 +253,9 @@ class PPOTrainer:
             eos_token_ids=[eos] if eos is not None else [],
             total_training_steps=self.total_training_steps,
             init_seed=int(cfg.get("actor_rollout_ref.rollout.seed") or 0), communicator=self.communicator,
-            tensor_parallel=self.tensor_parallel)
+            tensor_parallel=self.tensor_parallel,
+            cost_fn=self._cost_callback if self.cost_fn is not None or self.cost_worker is not None else None,
+            cost_critic=_cpp_module(cost_critic_model, "cost_critic_model"))
         self.global_steps = 0
         self.epoch = 0
         self.tracker = None
@@ -291,6 +299,38 @@ class PPOTrainer:
             return None
         return RewardModelWorker(self.config, device=self.device, dtype=_model_dtype(self.config))
 
+    def _cost_source(self, cost_fn: Any, cost_model: Any, reward_key: str) -> tuple[Any, Any]:
+        """Safe-RLHF's cost: (a reward manager over ``cost_fn``, None) or (None, a reward-model worker over
+        ``cost_model``); (None, None) without Safe-RLHF. ConfigError when ``algorithm.safe_rlhf.enable`` and the
+        cost sources given disagree."""
+        enabled = bool(self.config.get("algorithm.safe_rlhf.enable"))
+        given = [name for name, v in (("cost_fn", cost_fn), ("cost_model", cost_model)) if v is not None]
+        if enabled and len(given) != 1:
+            raise ConfigError("algorithm.safe_rlhf.enable=true needs exactly one cost source, cost_fn= (a function in "
+                              "any reward_fn form) or cost_model= (a sequence classifier)" +
+                              ("; got both" if given else ""))
+        if not enabled and given:
+            raise ConfigError(f"{given[0]} was given but algorithm.safe_rlhf.enable is false; set it to true for "
+                              "Safe-RLHF or leave the cost out")
+        if cost_fn is not None:
+            return self._reward_manager(cost_fn, num_examine=0, reward_key=reward_key), None
+        if cost_model is None:
+            return None, None
+        from ..workers.reward_model import RewardModelWorker, reward_model_settings
+
+        if isinstance(cost_model, (str, os.PathLike)):
+            import verl.models as models
+
+            path = os.path.expanduser(str(cost_model))
+            if not os.path.isdir(path):
+                raise ConfigError(f"cost_model: model directory not found: {path}")
+            cost_model = models.load_model(path, dtype=_model_dtype(self.config), device=self.device, value_head=True)
+        rm = reward_model_settings(self.config)  # the reward model's per-pass limits apply to the cost model too
+        settings = {"reward_model.enable": False, "reward_model.micro_batch_size_per_gpu": rm.micro_batch_size_per_gpu,
+                    "reward_model.use_dynamic_bsz": rm.use_dynamic_bsz,
+                    "reward_model.forward_max_token_len_per_gpu": rm.forward_max_token_len_per_gpu}
+        return None, RewardModelWorker(settings, model=cost_model)
+
     def _dataset(self, dataset: Any, files_key: str, max_key: str) -> Any:
         from ..utils.dataset import create_rl_dataset
 
@@ -327,6 +367,14 @@ class PPOTrainer:
         manager = self.val_reward_fn if batch.meta_info.get("validate") else self.reward_fn
         reward_tensor, extra = compute_reward(batch, manager)
         return reward_tensor, {k: list(v) for k, v in extra.items()}
+
+    def _cost_callback(self, cpp_batch: Any) -> tuple[torch.Tensor, dict[str, list]]:
+        """Safe-RLHF's cost of every response (called from C++ like the reward callback)."""
+        batch = DataProto.from_cpp(cpp_batch)
+        if self.cost_worker is not None:
+            return self.cost_worker.compute_rm_score(batch).batch["rm_scores"], {}
+        cost_tensor, extra = compute_reward(batch, self.cost_fn)
+        return cost_tensor, {k: list(v) for k, v in extra.items()}
 
     # -- one step and its stages ---------------------------------------------------------------------------
     def _prompt_batch(self, batch: Any) -> DataProto:
@@ -604,8 +652,12 @@ class PPOTrainer:
             if self._trainer.critic_model is not None:
                 self._write_model(self._trainer.critic_model, os.path.join(tmp, "critic"), tok_dir)
                 self._trainer.save_optimizer("critic", os.path.join(tmp, "critic", "optim.pt"))
+            if self._trainer.cost_critic_model is not None:
+                self._write_model(self._trainer.cost_critic_model, os.path.join(tmp, "cost_critic"), tok_dir)
+                self._trainer.save_optimizer("cost_critic", os.path.join(tmp, "cost_critic", "optim.pt"))
             write_json(os.path.join(tmp, "trainer_state.json"), {
                 "global_step": step, "epoch": self.epoch, "kl_coef": self._trainer.kl_coef,
+                "safe_rlhf_lambda": self._trainer.safe_rlhf_lambda,
                 "dataloader": self.train_dataloader.state_dict() if self.train_dataloader is not None else None})
 
         return CheckpointDirectory(self.checkpoint_dir).save(step, write,
@@ -620,7 +672,8 @@ class PPOTrainer:
                                                                    self.config.get("trainer.resume_from_path"))
 
     def load_checkpoint(self, path: str) -> None:
-        """Restores weights, optimizer and scheduler states, step, KL coefficient and dataloader position."""
+        """Restores weights, optimizer and scheduler states, step, KL coefficient, Safe-RLHF's multiplier and
+        dataloader position."""
         from verl.models import safetensors
 
         self._cpp_load(self._trainer.actor_model, os.path.join(path, "actor"), safetensors)
@@ -628,9 +681,14 @@ class PPOTrainer:
         if self._trainer.critic_model is not None:
             self._cpp_load(self._trainer.critic_model, os.path.join(path, "critic"), safetensors)
             self._trainer.load_optimizer("critic", os.path.join(path, "critic", "optim.pt"))
+        if self._trainer.cost_critic_model is not None:
+            self._cpp_load(self._trainer.cost_critic_model, os.path.join(path, "cost_critic"), safetensors)
+            self._trainer.load_optimizer("cost_critic", os.path.join(path, "cost_critic", "optim.pt"))
         state = read_json(os.path.join(path, "trainer_state.json"))
         self._trainer.global_step = int(state["global_step"])
         self._trainer.kl_coef = float(state["kl_coef"])
+        if "safe_rlhf_lambda" in state:  # checkpoints before Safe-RLHF existed keep lambda_init
+            self._trainer.safe_rlhf_lambda = float(state["safe_rlhf_lambda"])
         self.global_steps = int(state["global_step"])
         self.epoch = int(state.get("epoch", 0))
         if state.get("dataloader") is not None and self.train_dataloader is not None:

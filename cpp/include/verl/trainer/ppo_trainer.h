@@ -60,6 +60,8 @@ struct VERL_API PPOTrainerModels {
   std::shared_ptr<model::CausalLM> ref;     // LM head; frozen. Default: a copy of the actor's initial weights
   std::shared_ptr<model::CausalLM> critic;  // value head. Default: the actor's backbone + a new value head
   std::shared_ptr<rollout::Engine> engine;  // default: an Engine on `actor` sized from actor_rollout_ref.rollout
+  // value head; Safe-RLHF's cost critic (algorithm.safe_rlhf.enable with a critic). Default: made as the critic is
+  std::shared_ptr<model::CausalLM> cost_critic;
 };
 
 struct VERL_API PPOTrainerOptions {
@@ -79,6 +81,9 @@ struct VERL_API PPOTrainerOptions {
   // (verl/model/tensor_parallel.h), which generates as one tensor-parallel replica of the actor; the job's
   // world_size / t replicas each generate their share of the batch. Required exactly when t > 1.
   std::shared_ptr<dist::Communicator> tensor_parallel;
+  // Safe-RLHF's cost callback, the reward callback's form (the cost on each token, a sequence's on its last):
+  // required exactly when algorithm.safe_rlhf.enable (ConfigError otherwise).
+  RewardFn cost_fn;
 };
 
 // The algorithm.* / trainer.* / rollout settings the step reads, from a verl::Config.
@@ -108,6 +113,14 @@ struct VERL_API PPOTrainerConfig {
   // algorithm.sppo_eta (verl's recipe/sppo): adv_estimator=sppo's advantage is eta * (win rate - 1/2), the target
   // the "sppo" policy loss regresses the sequence log-ratio onto.
   double sppo_eta = 1.0;
+  // algorithm.safe_rlhf (PPO-Lagrangian, verl/algo/safe_rlhf.h): the advantage is (A_r - lambda A_c) / (1 + lambda),
+  // A_c the same estimator's advantage of the cost (with the cost critic's values for gae), lambda updated each
+  // step from the batch's mean sequence cost before the advantage is formed.
+  bool safe_rlhf = false;
+  double cost_limit = 0.0;
+  double lambda_init = 1.0;
+  double lambda_lr = 0.1;
+  std::optional<double> lambda_max;  // null: no upper bound
   bool use_kl_loss = false;
   bool use_critic = false;     // need_critic(config)
   bool use_reference = false;  // need_reference_policy(config)
@@ -177,11 +190,15 @@ class VERL_API PPOTrainer {
   void set_global_step(int64_t step);                    // resume
   double kl_coef() const;                                // the in-reward KL controller's value
   void set_kl_coef(double value);                        // resume of an adaptive controller
+  // Safe-RLHF's Lagrange multiplier (lambda_init before the first step); set_ for a resume (>= 0, finite).
+  double safe_rlhf_lambda() const { return safe_rlhf_lambda_; }
+  void set_safe_rlhf_lambda(double value);
 
   // Multi-process jobs (PPOTrainerOptions::communicator). Rank 0 is the controller; the others call serve(), which
   // runs the controller's dispatched work until it calls release_workers() (both no-ops in one process).
   bool is_controller() const { return workers_->is_controller(); }
-  // The "actor" or "critic" optimizer of this rank (InvalidArgument for another role or a missing critic).
+  // The "actor", "critic" or "cost_critic" optimizer of this rank (InvalidArgument for another role or a missing
+  // critic).
   workers::Optimizer& optimizer(const std::string& role);
   // Writes that optimizer's state to `path` (atomic) in the one-process layout. Several ranks: the controller
   // dispatches it, every rank's slice of the sharded state gathers to rank 0, which writes the file.
@@ -195,6 +212,7 @@ class VERL_API PPOTrainer {
   workers::ActorWorker& actor() { return *actor_; }
   workers::ActorWorker* ref() { return ref_.get(); }
   workers::CriticWorker* critic() { return critic_.get(); }
+  workers::CriticWorker* cost_critic() { return cost_critic_.get(); }
   rollout::Engine& engine() { return *engine_; }
   const PPOTrainerModels& models() const { return models_; }
   int64_t pad_token_id() const { return pad_token_id_; }
@@ -221,6 +239,9 @@ class VERL_API PPOTrainer {
   std::unique_ptr<workers::ActorWorker> actor_;
   std::unique_ptr<workers::ActorWorker> ref_;
   std::unique_ptr<workers::CriticWorker> critic_;
+  std::unique_ptr<workers::CriticWorker> cost_critic_;  // Safe-RLHF with a critic
+  RewardFn cost_fn_;
+  double safe_rlhf_lambda_ = 0.0;
   std::shared_ptr<rollout::Engine> engine_;
   int64_t handed_over_version_ = -1;  // the compute weights' version sum the engine's own copy was made from
   std::unique_ptr<algo::KLController> kl_ctrl_;
