@@ -16,6 +16,7 @@ void register_checkpoint(py::module_& m);   // checkpoint.cpp: verl/model load_p
 void register_tokenizer(py::module_& m);  // tokenizer.cpp: verl::tokenizer (Tokenizer, render_chatml)
 void register_workers(py::module_& m);  // workers.cpp: verl::workers (ActorWorker, CriticWorker, schedules)
 void register_rollout(py::module_& m);  // rollout.cpp: verl::rollout (Engine, SamplingParams)
+void register_async_engine(py::module_& m);  // async_engine.cpp: verl::rollout::AsyncEngine (into verl._C.rollout)
 void register_dist(py::module_& m);     // dist.cpp: verl::dist (Communicator from a torch ProcessGroup)
 void register_trainer(py::module_& m);  // trainer.cpp: verl::trainer (PPOTrainer, step metrics)
 void register_sft_trainer(py::module_& m);  // sft_trainer.cpp: verl::trainer::SFTTrainer (into verl._C.trainer)

@@ -16,6 +16,7 @@ PYBIND11_MODULE(_C, m) {
   verl::bindings::register_tokenizer(m);
   verl::bindings::register_workers(m);
   verl::bindings::register_rollout(m);
+  verl::bindings::register_async_engine(m);
   verl::bindings::register_dist(m);
   verl::bindings::register_trainer(m);
   verl::bindings::register_sft_trainer(m);

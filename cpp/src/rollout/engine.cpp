@@ -70,6 +70,13 @@ Engine::Engine(std::shared_ptr<model::CausalLM> model, EngineConfig config)
 
 Engine::~Engine() = default;
 
+std::unique_lock<std::mutex> Engine::lock_between_steps() {
+  between_steps_waiting_.fetch_add(1, std::memory_order_acq_rel);
+  std::unique_lock<std::mutex> lock(step_mutex_);
+  between_steps_waiting_.fetch_sub(1, std::memory_order_acq_rel);
+  return lock;
+}
+
 void Engine::validate(const std::vector<int64_t>& prompt, const SamplingParams& params) const {
   VERL_CHECK(cache_->allocated(), "Engine: the engine is asleep (sleep()); call wake_up() first");
   params.validate();
@@ -196,6 +203,9 @@ bool Engine::append(Sequence* seq, int64_t token, float logprob) {
 }
 
 std::vector<RequestOutput> Engine::step() {
+  // Operations waiting to run between two steps go first (std::mutex is not fair: a loop that re-locks at once,
+  // like AsyncEngine's, could starve them).
+  while (between_steps_waiting_.load(std::memory_order_acquire) > 0) std::this_thread::yield();
   std::lock_guard<std::mutex> step_lock(step_mutex_);
   VERL_CHECK(cache_->allocated(), "Engine.step: the engine is asleep; call wake_up() first");
   torch::NoGradGuard no_grad;
@@ -279,6 +289,13 @@ std::vector<RequestOutput> Engine::step() {
   torch::Tensor logprobs = sampled.logprobs.to(torch::kCPU).contiguous();
   const int64_t* tok = tokens.data_ptr<int64_t>();
   const float* lp = logprobs.data_ptr<float>();
+  std::vector<TokenEvent> events;
+  if (token_listener_) {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Sequence* seq = rows[i].first;
+      events.push_back({seq->request->id, seq->sample_index, tok[i], seq->request->params.logprobs ? lp[i] : 0.0f});
+    }
+  }
   for (size_t i = 0; i < rows.size(); ++i) {
     Sequence* seq = rows[i].first;
     if (!append(seq, tok[i], lp[i])) continue;
@@ -298,7 +315,55 @@ std::vector<RequestOutput> Engine::step() {
     requests_.erase(req->id);
   }
   stats_.num_preemptions = scheduler_->num_preemptions();
+  if (token_listener_) token_listener_(events);
   return done;
+}
+
+std::optional<RequestOutput> Engine::abort(int64_t request_id) {
+  std::unique_lock<std::mutex> step_lock = lock_between_steps();
+  auto unload = [&](const Request& req) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    load_ -= req.params.n * (static_cast<int64_t>(req.prompt.size()) + req.params.max_tokens);
+  };
+  auto empty_output = [](const Request& req) {
+    RequestOutput out{req.id, req.prompt, {}};
+    for (int64_t i = 0; i < req.params.n; ++i) out.outputs.push_back({i, {}, {}, finish_reason_name(FinishReason::kAbort)});
+    return out;
+  };
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+      if ((*it)->id != request_id) continue;
+      RequestOutput out = empty_output(**it);
+      load_ -= (*it)->params.n * (static_cast<int64_t>((*it)->prompt.size()) + (*it)->params.max_tokens);
+      pending_.erase(it);
+      return out;
+    }
+  }
+  auto it = requests_.find(request_id);
+  if (it == requests_.end()) return std::nullopt;
+  Request& req = *it->second;
+  for (auto& sample : req.samples) {
+    if (sample->finish != FinishReason::kNone) continue;
+    scheduler_->finish(sample.get());  // frees its blocks, wherever it is (running, waiting)
+    sample->finish = FinishReason::kAbort;
+  }
+  RequestOutput out = empty_output(req);
+  if (req.samples.size() == static_cast<size_t>(req.params.n)) {  // forked: every sample has its own tokens
+    for (auto& sample : req.samples) {
+      out.outputs[static_cast<size_t>(sample->sample_index)] = {
+          sample->sample_index, std::vector<int64_t>(sample->tokens.begin() + sample->prompt_len, sample->tokens.end()),
+          sample->logprobs, finish_reason_name(sample->finish)};
+    }
+  }
+  unload(req);
+  requests_.erase(it);
+  return out;
+}
+
+void Engine::set_token_listener(TokenListener listener) {
+  std::unique_lock<std::mutex> step_lock = lock_between_steps();
+  token_listener_ = std::move(listener);
 }
 
 std::vector<RequestOutput> Engine::generate(const std::vector<std::vector<int64_t>>& prompts,
@@ -329,7 +394,7 @@ std::vector<RequestOutput> Engine::generate(const std::vector<std::vector<int64_
 }
 
 void Engine::update_weights(const std::map<std::string, torch::Tensor>& named_tensors) {
-  std::lock_guard<std::mutex> step_lock(step_mutex_);
+  std::unique_lock<std::mutex> step_lock = lock_between_steps();
   auto params = model_->named_parameters(true);
   std::vector<std::string> unknown;
   for (const auto& [name, t] : named_tensors)
@@ -345,13 +410,13 @@ void Engine::update_weights(const std::map<std::string, torch::Tensor>& named_te
 }
 
 void Engine::sleep() {
-  std::lock_guard<std::mutex> step_lock(step_mutex_);
+  std::unique_lock<std::mutex> step_lock = lock_between_steps();
   VERL_CHECK(!scheduler_->has_work() && pending_.empty(), "Engine.sleep: requests are still in flight");
   cache_->free();
 }
 
 void Engine::wake_up() {
-  std::lock_guard<std::mutex> step_lock(step_mutex_);
+  std::unique_lock<std::mutex> step_lock = lock_between_steps();
   cache_->allocate();
 }
 

@@ -12,6 +12,7 @@ const char* finish_reason_name(FinishReason r) {
   switch (r) {
     case FinishReason::kStop: return "stop";
     case FinishReason::kLength: return "length";
+    case FinishReason::kAbort: return "abort";
     default: return "";
   }
 }
@@ -125,6 +126,9 @@ void Scheduler::finish(Sequence* seq) {
   blocks_.release(seq->block_table);
   auto it = std::find(running_.begin(), running_.end(), seq);
   if (it != running_.end()) running_.erase(it);
+  // An aborted request's sequence may be waiting (not yet admitted, or preempted).
+  auto w = std::find(waiting_.begin(), waiting_.end(), seq);
+  if (w != waiting_.end()) waiting_.erase(w);
 }
 
 }  // namespace verl::rollout

@@ -17,7 +17,9 @@ import torch
 from verl import _C
 from verl.protocol import DataProto
 
-__all__ = ["LLM", "SamplingParams", "RequestOutput", "CompletionOutput", "RolloutReplicas"]
+from .async_front import TokenDelta
+
+__all__ = ["LLM", "SamplingParams", "RequestOutput", "CompletionOutput", "RolloutReplicas", "TokenDelta"]
 
 SamplingParams = _C.rollout.SamplingParams
 
@@ -27,7 +29,7 @@ class CompletionOutput:
     index: int
     token_ids: list[int]
     logprobs: list[float]
-    finish_reason: str  # "stop" or "length"
+    finish_reason: str  # "stop", "length" or "abort"
     text: str | None = None
 
 
@@ -98,6 +100,7 @@ class LLM:
             eos = [eos_token_id]
         else:
             eos = list(eos_token_id)
+        self._front = None  # the asyncio front (generate_async / generate_stream), made on first use
         self.engine = _C.rollout.Engine(
             cpp, block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
             max_model_len=max_model_len or 0, kv_cache_bytes=kv_cache_memory_bytes or 0, eos_token_ids=eos, seed=seed)
@@ -128,6 +131,7 @@ class LLM:
             params = [sampling_params]
         else:
             params = list(sampling_params)
+        self._check_no_async_in_flight("generate")
         outs = self.engine.generate(ids, params)
         return [_to_request_output(o, self.tokenizer, t) for o, t in zip(outs, texts)]
 
@@ -183,6 +187,7 @@ class LLM:
             i = j
         params = [SamplingParams(n=count, seed=None if seed is None else int(seed) + first, **overrides)
                   for first, count in groups]
+        self._check_no_async_in_flight("generate_sequences")
         outs = self.engine.generate([rows[first] for first, _ in groups], params)
 
         responses = torch.full((bs, response_length), pad_id, dtype=input_ids.dtype)
@@ -212,6 +217,41 @@ class LLM:
         }
         return DataProto.from_dict(tensors=out_batch, non_tensors=dict(prompts.non_tensor_batch),
                                    meta_info=dict(prompts.meta_info))
+
+    # -- asyncio (an agent loop's requests, one by one, batched together) ------------------------
+    async def generate_async(self, prompt_token_ids: Sequence[int],
+                             sampling_params: SamplingParams | None = None) -> RequestOutput:
+        """Generates for one prompt while other requests (from other tasks) are batched with it; returns its
+        output. Cancelling the await aborts the request. Equal to ``generate`` for the same seeded request."""
+        front = self._async_front()
+        request_id, future = front.submit([int(t) for t in prompt_token_ids], sampling_params or SamplingParams(),
+                                          stream=False)
+        return await front.result(request_id, future)
+
+    async def generate_stream(self, prompt_token_ids: Sequence[int],
+                              sampling_params: SamplingParams | None = None):
+        """Yields each token (``TokenDelta``: request_id, index, token_id, logprob) as it is sampled; the tokens of
+        sample ``i`` concatenate to its ``generate_async`` output. Breaking out of the loop aborts the request."""
+        front = self._async_front()
+        request_id, future = front.submit([int(t) for t in prompt_token_ids], sampling_params or SamplingParams(),
+                                          stream=True)
+        async for delta in front.stream(request_id, future):
+            yield delta
+
+    def abort(self, request_id: int) -> bool:
+        """Ends an async request now (its await returns the tokens so far, finish_reason "abort")."""
+        return self._front is not None and self._front.abort(int(request_id))
+
+    def _async_front(self):
+        if self._front is None:
+            from .async_front import AsyncFront
+
+            self._front = AsyncFront(self.engine, lambda out: _to_request_output(out, self.tokenizer, None))
+        return self._front
+
+    def _check_no_async_in_flight(self, what: str) -> None:
+        if self._front is not None and self._front.num_in_flight:
+            raise RuntimeError(f"LLM.{what}: async requests are in flight; await them (or abort them) first")
 
     # -- weights and memory (the hybrid engine's hooks) -----------------------------------------
     def update_weights(self, named_tensors: Any) -> None:

@@ -14,7 +14,9 @@
 // lands within that rounding of a CDF boundary).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -51,8 +53,18 @@ struct VERL_API CompletionOutput {
   int64_t index = 0;               // sample index within the request
   std::vector<int64_t> token_ids;  // generated tokens (a final EOS / stop id included)
   std::vector<float> logprobs;     // per token (empty when params.logprobs is false)
-  std::string finish_reason;       // "stop" or "length"
+  std::string finish_reason;       // "stop", "length" or "abort" (Engine::abort)
 };
+
+// One token as it is sampled (streaming): sample `sample_index` of request `request_id` drew `token`.
+struct VERL_API TokenEvent {
+  int64_t request_id = 0;
+  int64_t sample_index = 0;
+  int64_t token = 0;
+  float logprob = 0.0f;  // as CompletionOutput::logprobs (0 when the request asked for none)
+};
+// Called by step(), on the thread that steps, with the tokens that step sampled (in row order).
+using TokenListener = std::function<void(const std::vector<TokenEvent>&)>;
 
 struct VERL_API RequestOutput {
   int64_t request_id = 0;
@@ -83,6 +95,13 @@ class VERL_API Engine {
   // One scheduler step (one or two forwards); returns the requests that finished in it.
   std::vector<RequestOutput> step();
   bool has_unfinished_requests() const;
+  // Ends a queued or running request at once (waiting for a step in progress): its KV blocks are freed and its
+  // output is returned -- the tokens generated so far, finish_reason "abort" for the samples still running (all n
+  // samples, empty, before the prompt was computed). nullopt when no such request is in flight (unknown, already
+  // finished, or finished and not yet returned by step()).
+  std::optional<RequestOutput> abort(int64_t request_id);
+  // Every later step() reports its sampled tokens to `listener` (empty: none).
+  void set_token_listener(TokenListener listener);
   // Queues all prompts, steps until they finish, returns their outputs in input order. `params`
   // has one entry for all prompts or one per prompt.
   std::vector<RequestOutput> generate(const std::vector<std::vector<int64_t>>& prompts,
@@ -121,10 +140,14 @@ class VERL_API Engine {
   std::vector<RequestOutput> finished_early_;      // max_tokens = 0 requests
   mutable std::mutex mutex_;                       // guards pending_, next_id_, load_
   std::mutex step_mutex_;                          // one step / generate at a time
+  std::atomic<int> between_steps_waiting_{0};      // callers of lock_between_steps() not yet in
+  // step_mutex_ for an operation between two steps (abort, update_weights, sleep, ...): step() lets it in first.
+  std::unique_lock<std::mutex> lock_between_steps();
   int64_t next_id_ = 0;
   uint64_t next_seed_ = 0;
   int64_t load_ = 0;
   EngineStats stats_;
+  TokenListener token_listener_;  // guarded by step_mutex_
 };
 
 // Data-parallel replicas: each request goes to the engine with the least outstanding load

@@ -14,8 +14,8 @@
 
 namespace verl::rollout {
 
-enum class FinishReason { kNone, kStop, kLength };
-VERL_API const char* finish_reason_name(FinishReason r);  // "", "stop", "length"
+enum class FinishReason { kNone, kStop, kLength, kAbort };
+VERL_API const char* finish_reason_name(FinishReason r);  // "", "stop", "length", "abort"
 
 struct Request;
 
@@ -81,7 +81,7 @@ class VERL_API Scheduler {
   // A root whose prompt is computed forks into its n samples (children share every block).
   // Returns the new sequences (sample_index 1..n-1), placed right after the root.
   std::vector<Sequence*> fork(Sequence* root, const std::vector<Sequence*>& children);
-  void finish(Sequence* seq);  // frees its blocks, leaves the running set
+  void finish(Sequence* seq);  // frees its blocks, leaves the running set (or the waiting queue)
 
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
   int64_t num_running() const { return static_cast<int64_t>(running_.size()); }
