@@ -54,7 +54,6 @@ def test_counts_and_the_keys_the_issue_names():
     """The keys verl users set most often land where they should."""
     find = config_keys.find
     for key in ["actor_rollout_ref.model.lora_rank", "actor_rollout_ref.rollout.multi_turn.enable",
-                "actor_rollout_ref.rollout.tensor_model_parallel_size",
                 "actor_rollout_ref.actor.fsdp_config.offload_policy",
                 "actor_rollout_ref.actor.ulysses_sequence_parallel_size", "critic.model.path"]:
         assert find(key).cls == config_keys.REFUSED, key
@@ -65,7 +64,8 @@ def test_counts_and_the_keys_the_issue_names():
     for key in ["algorithm.adv_estimator", "actor_rollout_ref.rollout.n", "data.train_batch_size",
                 "actor_rollout_ref.actor.optim.lr", "trainer.default_local_dir", "actor_rollout_ref.rollout.name",
                 # data-parallel ranks under torchrun (issue 18)
-                "trainer.n_gpus_per_node", "trainer.nnodes", "actor_rollout_ref.nccl_timeout"]:
+                "trainer.n_gpus_per_node", "trainer.nnodes", "actor_rollout_ref.nccl_timeout",
+                "actor_rollout_ref.rollout.tensor_model_parallel_size"]:
         assert find(key).cls == config_keys.HONOURED, key
 
 
