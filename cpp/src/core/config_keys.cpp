@@ -281,8 +281,9 @@ std::vector<KeyEntry> build_ppo() {
              H(g + "max_model_len"),
              H(g + "max_num_seqs"),
              N(g + "enable_chunked_prefill", "the engine always chunks prefills by max_num_batched_tokens"),
-             N(g + "enable_prefix_caching", "the engine computes a prompt's KV once for its n samples; caching "
-                                            "across requests is a speed switch with the same results"),
+             N(g + "enable_prefix_caching", "a speed switch with the same results: the trainer's engine computes a "
+                                            "prompt's KV once for its n samples and does not cache across requests "
+                                            "(the weights change every step); LLM(enable_prefix_caching=True) does"),
              R(g + "logprobs_mode", "rollout log-probs are always the temperature-scaled log-softmax the trainer "
                                     "recomputes (processed_logprobs)"),
              N(g + "scheduling_policy", kVllmEngine),

@@ -62,7 +62,8 @@ Engine::Engine(std::shared_ptr<model::CausalLM> model, EngineConfig config)
              block_bytes, " bytes; at least 2 are needed");
   cache_ = std::make_unique<PagedKVCache>(layers, num_blocks, config_.block_size, model_->dtype(), model_->device());
   cache_->set_fused_cpu_attention(config_.fused_cpu_attention);
-  scheduler_ = std::make_unique<Scheduler>(SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens},
+  scheduler_ = std::make_unique<Scheduler>(SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens,
+                                                           config_.enable_prefix_caching},
                                            num_blocks, config_.block_size);
   next_seed_ = config_.seed;
   stats_.block_size = config_.block_size;
@@ -407,11 +408,13 @@ void Engine::update_weights(const std::map<std::string, torch::Tensor>& named_te
     VERL_FAIL(InvalidArgument, "Engine.update_weights: unknown parameter names: [", s.str(), "]");
   }
   model_->load_state_dict(named_tensors, /*strict=*/false);
+  scheduler_->blocks().clear_prefix_cache();  // keys/values of the old weights
 }
 
 void Engine::sleep() {
   std::unique_lock<std::mutex> step_lock = lock_between_steps();
   VERL_CHECK(!scheduler_->has_work() && pending_.empty(), "Engine.sleep: requests are still in flight");
+  scheduler_->blocks().clear_prefix_cache();
   cache_->free();
 }
 
@@ -427,6 +430,7 @@ EngineStats Engine::stats() const {
   s.num_blocks = scheduler_->blocks().num_usable_blocks();
   s.num_free_blocks = scheduler_->blocks().num_free_blocks();
   s.num_preemptions = scheduler_->num_preemptions();
+  s.num_cached_tokens = scheduler_->num_cached_tokens();
   return s;
 }
 

@@ -10,7 +10,8 @@
 
 namespace verl::rollout {
 
-BlockManager::BlockManager(int64_t num_blocks, int64_t block_size) : block_size_(block_size) {
+BlockManager::BlockManager(int64_t num_blocks, int64_t block_size, bool prefix_caching)
+    : block_size_(block_size), prefix_caching_(prefix_caching) {
   VERL_CHECK(block_size > 0, "block_size must be positive, got ", block_size);
   VERL_CHECK(num_blocks >= 2, "the KV cache budget holds ", num_blocks,
              " blocks; at least 2 are needed (raise kv_cache_bytes / gpu_memory_utilization)");
@@ -21,11 +22,87 @@ BlockManager::BlockManager(int64_t num_blocks, int64_t block_size) : block_size_
 }
 
 int64_t BlockManager::allocate() {
+  if (free_.empty() && !evictable_.empty()) forget(evictable_.front());  // the least recently released
   VERL_CHECK_AS(DataError, !free_.empty(), "KV cache out of blocks");
   const int64_t b = free_.back();
   free_.pop_back();
   ref_count_[b] = 1;
   return b;
+}
+
+void BlockManager::drop_reference(int64_t b) {
+  VERL_CHECK_AS(DataError, b > 0 && ref_count_[b] > 0, "BlockManager.release: block ", b, " is not held");
+  --ref_count_[b];
+  if (ref_count_[b] == 0) {
+    free_.push_back(b);
+  } else if (ref_count_[b] == 1 && key_of_.count(b) != 0) {  // only the cache holds it now
+    evictable_at_[b] = evictable_.insert(evictable_.end(), b);
+  }
+}
+
+void BlockManager::forget(int64_t b) {
+  auto key = key_of_.find(b);
+  if (key == key_of_.end()) return;
+  auto range = cached_.equal_range(key->second);
+  for (auto it = range.first; it != range.second; ++it) {
+    if (it->second.block == b) {
+      cached_.erase(it);
+      break;
+    }
+  }
+  key_of_.erase(key);
+  auto at = evictable_at_.find(b);
+  if (at != evictable_at_.end()) {
+    evictable_.erase(at->second);
+    evictable_at_.erase(at);
+  }
+  drop_reference(b);  // the cache's own reference
+}
+
+uint64_t BlockManager::block_key(uint64_t previous_key, const int64_t* tokens, int64_t block_size) {
+  uint64_t h = previous_key ^ 0x9e3779b97f4a7c15ULL;
+  for (int64_t i = 0; i < block_size; ++i) {  // splitmix64 over the chain and the tokens
+    h += static_cast<uint64_t>(tokens[i]) + 0x9e3779b97f4a7c15ULL;
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+  }
+  return h == 0 ? 1 : h;  // 0 is "no previous block"
+}
+
+std::optional<int64_t> BlockManager::take_cached(uint64_t key, uint64_t previous_key, const int64_t* tokens) {
+  if (!prefix_caching_) return std::nullopt;
+  auto range = cached_.equal_range(key);
+  for (auto it = range.first; it != range.second; ++it) {
+    const CachedBlock& c = it->second;
+    if (c.previous_key != previous_key || !std::equal(c.tokens.begin(), c.tokens.end(), tokens)) continue;
+    auto at = evictable_at_.find(c.block);
+    if (at != evictable_at_.end()) {  // held again: no longer evictable
+      evictable_.erase(at->second);
+      evictable_at_.erase(at);
+    }
+    ++ref_count_[c.block];
+    return c.block;
+  }
+  return std::nullopt;
+}
+
+void BlockManager::remember(int64_t block, uint64_t key, uint64_t previous_key, const int64_t* tokens) {
+  if (!prefix_caching_ || key_of_.count(block) != 0) return;
+  auto range = cached_.equal_range(key);
+  for (auto it = range.first; it != range.second; ++it) {
+    const CachedBlock& c = it->second;
+    if (c.previous_key == previous_key && std::equal(c.tokens.begin(), c.tokens.end(), tokens)) return;
+  }
+  cached_.emplace(key, CachedBlock{block, previous_key, std::vector<int64_t>(tokens, tokens + block_size_)});
+  key_of_[block] = key;
+  ++ref_count_[block];  // the cache's reference
+}
+
+void BlockManager::clear_prefix_cache() {
+  std::vector<int64_t> blocks;
+  for (const auto& [block, key] : key_of_) blocks.push_back(block);
+  for (int64_t b : blocks) forget(b);
 }
 
 int64_t BlockManager::blocks_needed(const std::vector<int64_t>& table, int64_t num_tokens, int64_t n_new) const {
@@ -57,14 +134,18 @@ std::vector<int64_t> BlockManager::append_slots(std::vector<int64_t>& table, int
 }
 
 void BlockManager::share(const std::vector<int64_t>& table) {
-  for (int64_t b : table) ++ref_count_[b];
+  for (int64_t b : table) {
+    auto at = evictable_at_.find(b);
+    if (at != evictable_at_.end()) {
+      evictable_.erase(at->second);
+      evictable_at_.erase(at);
+    }
+    ++ref_count_[b];
+  }
 }
 
 void BlockManager::release(std::vector<int64_t>& table) {
-  for (int64_t b : table) {
-    VERL_CHECK_AS(DataError, b > 0 && ref_count_[b] > 0, "BlockManager.release: block ", b, " is not held");
-    if (--ref_count_[b] == 0) free_.push_back(b);
-  }
+  for (int64_t b : table) drop_reference(b);
   table.clear();
 }
 

@@ -18,7 +18,7 @@ const char* finish_reason_name(FinishReason r) {
 }
 
 Scheduler::Scheduler(SchedulerConfig config, int64_t num_blocks, int64_t block_size)
-    : config_(config), blocks_(num_blocks, block_size) {
+    : config_(config), blocks_(num_blocks, block_size, config.enable_prefix_caching) {
   VERL_CHECK(config.max_num_seqs >= 1, "max_num_seqs must be >= 1, got ", config.max_num_seqs);
   VERL_CHECK(config.max_num_batched_tokens >= 1, "max_num_batched_tokens must be >= 1, got ",
              config.max_num_batched_tokens);
@@ -35,6 +35,7 @@ int64_t Scheduler::running_slots() const {
 void Scheduler::preempt(Sequence* seq) {
   blocks_.release(seq->block_table);
   seq->num_computed = 0;
+  seq->block_keys.clear();  // re-admission looks its prefix up again
   running_.erase(std::find(running_.begin(), running_.end(), seq));
   waiting_.push_front(seq);
   ++num_preemptions_;
@@ -96,7 +97,17 @@ ScheduleOutput Scheduler::schedule() {
     if (blocks_.blocks_needed(seq->block_table, seq->num_computed, len) + reserve > blocks_.num_free_blocks() &&
         !running_.empty())
       break;
-    if (!take_chunk(seq)) break;
+    const bool fresh = seq->num_computed == 0 && seq->block_table.empty();
+    if (fresh) take_cached_prefix(seq);
+    if (!take_chunk(seq)) {
+      if (fresh && seq->num_computed > 0) {  // not admitted after all: give the cached blocks back
+        num_cached_tokens_ -= seq->num_computed;
+        blocks_.release(seq->block_table);
+        seq->num_computed = 0;
+        seq->block_keys.clear();
+      }
+      break;
+    }
     waiting_.pop_front();
     running_.push_back(seq);
     slots += seq->fork_n;
@@ -107,6 +118,39 @@ ScheduleOutput Scheduler::schedule() {
 void Scheduler::computed(const ScheduleOutput& out) {
   for (const Chunk& c : out.decodes) c.seq->num_computed += c.length;
   for (const Chunk& c : out.prefills) c.seq->num_computed += c.length;
+  if (!blocks_.prefix_caching()) return;
+  for (const Chunk& c : out.decodes) remember_full_blocks(c.seq);
+  for (const Chunk& c : out.prefills) remember_full_blocks(c.seq);
+}
+
+void Scheduler::take_cached_prefix(Sequence* seq) {
+  if (!blocks_.prefix_caching()) return;
+  const int64_t bs = blocks_.block_size();
+  const int64_t len = static_cast<int64_t>(seq->tokens.size());
+  uint64_t previous = 0;
+  for (int64_t k = 0; (k + 1) * bs <= len - 1; ++k) {
+    const int64_t* tokens = seq->tokens.data() + k * bs;
+    const uint64_t key = BlockManager::block_key(previous, tokens, bs);
+    const std::optional<int64_t> block = blocks_.take_cached(key, previous, tokens);
+    if (!block) break;
+    seq->block_table.push_back(*block);
+    seq->block_keys.push_back(key);
+    seq->num_computed += bs;
+    num_cached_tokens_ += bs;
+    previous = key;
+  }
+}
+
+void Scheduler::remember_full_blocks(Sequence* seq) {
+  const int64_t bs = blocks_.block_size();
+  while (static_cast<int64_t>(seq->block_keys.size()) < seq->num_computed / bs) {
+    const size_t k = seq->block_keys.size();
+    const uint64_t previous = k == 0 ? 0 : seq->block_keys[k - 1];
+    const int64_t* tokens = seq->tokens.data() + static_cast<int64_t>(k) * bs;
+    const uint64_t key = BlockManager::block_key(previous, tokens, bs);
+    blocks_.remember(seq->block_table[k], key, previous, tokens);
+    seq->block_keys.push_back(key);
+  }
 }
 
 std::vector<Sequence*> Scheduler::fork(Sequence* root, const std::vector<Sequence*>& children) {

@@ -71,14 +71,17 @@ class LLM:
     trainer's weight updates are seen at once) or a checkpoint directory.
 
     ``kv_cache_memory_bytes`` sets the KV cache budget; on CUDA, when it is unset,
-    ``gpu_memory_utilization`` of the device's free memory is used.
+    ``gpu_memory_utilization`` of the device's free memory is used. ``enable_prefix_caching`` (vLLM's name) lets a
+    request reuse the KV blocks of an earlier request's identical prefix -- a multi-turn conversation's next turn
+    prefills only its new tokens; ``stats()["num_cached_tokens"]`` counts the reused tokens.
     """
 
     def __init__(self, model: Any, tokenizer: Any = None, *, dtype: torch.dtype | None = None,
                  device: str | None = None, block_size: int = 16, max_num_seqs: int = 256,
                  max_num_batched_tokens: int = 2048, max_model_len: int | None = None,
                  kv_cache_memory_bytes: int | None = None, gpu_memory_utilization: float = 0.5,
-                 eos_token_id: int | Sequence[int] | None = None, seed: int = 0) -> None:
+                 eos_token_id: int | Sequence[int] | None = None, seed: int = 0,
+                 enable_prefix_caching: bool = False) -> None:
         if isinstance(model, (str, os.PathLike)):
             path = os.fspath(model)
             model = _load_from_path(path, dtype, device)
@@ -103,7 +106,8 @@ class LLM:
         self._front = None  # the asyncio front (generate_async / generate_stream), made on first use
         self.engine = _C.rollout.Engine(
             cpp, block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-            max_model_len=max_model_len or 0, kv_cache_bytes=kv_cache_memory_bytes or 0, eos_token_ids=eos, seed=seed)
+            max_model_len=max_model_len or 0, kv_cache_bytes=kv_cache_memory_bytes or 0, eos_token_ids=eos, seed=seed,
+            enable_prefix_caching=enable_prefix_caching)
 
     # -- vLLM API -------------------------------------------------------------------------------
     def generate(self, prompts: str | Sequence[str] | None = None,

@@ -182,3 +182,73 @@ TEST_CASE("AsyncEngine: a request that leaves the engine behind its back fails i
   CHECK_THROWS_AS(async.submit({}, seeded(1, 1, 4)), verl::InvalidArgument);
   CHECK(async.submit(prompt_of(5), seeded(1, 1, 4)).result.get().outputs.at(0).token_ids.size() <= 4);
 }
+
+TEST_CASE("Prefix caching: a conversation's next turn prefills only its new tokens, with the same output",
+          "[rollout][prefix_cache]") {
+  auto model = async_test_model();
+  EngineConfig cached_config = async_test_config();
+  cached_config.enable_prefix_caching = true;
+  Engine cached(model, cached_config);
+  Engine plain(model, async_test_config());
+  SamplingParams greedy;
+  greedy.temperature = 0.0;
+  greedy.max_tokens = 9;
+  greedy.ignore_eos = true;
+  std::vector<int64_t> turn = prompt_of(7);  // the first turn's prompt
+  int64_t expected_cached = 0;
+  for (int t = 0; t < 4; ++t) {
+    const RequestOutput a = cached.generate({turn}, {greedy}).at(0);
+    const RequestOutput b = plain.generate({turn}, {greedy}).at(0);
+    CHECK(a.outputs[0].token_ids == b.outputs[0].token_ids);
+    // The cached keys/values came from another forward (other chunk shapes: fp32 GEMMs round differently, ~1e-7
+    // relative on this model's logits of magnitude ~30), so log-probs agree to rounding, tokens exactly.
+    for (size_t i = 0; i < a.outputs[0].logprobs.size(); ++i)
+      CHECK(a.outputs[0].logprobs[i] == Approx(b.outputs[0].logprobs[i]).margin(5e-5));
+    CHECK(cached.stats().num_cached_tokens == expected_cached);
+    // Next turn: the conversation so far (prompt + answer) + a "tool result" of 5 tokens. Every full block of
+    // the previous prompt + answer is cached (the answer's last token was never computed, so its block only if
+    // it was full before it).
+    const int64_t computed = static_cast<int64_t>(turn.size() + a.outputs[0].token_ids.size()) - 1;
+    turn.insert(turn.end(), a.outputs[0].token_ids.begin(), a.outputs[0].token_ids.end());
+    for (int64_t k = 0; k < 5; ++k) turn.push_back((t * 11 + k * 3) % 59);
+    expected_cached += std::min(computed / 4, (static_cast<int64_t>(turn.size()) - 1) / 4) * 4;
+  }
+  CHECK(cached.stats().num_cached_tokens > 40);
+  CHECK(plain.stats().num_cached_tokens == 0);
+  CHECK(cached.stats().num_prefill_tokens < plain.stats().num_prefill_tokens);
+  // Cached blocks count as free; new weights forget them.
+  CHECK(cached.stats().num_free_blocks == cached.stats().num_blocks);
+  const int64_t reused = cached.stats().num_cached_tokens;
+  cached.update_weights(model->named_state());
+  const RequestOutput again = cached.generate({turn}, {greedy}).at(0);
+  CHECK(cached.stats().num_cached_tokens == reused);  // nothing reused after the update
+  CHECK(again.outputs[0].token_ids == plain.generate({turn}, {greedy}).at(0).outputs[0].token_ids);
+}
+
+TEST_CASE("Prefix caching: a small cache evicts the least recently used blocks and stays exact",
+          "[rollout][prefix_cache]") {
+  auto model = async_test_model();
+  EngineConfig small = async_test_config();
+  small.enable_prefix_caching = true;
+  small.kv_cache_bytes = PagedKVCache::block_bytes(model->config(), small.block_size, model->dtype()) * 24;
+  small.max_num_seqs = 4;
+  Engine cached(model, small);
+  Engine plain(model, async_test_config());
+  std::vector<std::vector<int64_t>> prompts;
+  std::vector<SamplingParams> params;
+  for (int64_t i = 0; i < 12; ++i) {
+    std::vector<int64_t> p = {1, 2, 3, 4, 5, 6, 7, 8};  // a shared 2-block "system prompt"
+    const std::vector<int64_t> rest = prompt_of(i);
+    p.insert(p.end(), rest.begin(), rest.end());
+    prompts.push_back(p);
+    params.push_back(seeded(50 + i, 1 + i % 2, 10));
+  }
+  for (int round = 0; round < 2; ++round) {
+    const auto a = cached.generate(prompts, params);
+    const auto b = plain.generate(prompts, params);
+    for (size_t i = 0; i < a.size(); ++i)
+      for (size_t k = 0; k < a[i].outputs.size(); ++k) CHECK(a[i].outputs[k].token_ids == b[i].outputs[k].token_ids);
+  }
+  CHECK(cached.stats().num_cached_tokens >= 8 * 11);  // the shared prefix at least, after the first request
+  CHECK(cached.stats().num_free_blocks == cached.stats().num_blocks);
+}

@@ -126,3 +126,24 @@ def test_bad_requests_raise_at_submit_and_sync_generate_waits_for_async(model):
     assert len(out.outputs[0].token_ids) == 300
     # with nothing in flight, the synchronous API works again
     assert len(llm.generate(prompt_token_ids=prompts(1), sampling_params=params(0))[0].outputs) == 1
+
+
+def test_a_conversations_next_turn_reuses_its_cached_prefix(model):
+    """enable_prefix_caching: each turn's prompt is the conversation so far plus a tool result; the engine reuses
+    the KV blocks of everything already computed and prefills only the new tokens, with the same greedy output."""
+    cached = LLM(model, block_size=4, enable_prefix_caching=True)
+    plain = LLM(model, block_size=4)
+    greedy = SamplingParams(temperature=0.0, max_tokens=8, ignore_eos=True)
+
+    async def conversation(llm):
+        ids, answers = prompts(1)[0], []
+        for turn in range(3):
+            out = await llm.generate_async(ids, greedy)
+            answers.append(out.outputs[0].token_ids)
+            ids = ids + out.outputs[0].token_ids + [7 + turn, 8, 9, 10, 11]  # the "tool result"
+        return answers
+
+    assert asyncio.run(conversation(cached)) == asyncio.run(conversation(plain))
+    assert cached.stats()["num_cached_tokens"] >= 2 * 8  # at least the first turn's prompt + answer blocks
+    assert plain.stats()["num_cached_tokens"] == 0
+    assert cached.stats()["num_prefill_tokens"] < plain.stats()["num_prefill_tokens"]

@@ -47,6 +47,10 @@ struct VERL_API EngineConfig {
   uint64_t seed = 0;                      // seeds requests that carry no seed, in arrival order
   // CPU: attention reads the paged pool in place (paged_attention.h) instead of gather + SDPA.
   bool fused_cpu_attention = true;
+  // vLLM's automatic prefix caching across requests (kv_cache.h): a request whose prompt starts with the tokens of
+  // an earlier one -- a conversation's next turn, a shared system prompt -- reuses their cached KV blocks and
+  // prefills only the rest. The cache is cleared by update_weights() and sleep() (its keys/values go stale).
+  bool enable_prefix_caching = false;
 };
 
 struct VERL_API CompletionOutput {
@@ -78,6 +82,7 @@ struct VERL_API EngineStats {
   int64_t block_size = 0;
   int64_t num_preemptions = 0;
   int64_t num_prefill_tokens = 0;  // tokens computed by prefill chunks (prompts + recomputation)
+  int64_t num_cached_tokens = 0;   // prompt tokens taken from the prefix cache instead (enable_prefix_caching)
   int64_t num_decode_tokens = 0;
   int64_t num_steps = 0;
   int64_t peak_used_blocks = 0;

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <list>
+#include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -18,14 +21,22 @@ namespace verl::rollout {
 // tokens write there and padding entries of block tables point there, so every index is valid.
 // Blocks are shared by reference count (the n samples of a prompt hold the prompt's blocks);
 // a shared block is copied before it is written (copy-on-write).
+//
+// Prefix caching (vLLM's automatic prefix caching, when enabled): a full block -- block_size computed tokens -- is
+// remembered by its tokens and the chain of blocks before it, so a later sequence whose tokens start the same way
+// (a multi-turn conversation's next turn, a shared system prompt) takes those blocks instead of recomputing them.
+// The cache holds one reference of each block it remembers; a block only the cache holds is still counted free and
+// is reused, least recently released first, when the free list runs out. Lookups compare the tokens themselves (a
+// hash only finds the candidate), so a hit is exact.
 class VERL_API BlockManager {
  public:
-  BlockManager(int64_t num_blocks, int64_t block_size);
+  BlockManager(int64_t num_blocks, int64_t block_size, bool prefix_caching = false);
 
   int64_t block_size() const { return block_size_; }
   int64_t num_blocks() const { return static_cast<int64_t>(ref_count_.size()); }
   int64_t num_usable_blocks() const { return num_blocks() - 1; }
-  int64_t num_free_blocks() const { return static_cast<int64_t>(free_.size()); }
+  // Blocks a sequence can get: the free list plus cached blocks nobody else holds.
+  int64_t num_free_blocks() const { return static_cast<int64_t>(free_.size() + evictable_.size()); }
   int64_t ref_count(int64_t block) const { return ref_count_.at(block); }
 
   // Blocks a sequence holding `table` for `num_tokens` tokens needs before `n_new` more tokens
@@ -42,11 +53,36 @@ class VERL_API BlockManager {
   // Drops this holder's references; blocks nobody holds return to the free list. Clears `table`.
   void release(std::vector<int64_t>& table);
 
+  // Prefix caching (no-ops when it is off). The key of a full block: the key of the block before it (0 for the
+  // first) and its block_size tokens.
+  bool prefix_caching() const { return prefix_caching_; }
+  static uint64_t block_key(uint64_t previous_key, const int64_t* tokens, int64_t block_size);
+  // The cached block with exactly these tokens after exactly that chain, now also held by the caller; nullopt if
+  // none.
+  std::optional<int64_t> take_cached(uint64_t key, uint64_t previous_key, const int64_t* tokens);
+  // Remembers `block` (full, held by the caller) under `key` unless that prefix is cached already.
+  void remember(int64_t block, uint64_t key, uint64_t previous_key, const int64_t* tokens);
+  // Forgets every cached block (their keys/values are stale: new weights, or the pool was released).
+  void clear_prefix_cache();
+  int64_t num_cached_blocks() const { return static_cast<int64_t>(cached_.size()); }
+
  private:
+  struct CachedBlock {
+    int64_t block;
+    uint64_t previous_key;
+    std::vector<int64_t> tokens;
+  };
   int64_t allocate();
+  void drop_reference(int64_t block);
+  void forget(int64_t block);  // removes a cached block from the cache (its cache reference included)
   int64_t block_size_;
   std::vector<int64_t> ref_count_;
   std::vector<int64_t> free_;
+  bool prefix_caching_ = false;
+  std::multimap<uint64_t, CachedBlock> cached_;           // key -> block (several on a hash collision)
+  std::map<int64_t, uint64_t> key_of_;                   // cached block -> its key
+  std::list<int64_t> evictable_;                          // cached blocks only the cache holds, oldest first
+  std::map<int64_t, std::list<int64_t>::iterator> evictable_at_;
 };
 
 // One forward's view of the paged cache, set by the engine before CausalLM::forward_cached.

@@ -31,6 +31,7 @@ struct VERL_API Sequence {
   int64_t num_computed = 0;
   std::vector<int64_t> block_table;
   std::vector<float> logprobs;  // one per generated token
+  std::vector<uint64_t> block_keys;  // prefix caching: the keys of its leading full blocks (BlockManager::block_key)
   int64_t fork_n = 1;
   FinishReason finish = FinishReason::kNone;
   int64_t num_generated() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
@@ -57,6 +58,8 @@ struct VERL_API Chunk {
 struct VERL_API SchedulerConfig {
   int64_t max_num_seqs = 256;             // running sequences (a root counts as its n samples)
   int64_t max_num_batched_tokens = 2048;  // tokens computed per step (decodes + prefill chunks)
+  // A new sequence starts from the cached blocks of its longest cached prefix (BlockManager's prefix caching).
+  bool enable_prefix_caching = false;
 };
 
 struct VERL_API ScheduleOutput {
@@ -87,6 +90,7 @@ class VERL_API Scheduler {
   int64_t num_running() const { return static_cast<int64_t>(running_.size()); }
   int64_t num_waiting() const { return static_cast<int64_t>(waiting_.size()); }
   int64_t num_preemptions() const { return num_preemptions_; }
+  int64_t num_cached_tokens() const { return num_cached_tokens_; }  // prompt tokens taken from the prefix cache
   const BlockManager& blocks() const { return blocks_; }
   BlockManager& blocks() { return blocks_; }
   const std::vector<Sequence*>& running() const { return running_; }
@@ -94,12 +98,18 @@ class VERL_API Scheduler {
  private:
   int64_t running_slots() const;  // sequences the running set will hold (roots count fork_n)
   void preempt(Sequence* seq);
+  // Prefix caching: a sequence about to start takes the cached blocks of its prompt's longest cached prefix
+  // (leaving at least its last token to compute, whose logits are needed).
+  void take_cached_prefix(Sequence* seq);
+  // Prefix caching: the sequence's newly completed full blocks are remembered.
+  void remember_full_blocks(Sequence* seq);
 
   SchedulerConfig config_;
   BlockManager blocks_;
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> running_;  // admission order
   int64_t num_preemptions_ = 0;
+  int64_t num_cached_tokens_ = 0;
 };
 
 }  // namespace verl::rollout
