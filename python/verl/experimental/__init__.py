@@ -1,0 +1,1 @@
+"""verl's ``verl.experimental`` namespace: the agent loop (``verl.experimental.agent_loop``)."""

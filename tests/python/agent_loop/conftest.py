@@ -1,0 +1,91 @@
+"""Agent loop fixtures: the Qwen3 tokenizer (its chat template renders tools and tool messages), a scripted stand-in
+for ``LLM.generate_async`` (same contract: prompt ids + SamplingParams in, a RequestOutput out) for the deterministic
+loop tests, and a scripted calculator tool."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+
+from verl.rollout.llm import CompletionOutput, RequestOutput
+from verl.tools.base_tool import BaseTool
+from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+QWEN3_DIR = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "fixtures", "qwen3-tokenizer"))
+
+ADD_SCHEMA = {"type": "function", "function": {
+    "name": "add", "description": "Add two integers.",
+    "parameters": {"type": "object", "properties": {"a": {"type": "integer", "description": "first"},
+                                                     "b": {"type": "integer", "description": "second"}},
+                   "required": ["a", "b"]}}}
+
+
+@pytest.fixture(scope="session")
+def qwen3():
+    if not os.path.exists(os.path.join(QWEN3_DIR, "tokenizer.json")):
+        pytest.skip(f"the shared Qwen3 tokenizer fixture is missing ({QWEN3_DIR})")
+    from verl.tokenizer import load_tokenizer
+
+    return load_tokenizer(QWEN3_DIR)
+
+
+class ScriptedLLM:
+    """``generate_async`` answering with ``script(prompt_text, prompt_ids)``: a string, encoded (the script writes the
+    end-of-turn token itself), cut at ``max_tokens`` (finish "length"). Log-probs are -(0.01 * position + 0.5) so they can be checked. Records
+    every request's prompt ids and the peak number of requests in flight."""
+
+    def __init__(self, tokenizer, script, delay: float = 0.0):
+        self.tokenizer, self.script, self.delay = tokenizer, script, delay
+        self.requests: list[tuple[list[int], object]] = []
+        self.in_flight = self.peak_in_flight = 0
+        self._next_id = 0
+
+    async def generate_async(self, prompt_ids, sampling_params=None):
+        self.requests.append((list(prompt_ids), sampling_params))
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(self.delay)
+            text = self.script(self.tokenizer.decode(prompt_ids), prompt_ids)
+            ids = self.tokenizer.encode(text, add_special_tokens=False)
+            max_tokens = sampling_params.max_tokens if sampling_params is not None else 16
+            reason = "stop"
+            if len(ids) > max_tokens:
+                ids, reason = ids[:max_tokens], "length"
+            logprobs = [-(0.01 * i + 0.5) for i in range(len(ids))]
+            self._next_id += 1
+            return RequestOutput(self._next_id, list(prompt_ids), [CompletionOutput(0, ids, logprobs, reason)])
+        finally:
+            self.in_flight -= 1
+
+
+class CalculatorTool(BaseTool):
+    """add(a, b) -> the sum as text, reward 1.0 when the sum is 7; records create / release and concurrency."""
+
+    def __init__(self, config, tool_schema=None, delay: float = 0.0):
+        super().__init__(config, tool_schema or OpenAIFunctionToolSchema.model_validate(ADD_SCHEMA))
+        self.delay = config.get("delay", delay)
+        self.created: list[str] = []
+        self.released: list[str] = []
+        self.running = self.peak_running = 0
+
+    async def create(self, instance_id=None, **kwargs):
+        instance_id, response = await super().create(instance_id, **kwargs)
+        self.created.append(instance_id)
+        return instance_id, response
+
+    async def execute(self, instance_id, parameters, **kwargs):
+        self.running += 1
+        self.peak_running = max(self.peak_running, self.running)
+        try:
+            await asyncio.sleep(self.delay)
+            total = int(parameters["a"]) + int(parameters["b"])
+            return ToolResponse(text=str(total)), 1.0 if total == 7 else 0.0, {}
+        finally:
+            self.running -= 1
+
+    async def release(self, instance_id, **kwargs):
+        self.released.append(instance_id)
