@@ -30,7 +30,9 @@ constexpr const char* kQat = "quantization-aware training is not implemented";
 constexpr const char* kQuant = "quantized generation is not implemented";
 constexpr const char* kProfiler = "verl's nsys / npu / torch profiler integration is not implemented (the timing_s/* "
                                   "metrics time every stage)";
-constexpr const char* kMultiTurn = "multi-turn rollouts with tools and agent loops are not implemented";
+constexpr const char* kMultiTurn = "the PPO trainer does not generate through agent loops; multi-turn tool "
+                                   "rollouts run in Python (verl.experimental.agent_loop.AgentLoopWorker over "
+                                   "verl.rollout.LLM)";
 constexpr const char* kMultimodal = "multimodal (image / video / audio) data is not supported; text only";
 constexpr const char* kDeterminism = "torch's full-determinism mode (deterministic CUDA kernels) is not implemented";
 constexpr const char* kRmDtype = "the reward model scores in actor_rollout_ref.actor.fsdp_config.model_dtype "
