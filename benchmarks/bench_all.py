@@ -48,6 +48,7 @@ def benchmarks(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
         ("dpo", [py, f"{HERE}/dpo/bench_dpo.py", "--trl-python", args.trl_python,
                  "--results-md", f"{HERE}/dpo/RESULTS.md", *threads]),
         ("dist", [py, f"{HERE}/dist/bench_dp.py", "--ranks", "2"]),  # one thread per process by design
+        ("agent", [py, f"{HERE}/agent/bench_async_rollout.py", *threads]),
     ]
 
 
