@@ -45,8 +45,8 @@ TEST_CASE("config_keys: a refused key with another value is a ConfigError naming
   CHECK_THROWS_WITH(Config::load("", {"actor_rollout_ref.rollout.multi_turn.enable=true"}),
                     Catch::Contains("'actor_rollout_ref.rollout.multi_turn.enable' = true") &&
                         Catch::Contains("not supported by verl-cpp yet"));
-  CHECK_THROWS_WITH(Config::load("", {"actor_rollout_ref.rollout.tensor_model_parallel_size=2"}),
-                    Catch::Contains("actor_rollout_ref.rollout.tensor_model_parallel_size"));
+  CHECK_THROWS_WITH(Config::load("", {"actor_rollout_ref.rollout.pipeline_model_parallel_size=2"}),
+                    Catch::Contains("actor_rollout_ref.rollout.pipeline_model_parallel_size"));
   // Config::validate() checks it too, for trees changed after loading.
   Config c;
   c.set("actor_rollout_ref.actor.fsdp_config.offload_policy", true);
