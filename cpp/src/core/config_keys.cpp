@@ -531,6 +531,11 @@ std::vector<KeyEntry> build_ppo() {
              H(al + "safe_rlhf.lambda_lr", "lambda <- clamp(lambda + lambda_lr (mean cost - cost_limit), 0, lambda_max) "
                                           "each step"),
              H(al + "safe_rlhf.lambda_max", "null: no upper bound"),
+             H(al + "safe_rlhf.cost_function.path", "the cost from the command line: a Python file whose function "
+                                                    "(cost_function.name) has custom_reward_function's signature"),
+             H(al + "safe_rlhf.cost_function.name"),
+             H(al + "safe_rlhf.cost_model_path", "the cost from the command line: a sequence classifier's directory, "
+                                                 "scored as the reward model"),
              R("distillation", kDistillation),
              N("transfer_queue", "verl's TransferQueue data plane between Ray workers; verl-cpp passes batches "
                                  "in-process"),

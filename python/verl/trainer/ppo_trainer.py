@@ -304,10 +304,16 @@ class PPOTrainer:
         ``cost_model``); (None, None) without Safe-RLHF. ConfigError when ``algorithm.safe_rlhf.enable`` and the
         cost sources given disagree."""
         enabled = bool(self.config.get("algorithm.safe_rlhf.enable"))
+        if cost_fn is None and cost_model is None:  # the command line's forms
+            from .ppo.reward import get_custom_cost_fn
+
+            cost_fn = get_custom_cost_fn(self.config)
+            cost_model = self.config.get("algorithm.safe_rlhf.cost_model_path") or None
         given = [name for name, v in (("cost_fn", cost_fn), ("cost_model", cost_model)) if v is not None]
         if enabled and len(given) != 1:
             raise ConfigError("algorithm.safe_rlhf.enable=true needs exactly one cost source, cost_fn= (a function in "
-                              "any reward_fn form) or cost_model= (a sequence classifier)" +
+                              "any reward_fn form) or cost_model= (a sequence classifier), or on the command line "
+                              "algorithm.safe_rlhf.cost_function.path or algorithm.safe_rlhf.cost_model_path" +
                               ("; got both" if given else ""))
         if not enabled and given:
             raise ConfigError(f"{given[0]} was given but algorithm.safe_rlhf.enable is false; set it to true for "

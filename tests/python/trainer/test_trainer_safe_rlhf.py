@@ -144,3 +144,35 @@ def test_lambda_and_cost_critic_survive_a_checkpoint(tiny_model_dir, toy_data, t
     assert resumed._trainer.safe_rlhf_lambda == trainer._trainer.safe_rlhf_lambda != 0.5
     for name, tensor in trainer._trainer.cost_critic_model.state_dict().items():
         assert torch.equal(tensor, resumed._trainer.cost_critic_model.state_dict()[name]), name
+
+
+def test_the_cost_from_the_command_line(tiny_model_dir, toy_data, tmp_path):
+    """algorithm.safe_rlhf.cost_function.{path,name}: main_ppo's Safe-RLHF, the cost file in custom_reward_function's
+    form; each step's cost mean is the function's mean over the batch, and lambda follows it."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    scorer = tmp_path / "score.py"
+    scorer.write_text("def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
+                      "    return sum(c.isdigit() for c in solution_str) / max(len(solution_str), 1)\n"
+                      "def odd_cost(data_source, solution_str, ground_truth, extra_info=None):\n"
+                      "    return sum(c in '13579' for c in solution_str) / max(len(solution_str), 1)\n")
+    overrides = [*toy_overrides(tiny_model_dir, str(tmp_path), "grpo", 2), f"data.train_files={toy_data['train']}",
+                 "data.val_files=null", f"custom_reward_function.path={scorer}", *SAFE,
+                 f"algorithm.safe_rlhf.cost_function.path={scorer}", "algorithm.safe_rlhf.cost_function.name=odd_cost"]
+    result = subprocess.run([sys.executable, "-m", "verl.trainer.main_ppo", *overrides], capture_output=True,
+                            text=True, cwd=tmp_path, env={**os.environ}, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    steps = [json.loads(line) for line in (tmp_path / "proj" / "exp.jsonl").read_text().splitlines()]
+    assert len(steps) == 2
+    lam = 0.5
+    for step in steps:
+        metrics = step["data"]
+        lam = min(5.0, max(0.0, lam + 2.0 * (metrics["safe_rlhf/cost/mean"] - 0.01)))
+        assert metrics["safe_rlhf/lambda"] == pytest.approx(lam, rel=1e-9, abs=1e-12)
+    # enable=true with neither source names both command-line keys
+    proc = subprocess.run([sys.executable, "-m", "verl.trainer.main_ppo", *overrides[:-2]], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=600)
+    assert proc.returncode != 0 and "algorithm.safe_rlhf.cost_function.path" in proc.stderr, proc.stderr[-2000:]

@@ -103,11 +103,18 @@ def get_custom_reward_fn(config: Any) -> RewardFunction | None:
     """The configured custom reward function wrapped as a ``RewardFunction`` (callable as verl calls it, with
     ``reward_kwargs`` merged over the call's kwargs), or None when no ``path`` is configured."""
     section = _custom_reward_section(config)
-    if section is None:
-        return None
-    path = _select(section, "path")
-    name = _select(section, "name", "compute_score")
-    raw_fn = load_extern_object(path, name)
+    return None if section is None else _function_of(section)
+
+
+def get_custom_cost_fn(config: Any) -> RewardFunction | None:
+    """Safe-RLHF's cost function from ``algorithm.safe_rlhf.cost_function.{path,name}`` (the custom reward
+    function's form), or None when no ``path`` is configured."""
+    section = _select(config, "algorithm.safe_rlhf.cost_function")
+    return None if section is None or not _select(section, "path") else _function_of(section)
+
+
+def _function_of(section: Any) -> RewardFunction:
+    raw_fn = load_extern_object(_select(section, "path"), _select(section, "name", "compute_score"))
     reward_kwargs = dict(_plain(_select(section, "reward_kwargs", {})) or {})
     return RewardFunction(raw_fn, bound_kwargs=reward_kwargs)
 
