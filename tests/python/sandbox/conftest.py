@@ -76,16 +76,21 @@ class StubSandboxFusion:
                     stub.in_flight += 1
                     stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
                     attempt = len(stub.requests)
+                # A request counts as in flight until its answer is about to be written: once the client has the
+                # answer it may send the next one before this handler returns, which is not concurrency.
                 try:
                     request = json.loads(body)
                     with stub._lock:
                         stub.requests.append(request)
                     if stub.delay:
                         time.sleep(stub.delay)
-                    self._answer(request, attempt)
-                finally:
+                except BaseException:
                     with stub._lock:
                         stub.in_flight -= 1
+                    raise
+                with stub._lock:
+                    stub.in_flight -= 1
+                self._answer(request, attempt)
 
             def _send(self, status: int, payload: bytes) -> None:
                 self.send_response(status)

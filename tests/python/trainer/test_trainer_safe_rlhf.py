@@ -98,6 +98,9 @@ def test_constraint_holds_while_the_reward_rises(tiny_model_dir, toy_data, tmp_p
     """The reward wants digits, the cost counts odd ones: GRPO alone drives the cost up with the reward (measured:
     mean cost 0.02 -> 0.93 in 12 steps); with the multiplier (lambda up to ~3.3 on the way) the run ends with mean
     cost <= cost_limit (measured 0.0) while the reward still rises (0.02 -> 0.84)."""
+    # A learning curve on a random model follows the rounding of every float sum: pinned to 2 torch threads (the CI
+    # machine's count; the conftest restores the count after the test), the run is the same on any machine.
+    torch.set_num_threads(2)
     n = 12
     limit = 0.05
     common = ["actor_rollout_ref.actor.optim.lr=0.03", "trainer.total_epochs=4"]

@@ -8,7 +8,8 @@ from typing import Any, Optional, Union
 
 from ...base_config import BaseConfig
 
-__all__ = ["AlgoConfig", "FilterGroupsConfig", "KLControlConfig", "RolloutCorrectionConfig"]
+__all__ = ["AlgoConfig", "CostFunctionConfig", "FilterGroupsConfig", "KLControlConfig", "RolloutCorrectionConfig",
+           "SafeRLHFConfig"]
 
 
 @dataclass
@@ -48,6 +49,28 @@ class RolloutCorrectionConfig(BaseConfig):
 
 
 @dataclass
+class CostFunctionConfig(BaseConfig):
+    """``algorithm.safe_rlhf.cost_function``: the cost as a Python file's function (custom_reward_function's form)."""
+
+    path: Optional[str] = None
+    name: str = "compute_score"
+
+
+@dataclass
+class SafeRLHFConfig(BaseConfig):
+    """``algorithm.safe_rlhf`` (not in verl; PKU safe-rlhf's PPO-Lagrangian defaults): the cost constraint
+    ``cost_limit``, the multiplier's start, step size and cap, and the command line's cost sources."""
+
+    enable: bool = False
+    cost_limit: float = 0.0
+    lambda_init: float = 1.0
+    lambda_lr: float = 0.1
+    lambda_max: Optional[float] = None
+    cost_function: CostFunctionConfig = field(default_factory=CostFunctionConfig)
+    cost_model_path: Optional[str] = None
+
+
+@dataclass
 class AlgoConfig(BaseConfig):
     """``algorithm``: the advantage estimator and its discounting (``gamma``, ``lam``), GRPO's std normalisation,
     the in-reward KL penalty and its controller, PF-PPO reweighting, DAPO's group filter, rollout correction."""
@@ -65,3 +88,5 @@ class AlgoConfig(BaseConfig):
     rollout_correction: Optional[RolloutCorrectionConfig] = None
     gdpo_reward_keys: Optional[list[str]] = None
     gdpo_reward_weights: Optional[list[float]] = None
+    sppo_eta: float = 1.0  # verl's recipe/sppo
+    safe_rlhf: SafeRLHFConfig = field(default_factory=SafeRLHFConfig)
