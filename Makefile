@@ -52,8 +52,9 @@ wheel: build
 test-install: wheel
 	bash tests/install/run_install_test.sh $(WHEEL_DIR) $(PY) $(PYTHON)
 
+# VERL_091_SOURCE: verl 0.9.1's source, unpacked by tools/setup_env.sh, for the parity tests.
 test-python:
-	$(PY) -m pytest tests/python -q
+	VERL_091_SOURCE=$(dir $(VENV))verl091/verl $(PY) -m pytest tests/python -q
 
 # libFuzzer targets for the readers of untrusted input (tests/fuzz), built by clang with ASan + UBSan in
 # $(FUZZ_DIR). test-fuzz runs each for FUZZ_RUNS inputs from its seed corpus (10,000 in all, about a minute);

@@ -86,6 +86,8 @@ class AsyncBridge {
   }
 
   bool abort(int64_t request_id) { return async_->abort(request_id); }
+  void hold() { async_->hold(); }
+  void release() { async_->release(); }
   void close() { async_->close(); }
   int fileno() const { return fds_[0]; }
   int64_t num_in_flight() const { return async_->num_in_flight(); }
@@ -129,6 +131,8 @@ void register_async_engine(py::module_& m) {
       .def("drain", &AsyncBridge::drain)
       .def("take", &AsyncBridge::take, py::arg("request_id"), Release())
       .def("abort", &AsyncBridge::abort, py::arg("request_id"), Release())
+      .def("hold", &AsyncBridge::hold, Release())
+      .def("release", &AsyncBridge::release, Release())
       .def("close", &AsyncBridge::close, Release())
       .def("fileno", &AsyncBridge::fileno)
       .def_property_readonly("num_in_flight", &AsyncBridge::num_in_flight);

@@ -30,12 +30,16 @@ using Release = py::call_guard<py::gil_scoped_release>;
 // A Python reward callable f(batch: verl._C.DataProto) returning token_level_scores (a tensor), a tuple
 // (tensor, {key: per-sample list}) or verl's dict {"reward_tensor": ..., "reward_extra_info": {...}}.
 // Its exceptions reach the caller of step() unchanged.
-trainer::RewardFn wrap_reward(py::function fn) {
-  // The callable is released with the GIL held, whichever thread drops the last reference.
-  std::shared_ptr<py::function> holder(new py::function(std::move(fn)), [](py::function* p) {
+// A Python callable shared by C++ callbacks: released with the GIL held, whichever thread drops the last reference.
+std::shared_ptr<py::function> hold_with_gil(py::function fn) {
+  return std::shared_ptr<py::function>(new py::function(std::move(fn)), [](py::function* p) {
     py::gil_scoped_acquire gil;
     delete p;
   });
+}
+
+trainer::RewardFn wrap_reward(py::function fn) {
+  std::shared_ptr<py::function> holder = hold_with_gil(std::move(fn));
   return [holder](const DataProto& batch) -> RewardOutput {
     py::gil_scoped_acquire gil;
     py::object result = (*holder)(batch);
@@ -69,6 +73,19 @@ trainer::RewardFn wrap_reward(py::function fn) {
       }
     }
     return out;
+  };
+}
+
+// A Python rollout f(rows: verl._C.DataProto, params: SamplingParams, seed: int) -> verl._C.DataProto (see
+// trainer::RolloutFn); its exceptions reach the caller of step() unchanged.
+trainer::RolloutFn wrap_rollout(py::function fn) {
+  std::shared_ptr<py::function> holder = hold_with_gil(std::move(fn));
+  return [holder](const DataProto& rows, const rollout::SamplingParams& params, int64_t seed) -> DataProto {
+    py::gil_scoped_acquire gil;
+    py::object result = (*holder)(rows, params, seed);
+    VERL_CHECK_AS(TypeMismatch, py::isinstance<DataProto>(result), "rollout_fn returned ",
+                  std::string(py::str(result.get_type().attr("__name__"))), "; expected a verl._C.DataProto");
+    return result.cast<DataProto>();
   };
 }
 
@@ -130,7 +147,7 @@ void register_trainer(py::module_& m) {
                        std::vector<int64_t> eos_token_ids, std::optional<int64_t> total_training_steps,
                        uint64_t init_seed, std::shared_ptr<dist::Communicator> communicator,
                        std::shared_ptr<dist::Communicator> tensor_parallel, py::object cost_fn,
-                       std::shared_ptr<model::CausalLM> cost_critic) {
+                       std::shared_ptr<model::CausalLM> cost_critic, py::object rollout_fn) {
              trainer::PPOTrainerModels models{std::move(actor), std::move(ref), std::move(critic), std::move(engine)};
              trainer::PPOTrainerOptions options;
              options.pad_token_id = pad_token_id;
@@ -141,6 +158,7 @@ void register_trainer(py::module_& m) {
              options.tensor_parallel = std::move(tensor_parallel);
              if (!cost_fn.is_none()) options.cost_fn = wrap_reward(cost_fn.cast<py::function>());
              models.cost_critic = std::move(cost_critic);
+             if (!rollout_fn.is_none()) options.rollout_fn = wrap_rollout(rollout_fn.cast<py::function>());
              trainer::RewardFn fn = wrap_reward(std::move(reward_fn));
              py::gil_scoped_release release;
              return std::make_unique<PPOTrainer>(config, std::move(models), std::move(fn), options);
@@ -149,7 +167,7 @@ void register_trainer(py::module_& m) {
            py::arg("critic") = nullptr, py::arg("engine") = nullptr, py::arg("pad_token_id") = py::none(),
            py::arg("eos_token_ids") = std::vector<int64_t>{}, py::arg("total_training_steps") = py::none(),
            py::arg("init_seed") = 0, py::arg("communicator") = nullptr, py::arg("tensor_parallel") = nullptr,
-           py::arg("cost_fn") = py::none(), py::arg("cost_critic") = nullptr)
+           py::arg("cost_fn") = py::none(), py::arg("cost_critic") = nullptr, py::arg("rollout_fn") = py::none())
       .def("step", &PPOTrainer::step, py::arg("prompts"), Release())
       .def_property_readonly("is_controller", &PPOTrainer::is_controller)
       .def_property_readonly("world_size", &PPOTrainer::world_size)

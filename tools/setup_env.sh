@@ -44,3 +44,17 @@ PY
 )
 echo "setup: checking Python packages (${requirements[*]})"
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${requirements[@]}"
+
+# verl 0.9.1's own source, unpacked from its wheel (not installed: its dependencies are Ray, vLLM, ...): the parity
+# tests (tests/python/trainer/*verl091_parity.py, test_trainer_otb.py) run its core_algos and rollout-correction
+# functions against ours; without it they skip, and CI would never compare against verl.
+VERL_091_DIR=${VERL_091_DIR:-$(dirname "$VENV")/verl091}
+if [ ! -f "$VERL_091_DIR/verl/trainer/ppo/core_algos.py" ]; then
+  echo "setup: fetching verl 0.9.1's source for the parity tests into $VERL_091_DIR"
+  tmp=$(mktemp -d)
+  "$VENV/bin/python" -m pip download -q --no-deps --disable-pip-version-check "verl==0.9.1" -d "$tmp"
+  rm -rf "$VERL_091_DIR"
+  mkdir -p "$VERL_091_DIR"
+  "$VENV/bin/python" -m zipfile -e "$tmp"/verl-0.9.1-*.whl "$VERL_091_DIR"
+  rm -rf "$tmp"
+fi

@@ -168,10 +168,16 @@ def main() -> None:
         batch_t, async_t, agreement = [], [], []
         steps = {"batch": [], "async": []}  # engine steps: the load-independent side of the comparison
         for _ in range(args.runs):  # alternate the sides, so a load change hits both
+            # Each side starts from an empty prefix cache: the other side's conversations (nearly the same tokens)
+            # would otherwise be cached already, and the side would prefill less than it does on its own.
+            llm.sleep()
+            llm.wake_up()
             before = llm.stats()["num_steps"]
             t, batch_answers = run_batch(llm, convs, tool_s)
             batch_t.append(t)
             steps["batch"].append(llm.stats()["num_steps"] - before)
+            llm.sleep()
+            llm.wake_up()
             before = llm.stats()["num_steps"]
             t, async_answers = run_async(llm, convs, tool_s)
             async_t.append(t)

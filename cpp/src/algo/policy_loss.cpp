@@ -426,7 +426,7 @@ Registry<PolicyLossFn>& policy_loss_registry() {
     add("dro", &compute_policy_loss_dro);
     add("cispo", &compute_policy_loss_cispo);
     add("bypass_mode", &compute_policy_loss_bypass_mode);
-    add("sppo", &compute_policy_loss_sppo);  // verl recipe/sppo
+    add("sppo", &compute_policy_loss_sppo);  // the SPPO paper's squared loss (verl/algo/sppo.h)
     return r;
   }();
   return *registry;

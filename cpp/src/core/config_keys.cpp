@@ -30,9 +30,6 @@ constexpr const char* kQat = "quantization-aware training is not implemented";
 constexpr const char* kQuant = "quantized generation is not implemented";
 constexpr const char* kProfiler = "verl's nsys / npu / torch profiler integration is not implemented (the timing_s/* "
                                   "metrics time every stage)";
-constexpr const char* kMultiTurn = "the PPO trainer does not generate through agent loops; multi-turn tool "
-                                   "rollouts run in Python (verl.experimental.agent_loop.AgentLoopWorker over "
-                                   "verl.rollout.LLM)";
 constexpr const char* kMultimodal = "multimodal (image / video / audio) data is not supported; text only";
 constexpr const char* kDeterminism = "torch's full-determinism mode (deterministic CUDA kernels) is not implemented";
 constexpr const char* kRmDtype = "the reward model scores in actor_rollout_ref.actor.fsdp_config.model_dtype "
@@ -283,9 +280,10 @@ std::vector<KeyEntry> build_ppo() {
              H(g + "max_model_len"),
              H(g + "max_num_seqs"),
              N(g + "enable_chunked_prefill", "the engine always chunks prefills by max_num_batched_tokens"),
-             N(g + "enable_prefix_caching", "a speed switch with the same results: the trainer's engine computes a "
-                                            "prompt's KV once for its n samples and does not cache across requests "
-                                            "(the weights change every step); LLM(enable_prefix_caching=True) does"),
+             H(g + "enable_prefix_caching", "a speed switch with the same results: with multi_turn.enable an agent "
+                                            "loop's next turn reuses its conversation's cached KV (the cache lives "
+                                            "for one generation: the weights change every step); the one-shot "
+                                            "generation computes a prompt's KV once for its n samples either way"),
              R(g + "logprobs_mode", "rollout log-probs are always the temperature-scaled log-softmax the trainer "
                                     "recomputes (processed_logprobs)"),
              N(g + "scheduling_policy", kVllmEngine),
@@ -308,11 +306,27 @@ std::vector<KeyEntry> build_ppo() {
              H(g + "val_kwargs.n"),
              H(g + "val_kwargs.do_sample"),
              R(g + "router_config_path", "routing among several rollout servers is not implemented"),
-             R(g + "multi_turn", kMultiTurn),
+             // Agent loops (python/verl/trainer/agent_rollout.py over verl/experimental/agent_loop).
+             H(g + "multi_turn.enable"),
+             H(g + "multi_turn.max_assistant_turns"),
+             H(g + "multi_turn.tool_config_path"),
+             H(g + "multi_turn.function_tool_path"),
+             H(g + "multi_turn.max_user_turns"),
+             H(g + "multi_turn.max_parallel_calls"),
+             H(g + "multi_turn.max_tool_response_length"),
+             H(g + "multi_turn.tool_response_truncate_side"),
+             R(g + "multi_turn.use_inference_chat_template",
+               "re-rendering earlier turns with the inference chat template is not implemented: each turn's "
+               "generated ids are kept as generated"),
+             N(g + "multi_turn.tokenization_sanity_check_mode",
+               "verl's check that re-tokenized turns match the generated ids; the ids here are never re-tokenized"),
+             H(g + "multi_turn.format"),
+             R(g + "multi_turn.num_repeat_rollouts", "repeated rollouts per agent-loop sample are not implemented "
+                                                      "(rollout.n repeats the rows)"),
              N(g + "calculate_log_probs", "the engine always returns the sampled tokens' log-probs (no extra cost)"),
              N(g + "agent.num_workers", "agent-loop worker processes; verl-cpp generates in the trainer's process"),
-             R(g + "agent.default_agent_loop", kMultiTurn),
-             R(g + "agent.agent_loop_config_path", kMultiTurn),
+             H(g + "agent.default_agent_loop"),
+             H(g + "agent.agent_loop_config_path"),
              R(g + "agent.custom_async_server", "a custom rollout server is not supported"),
              N(g + "checkpoint_engine", "weight transfer from the trainer to the rollout servers; verl-cpp's engine "
                                         "shares the trainer's weights"),
@@ -354,8 +368,9 @@ std::vector<KeyEntry> build_ppo() {
              H(d + "train_batch_size"),
              H(d + "gen_batch_size"),
              H(d + "val_batch_size"),
-             R(d + "tool_config_path", kMultiTurn),
-             R(d + "function_tool_path", kMultiTurn),
+             H(d + "tool_config_path", "the tools' schemas count in the prompt length filter_overlong_prompts "
+                                       "compares, as verl's"),
+             H(d + "function_tool_path", "as data.tool_config_path"),
              R(d + "return_raw_input_ids", "the raw_input_ids column (for a reward model with another tokenizer) "
                                            "is not produced; set reward_model.model.input_tokenizer instead"),
              H(d + "return_raw_chat"),
@@ -522,8 +537,9 @@ std::vector<KeyEntry> build_ppo() {
                                   "ConfigError with another estimator)"),
              H(al + "pf_ppo.reweight_method", "pow, max_min or max_random"),
              H(al + "pf_ppo.weight_pow"),
-             H(al + "sppo_eta", "SPPO (verl's recipe/sppo): adv_estimator=sppo's advantage eta * (win rate - 1/2), "
-                                "the target of policy_loss.loss_mode=sppo"),
+             H(al + "sppo_eta", "SPPO (the paper's form, Wu et al. 2024): adv_estimator=sppo's advantage eta * (win "
+                                "rate - 1/2), the target of policy_loss.loss_mode=sppo. verl's recipe/sppo reads this "
+                                "key as beta of r - softmean_beta(r) instead; a ConfigError with another estimator"),
              H(al + "safe_rlhf.enable", "Safe-RLHF (PPO-Lagrangian): a cost function / model, a cost critic with gae, "
                                         "advantage (A_r - lambda A_c) / (1 + lambda)"),
              H(al + "safe_rlhf.cost_limit", "the constraint: mean sequence cost <= cost_limit"),

@@ -1,12 +1,32 @@
 // The background stepping loop of verl::rollout::AsyncEngine (see verl/rollout/async_engine.h).
 #include "verl/rollout/async_engine.h"
 
+#include <exception>
+#include <iostream>
 #include <string>
 #include <utility>
 
 #include "verl/core/error.h"
 
 namespace verl::rollout {
+namespace {
+
+// A user's callback runs on the engine's thread, where an escaping exception would end the process
+// (std::terminate): it is reported on stderr and the engine goes on with the other requests.
+template <typename F>
+void run_callback(const char* what, int64_t request_id, F&& callback) noexcept {
+  try {
+    callback();
+  } catch (const std::exception& e) {
+    std::cerr << "verl AsyncEngine: the " << what << " callback of request " << request_id << " threw: " << e.what()
+              << " (ignored)\n";
+  } catch (...) {
+    std::cerr << "verl AsyncEngine: the " << what << " callback of request " << request_id
+              << " threw a non-standard exception (ignored)\n";
+  }
+}
+
+}  // namespace
 
 AsyncEngine::AsyncEngine(std::shared_ptr<Engine> engine) : engine_(std::move(engine)) {
   VERL_CHECK(engine_ != nullptr, "AsyncEngine: the engine is null");
@@ -77,6 +97,9 @@ void AsyncEngine::run_aborts() {
 }
 
 void AsyncEngine::close() {
+  VERL_CHECK_AS(InvalidArgument, std::this_thread::get_id() != thread_.get_id(),
+                "AsyncEngine.close: called from the engine's own thread (a callback); close it from another thread");
+  std::lock_guard<std::mutex> closing(close_mutex_);  // one closer joins; a concurrent one waits, then returns
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_ && !thread_.joinable()) return;
@@ -97,6 +120,20 @@ void AsyncEngine::close() {
   engine_->set_token_listener({});
 }
 
+void AsyncEngine::hold() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++holds_;
+}
+
+void AsyncEngine::release() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    VERL_CHECK(holds_ > 0, "AsyncEngine.release: not held");
+    --holds_;
+  }
+  wake_.notify_one();
+}
+
 int64_t AsyncEngine::num_in_flight() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return static_cast<int64_t>(in_flight_.size());
@@ -106,13 +143,13 @@ void AsyncEngine::loop() {
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return closed_ || !in_flight_.empty() || !aborts_.empty(); });
+      wake_.wait(lock, [&] { return closed_ || !aborts_.empty() || (!in_flight_.empty() && holds_ == 0); });
       if (closed_) return;
     }
-    run_aborts();
+    run_aborts();  // even while held: an abort's caller may be the one that holds
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (in_flight_.empty()) continue;
+      if (in_flight_.empty() || holds_ > 0) continue;
     }
     std::vector<RequestOutput> done;
     try {
@@ -161,7 +198,7 @@ void AsyncEngine::on_tokens(const std::vector<TokenEvent>& events) {
       if (it != in_flight_.end() && it->second.on_token) calls.emplace_back(it->second.on_token, e);
     }
   }
-  for (auto& [callback, event] : calls) callback(event);
+  for (auto& [callback, event] : calls) run_callback("token", event.request_id, [&] { callback(event); });
 }
 
 bool AsyncEngine::resolve(int64_t request_id, const RequestOutput* output, std::exception_ptr error) {
@@ -177,7 +214,7 @@ bool AsyncEngine::resolve(int64_t request_id, const RequestOutput* output, std::
     f.promise.set_exception(error);
   else
     f.promise.set_value(*output);
-  if (f.on_done) f.on_done(f.result);
+  if (f.on_done) run_callback("done", request_id, [&] { f.on_done(f.result); });
   return true;
 }
 

@@ -71,7 +71,7 @@ Engine::Engine(std::shared_ptr<model::CausalLM> model, EngineConfig config)
 
 Engine::~Engine() = default;
 
-std::unique_lock<std::mutex> Engine::lock_between_steps() {
+std::unique_lock<std::mutex> Engine::lock_between_steps() const {
   between_steps_waiting_.fetch_add(1, std::memory_order_acq_rel);
   std::unique_lock<std::mutex> lock(step_mutex_);
   between_steps_waiting_.fetch_sub(1, std::memory_order_acq_rel);
@@ -411,6 +411,11 @@ void Engine::update_weights(const std::map<std::string, torch::Tensor>& named_te
   scheduler_->blocks().clear_prefix_cache();  // keys/values of the old weights
 }
 
+void Engine::clear_prefix_cache() {
+  std::unique_lock<std::mutex> step_lock = lock_between_steps();
+  scheduler_->blocks().clear_prefix_cache();
+}
+
 void Engine::sleep() {
   std::unique_lock<std::mutex> step_lock = lock_between_steps();
   VERL_CHECK(!scheduler_->has_work() && pending_.empty(), "Engine.sleep: requests are still in flight");
@@ -426,6 +431,8 @@ void Engine::wake_up() {
 bool Engine::sleeping() const { return !cache_->allocated(); }
 
 EngineStats Engine::stats() const {
+  // Between steps: an AsyncEngine's thread may be stepping (the counters and block lists change there).
+  std::unique_lock<std::mutex> step_lock = lock_between_steps();
   EngineStats s = stats_;
   s.num_blocks = scheduler_->blocks().num_usable_blocks();
   s.num_free_blocks = scheduler_->blocks().num_free_blocks();

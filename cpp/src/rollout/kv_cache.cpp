@@ -100,6 +100,7 @@ void BlockManager::remember(int64_t block, uint64_t key, uint64_t previous_key, 
 }
 
 void BlockManager::clear_prefix_cache() {
+  ++cache_epoch_;
   std::vector<int64_t> blocks;
   for (const auto& [block, key] : key_of_) blocks.push_back(block);
   for (int64_t b : blocks) forget(b);

@@ -125,6 +125,7 @@ void Scheduler::computed(const ScheduleOutput& out) {
 
 void Scheduler::take_cached_prefix(Sequence* seq) {
   if (!blocks_.prefix_caching()) return;
+  seq->cache_epoch = blocks_.cache_epoch();
   const int64_t bs = blocks_.block_size();
   const int64_t len = static_cast<int64_t>(seq->tokens.size());
   uint64_t previous = 0;
@@ -142,6 +143,8 @@ void Scheduler::take_cached_prefix(Sequence* seq) {
 }
 
 void Scheduler::remember_full_blocks(Sequence* seq) {
+  // Weights changed since it was admitted (update_weights while it ran): its blocks mix old and new keys/values.
+  if (seq->cache_epoch != blocks_.cache_epoch()) return;
   const int64_t bs = blocks_.block_size();
   while (static_cast<int64_t>(seq->block_keys.size()) < seq->num_computed / bs) {
     const size_t k = seq->block_keys.size();
@@ -159,6 +162,8 @@ std::vector<Sequence*> Scheduler::fork(Sequence* root, const std::vector<Sequenc
   for (Sequence* child : children) {
     child->block_table = root->block_table;
     child->num_computed = root->num_computed;
+    child->block_keys = root->block_keys;
+    child->cache_epoch = root->cache_epoch;
     blocks_.share(child->block_table);
   }
   root->fork_n = 1;

@@ -28,6 +28,20 @@ void add_stats(Metrics& out, const std::string& prefix, const torch::Tensor& val
   out[prefix + "/min"] = item(v.min());
 }
 
+// A numeric per-row column (verl's numpy arrays in non_tensor_batch) as a float64 tensor of its rows that have a
+// value (null: a row whose agent loop does not report it); DataError naming the column for a non-number.
+torch::Tensor numeric_column(const DataProto& batch, const std::string& key) {
+  const DataProto::Column& column = batch.column(key);
+  std::vector<double> values;
+  values.reserve(column.size());
+  for (const Json& v : column) {
+    if (v.is_null()) continue;
+    VERL_CHECK_AS(DataError, v.is_number(), "non_tensor_batch['", key, "'] must hold numbers (or null)");
+    values.push_back(v.get<double>());
+  }
+  return torch::tensor(values, torch::kFloat64);
+}
+
 struct LengthInfo {
   torch::Tensor prompt_length;    // (bs,) float
   torch::Tensor response_length;  // (bs,) float
@@ -99,6 +113,9 @@ Metrics compute_data_metrics(const DataProto& batch, bool use_critic) {
   m["response/aborted_ratio"] = item(aborted.to(torch::kFloat64).mean());
   add_stats(m, "prompt_length", info.prompt_length);
   m["prompt_length/clip_ratio"] = item(info.prompt_length.eq(max_prompt_length).to(torch::kFloat64).mean());
+  // Agent-loop rollouts: each row's chat turns and tool calls.
+  if (batch.has_column("__num_turns__")) add_stats(m, "num_turns", numeric_column(batch, "__num_turns__"));
+  if (batch.has_column("tool_call_counts")) add_stats(m, "tool_call_counts", numeric_column(batch, "tool_call_counts"));
   return m;
 }
 

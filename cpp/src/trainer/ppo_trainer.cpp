@@ -20,9 +20,11 @@
 #include "verl/algo/rollout_correction.h"
 #include "verl/algo/safe_rlhf.h"
 #include "verl/algo/sppo.h"
+#include "verl/core/config_default.h"
 #include "verl/core/error.h"
 #include "verl/core/reduce_metric.h"
 #include "core/config_keys_check.h"
+#include "core/untrusted.h"
 #include "verl/trainer/generation.h"
 #include "verl/workers/micro_batch.h"
 #include "algo/rollout_correction_config.h"
@@ -340,12 +342,20 @@ PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
   s.sppo_eta = config.get_as<double>("algorithm.sppo_eta");
   VERL_CHECK_AS(ConfigError, std::isfinite(s.sppo_eta) && s.sppo_eta > 0, "algorithm.sppo_eta must be > 0, got ",
                 s.sppo_eta);
-  // The sppo loss regresses whole-sequence log-ratios: token importance weights have no place in it.
-  VERL_CHECK_AS(ConfigError,
-                config.get_as<std::string>("actor_rollout_ref.actor.policy_loss.loss_mode") != "sppo" ||
-                    !config.get("algorithm.rollout_correction.rollout_is").is_string(),
-                "actor_rollout_ref.actor.policy_loss.loss_mode=sppo takes no rollout importance weights: leave "
-                "algorithm.rollout_correction.rollout_is null");
+  VERL_CHECK_AS(ConfigError, s.adv_estimator == "sppo" || s.sppo_eta == config_default("algorithm.sppo_eta"),
+                "algorithm.sppo_eta is read by adv_estimator=sppo only, but algorithm.adv_estimator is ",
+                s.adv_estimator);
+  // The sppo loss regresses whole-sequence log-ratios: token importance weights have no place in it, and it is a
+  // mean over sequences whatever the token aggregation says.
+  if (config.get_as<std::string>("actor_rollout_ref.actor.policy_loss.loss_mode") == "sppo") {
+    VERL_CHECK_AS(ConfigError, !config.get("algorithm.rollout_correction.rollout_is").is_string(),
+                  "actor_rollout_ref.actor.policy_loss.loss_mode=sppo takes no rollout importance weights: leave "
+                  "algorithm.rollout_correction.rollout_is null");
+    const std::string agg = config.get_as<std::string>("actor_rollout_ref.actor.loss_agg_mode");
+    VERL_CHECK_AS(ConfigError, agg == config_default("actor_rollout_ref.actor.loss_agg_mode"),
+                  "actor_rollout_ref.actor.loss_agg_mode=", agg, " has no effect on policy_loss.loss_mode=sppo (a "
+                  "squared loss on whole-sequence log-ratios, averaged over sequences); leave it at its default");
+  }
   const std::string sr = "algorithm.safe_rlhf.";
   s.safe_rlhf = config.get_as<bool>(sr + "enable");
   s.cost_limit = config.get_as<double>(sr + "cost_limit");
@@ -484,6 +494,19 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
                                     : "a cost function was given but algorithm.safe_rlhf.enable is false; set it to "
                                       "true for Safe-RLHF or leave the cost function out");
   safe_rlhf_lambda_ = settings_.lambda_init;
+  rollout_fn_ = std::move(options.rollout_fn);
+  const bool multi_turn = config_.get_as<bool>("actor_rollout_ref.rollout.multi_turn.enable");
+  VERL_CHECK_AS(ConfigError, multi_turn == static_cast<bool>(rollout_fn_),
+                multi_turn ? "actor_rollout_ref.rollout.multi_turn.enable=true generates through verl's agent loops, "
+                             "which the C++ trainer takes as PPOTrainerOptions::rollout_fn (verl.PPOTrainer passes "
+                             "verl.experimental.agent_loop); none was given"
+                           : "an agent-loop rollout (rollout_fn) was given but actor_rollout_ref.rollout.multi_turn."
+                             "enable is false; set it to true or leave the rollout out");
+  // One rank's engine generates the agent loops' turns, so it must hold the whole model.
+  VERL_CHECK_AS(ConfigError, !rollout_fn_ || settings_.rollout_tensor_parallel_size == 1,
+                "actor_rollout_ref.rollout.multi_turn.enable=true with rollout.tensor_model_parallel_size = ",
+                settings_.rollout_tensor_parallel_size,
+                ": agent loops generate on the controller's engine, which holds a tensor-parallel shard; use 1");
   if (settings_.safe_rlhf && settings_.use_critic) {
     // Its own value head (another seed): the cost critic learns the cost's values as the critic the reward's.
     if (!models_.cost_critic) models_.cost_critic = critic_from_actor(*models_.actor, options.init_seed + 1);
@@ -491,6 +514,13 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
                "PPOTrainer: the cost critic model must have the value head");
     cost_critic_ = std::make_unique<workers::CriticWorker>(config_, models_.cost_critic);
   }
+  // A model given for a role the config does not use would be saved and restored as if it were trained.
+  VERL_CHECK_AS(ConfigError, !models_.critic || critic_,
+                "a critic model was given but this config uses no critic (algorithm.adv_estimator=",
+                settings_.adv_estimator, ", critic.enable); leave it out or enable the critic");
+  VERL_CHECK_AS(ConfigError, !models_.cost_critic || cost_critic_,
+                "a cost critic model was given but this config has none (it needs algorithm.safe_rlhf.enable=true "
+                "and a critic); leave it out");
   if (settings_.use_kl_in_reward) {
     kl_ctrl_ = algo::get_kl_controller(settings_.kl_ctrl_type, settings_.kl_coef, settings_.target_kl,
                                        settings_.kl_horizon);
@@ -510,6 +540,9 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
                                                : max_model_len.get<int64_t>();
     ec.eos_token_ids = options.eos_token_ids;
     ec.seed = static_cast<uint64_t>(settings_.rollout_seed);
+    // Agent loops send each turn as a new request holding the whole conversation: with the prefix cache its next
+    // turn prefills only the new tokens (cleared before every generation: the weights change in place).
+    ec.enable_prefix_caching = rollout_fn_ && config_.get_as<bool>("actor_rollout_ref.rollout.enable_prefix_caching");
     // The engine generates from the actor's compute-dtype weights (the actor module itself unless mixed
     // precision keeps a copy): the rollout log-probs and the actor's recomputation share weights and kernels.
     // Tensor-parallel generation runs on this rank's shard of them instead, re-made after every update.
@@ -559,18 +592,13 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
 
 void PPOTrainer::register_worker_methods() {
   workers_->register_method("generate", [this](const DataProto& chunk) {
-    const std::string mode = chunk.meta_info().at(kGenModeKey).get<std::string>();
-    rollout::SamplingParams params = sampling_params(mode == "validation");
-    if (mode == "greedy") params.temperature = 0.0;
+    rollout::SamplingParams params = mode_sampling_params(chunk.meta_info().at(kGenModeKey).get<std::string>());
     // Row i of the whole batch samples with seed + i on whichever rank generates it.
     const int64_t seed = chunk.meta_info().at(kGenSeedKey).get<int64_t>() +
                          chunk.meta_info().at(dist::kRowOffsetKey).get<int64_t>();
     std::vector<std::string> keys{"input_ids", "attention_mask"};
     if (chunk.has_tensor("position_ids")) keys.emplace_back("position_ids");
-    if (engine_->sleeping()) engine_->wake_up();
-    // Weights written since the last hand-over (a checkpoint load, a user's edit) reach the engine first.
-    actor_->precision().refresh();
-    hand_over_weights();
+    ready_engine();
     DataProto out = generate_sequences(*engine_, chunk.select(keys, std::vector<std::string>{}, std::vector<std::string>{}),
                                        params, pad_token_id_, seed);
     // verl puts the rollout replicas to sleep after generation: the KV cache is freed for the updates.
@@ -681,7 +709,63 @@ rollout::SamplingParams PPOTrainer::sampling_params(bool validation) const {
   return p;
 }
 
+rollout::SamplingParams PPOTrainer::mode_sampling_params(const std::string& mode) const {
+  rollout::SamplingParams params = sampling_params(mode == "validation");
+  if (mode == "greedy") params.temperature = 0.0;
+  return params;
+}
+
+DataProto PPOTrainer::pop_generation_input(DataProto& batch) const {
+  std::vector<std::string> keys{"input_ids", "attention_mask"};
+  if (batch.has_tensor("position_ids")) keys.emplace_back("position_ids");
+  DataProto input = batch.pop(keys);
+  if (rollout_fn_) {
+    // Agent loops read the rows' messages and per-sample settings (raw_prompt, agent_name, tools_kwargs, ...).
+    for (const auto& [key, column] : batch.non_tensor_batch()) input.set_column(key, column);
+  } else if (batch.has_column("agent_name")) {
+    // verl runs each row in the agent loop it names; the engine's one-shot generation is single_turn_agent.
+    for (const Json& name : batch.column("agent_name")) {
+      VERL_CHECK_AS(DataError, name.is_null() || name == "single_turn_agent",
+                    "a prompt row's agent_name is ", untrusted::quote(name),
+                    " but the trainer generates without agent loops: set actor_rollout_ref.rollout.multi_turn."
+                    "enable=true to run rows in the agent loop they name");
+    }
+  }
+  return input;
+}
+
+DataProto PPOTrainer::generate_with_rollout_fn(const DataProto& rows, const std::string& mode, int64_t seed) {
+  rollout::SamplingParams params = mode_sampling_params(mode);
+  params.n = 1;
+  ready_engine();
+  engine_->clear_prefix_cache();  // keys/values of earlier weights
+  DataProto out = rollout_fn_(rows, params, seed);
+  if (settings_.free_cache_engine) engine_->sleep();
+
+  const int64_t bs = rows.size();
+  const int64_t prompt_width = rows.tensor("input_ids").size(1);
+  const int64_t response_length = settings_.response_length;
+  VERL_CHECK_AS(DataError, out.size() == bs, "rollout_fn returned ", out.size(), " rows for ", bs);
+  const std::vector<std::pair<const char*, int64_t>> widths{
+      {"prompts", prompt_width},       {"responses", response_length},
+      {"response_mask", response_length}, {"input_ids", prompt_width + response_length},
+      {"attention_mask", prompt_width + response_length}, {"position_ids", prompt_width + response_length}};
+  for (const auto& [key, width] : widths) {
+    VERL_CHECK_AS(DataError, out.has_tensor(key), "rollout_fn's batch has no '", key, "'");
+    const torch::Tensor& t = out.tensor(key);
+    VERL_CHECK_AS(DataError, t.dim() == 2 && t.size(0) == bs && t.size(1) == width, "rollout_fn's '", key,
+                  "' must be (", bs, ", ", width, "), got ", t.sizes());
+  }
+  // Only what the rollout added: the rows' own columns stay with the batch they came from.
+  DataProto::ColumnMap added;
+  for (const auto& [key, column] : out.non_tensor_batch()) {
+    if (!rows.has_column(key)) added.emplace(key, column);
+  }
+  return DataProto(out.batch(), std::move(added)).to(rows.tensor("input_ids").device());
+}
+
 DataProto PPOTrainer::generate(const DataProto& prompts, const std::string& mode, int64_t seed) {
+  if (rollout_fn_) return generate_with_rollout_fn(prompts, mode, seed);
   DataProto request = prompts;
   request.meta_info()[kGenModeKey] = mode;
   request.meta_info()[kGenSeedKey] = seed;
@@ -715,9 +799,7 @@ DataProto PPOTrainer::collect_rollouts(const DataProto& prompts) {
   }
   batch.set_column("uid", std::move(uid));
 
-  std::vector<std::string> gen_keys{"input_ids", "attention_mask"};
-  if (batch.has_tensor("position_ids")) gen_keys.emplace_back("position_ids");
-  DataProto gen_batch = batch.pop(gen_keys);
+  DataProto gen_batch = pop_generation_input(batch);
   const int64_t seed = settings_.rollout_seed + (step_no * kMaxGenBatchesPerStep + gen_index) * kStepSeedStride;
   DataProto gen_output;
   {
@@ -786,6 +868,13 @@ DataProto PPOTrainer::compute_rewards(DataProto batch) {
 }
 
 Metrics PPOTrainer::optimize(DataProto batch) { return optimize_impl(std::move(batch), std::nullopt); }
+
+void PPOTrainer::ready_engine() {
+  if (engine_->sleeping()) engine_->wake_up();
+  // Weights written since the last hand-over (a checkpoint load, a user's edit) reach the engine first.
+  actor_->precision().refresh();
+  hand_over_weights();
+}
 
 void PPOTrainer::hand_over_weights() {
   // The engine generates with the actor's compute model (refreshed by the update): nothing to copy. A
@@ -1004,9 +1093,7 @@ DataProto PPOTrainer::generate_validation(const DataProto& prompts) {
   DataProto::Column uid;
   for (int64_t i = 0; i < bs; ++i) uid.emplace_back("val" + std::to_string(validation_count_) + "-" + std::to_string(i));
   batch.set_column("uid", std::move(uid));
-  std::vector<std::string> gen_keys{"input_ids", "attention_mask"};
-  if (batch.has_tensor("position_ids")) gen_keys.emplace_back("position_ids");
-  DataProto gen_batch = batch.pop(gen_keys);
+  DataProto gen_batch = pop_generation_input(batch);
   const int64_t seed = settings_.rollout_seed + 2 * kValidationSeedOffset + validation_count_ * kStepSeedStride;
   DataProto out = generate(gen_batch.repeat(settings_.val_n, true), "validation", seed);
   batch = batch.repeat(settings_.val_n, true);
@@ -1014,7 +1101,13 @@ DataProto PPOTrainer::generate_validation(const DataProto& prompts) {
   batch.meta_info()["validate"] = true;
   RewardOutput r = call_reward(batch);
   batch.set_tensor("token_level_scores", r.token_level_scores);
-  for (auto& [key, column] : r.extra_info) batch.set_column(key, std::move(column));
+  // verl's name: which columns are the reward's extra info (the rollout may have added columns of its own).
+  Json extra_keys = Json::array();
+  for (auto& [key, column] : r.extra_info) {
+    extra_keys.push_back(key);
+    batch.set_column(key, std::move(column));
+  }
+  batch.meta_info()["reward_extra_keys"] = std::move(extra_keys);
   return batch;
 }
 

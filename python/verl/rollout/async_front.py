@@ -32,6 +32,7 @@ class AsyncFront:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._futures: dict[int, asyncio.Future] = {}
         self._streams: dict[int, asyncio.Queue] = {}
+        self._holding = False  # the engine is held until this loop iteration's end (submit)
 
     @property
     def num_in_flight(self) -> int:
@@ -46,6 +47,8 @@ class AsyncFront:
                 self._loop.remove_reader(self._cpp.fileno())
             loop.add_reader(self._cpp.fileno(), self._drain)
             self._loop = loop
+            if self._holding:  # held by a loop that closed before its iteration ended
+                self._release()
         return loop
 
     def _drain(self) -> None:
@@ -72,6 +75,12 @@ class AsyncFront:
     def submit(self, prompt_token_ids: list[int], params: Any, stream: bool) -> tuple[int, asyncio.Future]:
         loop = self._attach()
         future = loop.create_future()
+        if not self._holding:
+            # The engine starts no step until this loop iteration ends: the requests its other tasks submit now
+            # (a batch's agent loops, started together) enter one step, as one batch, whatever the thread timing.
+            self._cpp.hold()
+            self._holding = True
+            loop.call_soon(self._release)
         request_id = self._cpp.submit(prompt_token_ids, params, stream)
         # The completion is drained by this loop's reader, never before this line runs on the same thread.
         self._futures[request_id] = future
@@ -102,6 +111,10 @@ class AsyncFront:
             raise
         finally:
             self._streams.pop(request_id, None)
+
+    def _release(self) -> None:
+        self._holding = False
+        self._cpp.release()
 
     def abort(self, request_id: int) -> bool:
         return self._cpp.abort(request_id)

@@ -109,6 +109,19 @@ class LLM:
             max_model_len=max_model_len or 0, kv_cache_bytes=kv_cache_memory_bytes or 0, eos_token_ids=eos, seed=seed,
             enable_prefix_caching=enable_prefix_caching)
 
+    @classmethod
+    def from_engine(cls, engine: Any, tokenizer: Any = None) -> LLM:
+        """An ``LLM`` over an existing ``verl._C.rollout.Engine`` -- e.g. a PPO trainer's (``trainer.engine``):
+        its weights, KV cache and stop ids, no second copy."""
+        if not isinstance(engine, _C.rollout.Engine):
+            raise TypeError(f"engine must be a verl._C.rollout.Engine, got {type(engine).__name__}")
+        llm = cls.__new__(cls)
+        llm.model = None
+        llm.tokenizer = tokenizer
+        llm._front = None
+        llm.engine = engine
+        return llm
+
     # -- vLLM API -------------------------------------------------------------------------------
     def generate(self, prompts: str | Sequence[str] | None = None,
                  sampling_params: SamplingParams | Sequence[SamplingParams] | None = None,

@@ -36,6 +36,7 @@ from ..config import Config, load_config
 from ..errors import ConfigError, DataError
 from ..protocol import DataProto
 from . import distributed
+from .agent_rollout import AgentRollout, agent_rollout_enabled, check_agent_rollout_config
 from .batch_defaults import fill_batch_defaults
 from .checkpointing import CheckpointDirectory, read_json, tokenizer_dir, write_json
 from .ppo.metric_utils import validation_metric_dict
@@ -175,6 +176,11 @@ class PPOTrainer:
             any form ``reward_fn`` takes, or a sequence classifier (a ``verl.models`` ValueModel or its checkpoint
             directory) scored as the reward model worker scores. ``cost_critic_model``: the cost critic's value model
             (default: the actor's backbone with a new value head, as the critic).
+        tools: tools the agent loops may call (``actor_rollout_ref.rollout.multi_turn.enable``): plain Python functions
+            (their signature and docstring are the schema) or ``verl.tools.BaseTool`` objects, besides those of
+            ``multi_turn.tool_config_path`` / ``function_tool_path``. With ``multi_turn.enable`` every generation
+            runs each row in the agent loop its ``agent_name`` names (``verl.trainer.agent_rollout``); steps report
+            verl's ``num_turns/*`` and ``tool_call_counts/*``.
 
     Batch sizes left unset are derived and oversized ones clipped (``verl.trainer.batch_defaults``;
     ``batch_notes`` lists what was changed).
@@ -184,7 +190,7 @@ class PPOTrainer:
                  tokenizer: Any = None, *, model: Any = None, ref_model: Any = None, critic_model: Any = None,
                  val_reward_fn: Any = None, actor: Any = None, env: Any = None, rollout_batch_size: int | None = None,
                  num_epochs: int | None = None, cost_fn: Any = None, cost_model: Any = None,
-                 cost_critic_model: Any = None) -> None:
+                 cost_critic_model: Any = None, tools: Any = None) -> None:
         self.config = as_config(config)
         cfg = self.config
         for key, value in (("data.train_batch_size", rollout_batch_size), ("trainer.total_epochs", num_epochs)):
@@ -240,6 +246,7 @@ class PPOTrainer:
             self.train_dataloader = create_rl_dataloader(self.train_dataset, cfg.data, train=True)
         self.total_training_steps = self._total_training_steps()
 
+        check_agent_rollout_config(cfg, tools)
         eos = getattr(tokenizer, "eos_token_id", None)
         pad = getattr(tokenizer, "pad_token_id", None)
         #: the job's communicator under torchrun (None in one process): see verl.trainer.distributed
@@ -255,7 +262,11 @@ class PPOTrainer:
             init_seed=int(cfg.get("actor_rollout_ref.rollout.seed") or 0), communicator=self.communicator,
             tensor_parallel=self.tensor_parallel,
             cost_fn=self._cost_callback if self.cost_fn is not None or self.cost_worker is not None else None,
-            cost_critic=_cpp_module(cost_critic_model, "cost_critic_model"))
+            cost_critic=_cpp_module(cost_critic_model, "cost_critic_model"),
+            rollout_fn=self._agent_rollout_call if agent_rollout_enabled(cfg) else None)
+        #: the agent loops that generate when actor_rollout_ref.rollout.multi_turn.enable (else None)
+        self.agent_rollout = AgentRollout(self._trainer.engine, tokenizer, cfg, self._trainer.pad_token_id,
+                                          tools=tools) if agent_rollout_enabled(cfg) else None
         self.global_steps = 0
         self.epoch = 0
         self.tracker = None
@@ -374,6 +385,9 @@ class PPOTrainer:
         reward_tensor, extra = compute_reward(batch, manager)
         return reward_tensor, {k: list(v) for k, v in extra.items()}
 
+    def _agent_rollout_call(self, rows: Any, params: Any, seed: int) -> Any:
+        return self.agent_rollout(rows, params, seed)
+
     def _cost_callback(self, cpp_batch: Any) -> tuple[torch.Tensor, dict[str, list]]:
         """Safe-RLHF's cost of every response (called from C++ like the reward callback)."""
         batch = DataProto.from_cpp(cpp_batch)
@@ -468,15 +482,17 @@ class PPOTrainer:
         uids: list = []
         infos: dict[str, list] = defaultdict(list)
         texts: dict[str, list] = defaultdict(list)  # input / output / gts per sample, for the generation logs
+        turns: list[int] = []  # __num_turns__ per sample (agent loops)
         for batch_dict in loader:
             prompts = DataProto.from_single_dict(batch_dict)
             out = DataProto.from_cpp(self._trainer.generate_validation(prompts.to_cpp()))
             n = len(out)
             scores = out.batch["token_level_scores"].sum(-1).tolist()
             infos["reward"].extend(scores)
-            extra_keys = [k for k in out.non_tensor_batch if k not in prompts.non_tensor_batch and k != "uid"]
-            for key in extra_keys:
+            for key in out.meta_info["reward_extra_keys"]:
                 infos[key].extend(out.non_tensor_batch[key].tolist())
+            if "__num_turns__" in out.non_tensor_batch:  # agent loops: verl's val-aux/num_turns/*
+                turns.extend(out.non_tensor_batch["__num_turns__"].tolist())
             sources = out.non_tensor_batch.get(reward_key)
             data_sources.extend(sources.tolist() if sources is not None else ["unknown"] * n)
             uids.extend(out.non_tensor_batch["uid"].tolist())
@@ -486,7 +502,11 @@ class PPOTrainer:
         infos = {k: v for k, v in infos.items() if len(v) == len(data_sources)}
         if texts:
             self._log_val_generations(texts["input"], texts["output"], texts["gts"], infos)
-        return validation_metric_dict(data_sources, uids, infos)
+        metrics = validation_metric_dict(data_sources, uids, infos)
+        if turns:
+            metrics.update({"val-aux/num_turns/min": float(min(turns)), "val-aux/num_turns/max": float(max(turns)),
+                            "val-aux/num_turns/mean": float(sum(turns) / len(turns))})
+        return metrics
 
     # -- generation logs: trainer.log_val_generations, validation_data_dir, rollout_data_dir (verl's JSONL dumps) ----
     def _logs_generations(self) -> bool:

@@ -42,8 +42,8 @@ TEST_CASE("config_keys: every default leaf of both trees has exactly one entry")
 
 TEST_CASE("config_keys: a refused key with another value is a ConfigError naming it") {
   CHECK_THROWS_AS(Config::load("", {"actor_rollout_ref.model.lora_rank=8"}), verl::ConfigError);
-  CHECK_THROWS_WITH(Config::load("", {"actor_rollout_ref.rollout.multi_turn.enable=true"}),
-                    Catch::Contains("'actor_rollout_ref.rollout.multi_turn.enable' = true") &&
+  CHECK_THROWS_WITH(Config::load("", {"actor_rollout_ref.rollout.multi_turn.use_inference_chat_template=true"}),
+                    Catch::Contains("'actor_rollout_ref.rollout.multi_turn.use_inference_chat_template' = true") &&
                         Catch::Contains("not supported by verl-cpp yet"));
   CHECK_THROWS_WITH(Config::load("", {"actor_rollout_ref.rollout.pipeline_model_parallel_size=2"}),
                     Catch::Contains("actor_rollout_ref.rollout.pipeline_model_parallel_size"));

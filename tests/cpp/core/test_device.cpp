@@ -55,7 +55,11 @@ TEST_CASE("device peak: measured on a busy CPU, still above what the threads rea
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   const double reached = 2.0 * n * n * n / best;
-  CHECK(reached <= peak);
+  // Two measurements of one rate, not a bound and its value: the peak's per-core samples ran beside the hogs (a
+  // hyperthread sibling spinning slows a core's own CPU-time rate by a few percent) and ctest runs other test
+  // files beside this one. One clean-clone run measured reached = 1.005 x peak. The failure this guards against,
+  // a wall-clock peak under load, read about 0.5 x reached: that stays far outside the margin.
+  CHECK(reached <= 1.25 * peak);
   CHECK(device_peak_flops(torch::kCPU, torch::kFloat64) == peak);
 }
 

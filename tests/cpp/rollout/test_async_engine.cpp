@@ -163,6 +163,32 @@ TEST_CASE("AsyncEngine: close resolves what is in flight; submit after close is 
   CHECK(engine->stats().num_free_blocks == engine->stats().num_blocks);
 }
 
+TEST_CASE("AsyncEngine: a throwing callback is reported, not fatal; close from the engine's thread is refused",
+          "[rollout][async]") {
+  auto engine = std::make_shared<Engine>(async_test_model(), async_test_config());
+  AsyncEngine async(engine);
+  std::promise<std::string> close_error;
+  auto first = async.submit(prompt_of(2), seeded(2, 1, 6), [](const TokenEvent&) { throw std::runtime_error("tok"); },
+                            [&](const std::shared_future<RequestOutput>&) {
+                              try {
+                                async.close();  // from the engine's own thread
+                                close_error.set_value("");
+                              } catch (const verl::InvalidArgument& e) {
+                                close_error.set_value(e.what());
+                              }
+                              throw std::runtime_error("done");
+                            });
+  CHECK(first.result.get().outputs.at(0).token_ids.size() <= 6);
+  CHECK_THAT(close_error.get_future().get(), Catch::Contains("engine's own thread"));
+  // The thread survived both callbacks: the next request is served.
+  CHECK(async.submit(prompt_of(3), seeded(3, 1, 5)).result.get().outputs.at(0).token_ids.size() <= 5);
+  // Two threads closing at once: one joins, the other returns.
+  std::thread other([&] { async.close(); });
+  async.close();
+  other.join();
+  CHECK(async.num_in_flight() == 0);
+}
+
 TEST_CASE("AsyncEngine: a request that leaves the engine behind its back fails instead of hanging",
           "[rollout][async]") {
   auto engine = std::make_shared<Engine>(async_test_model(), async_test_config());
@@ -251,4 +277,68 @@ TEST_CASE("Prefix caching: a small cache evicts the least recently used blocks a
   }
   CHECK(cached.stats().num_cached_tokens >= 8 * 11);  // the shared prefix at least, after the first request
   CHECK(cached.stats().num_free_blocks == cached.stats().num_blocks);
+}
+
+TEST_CASE("Prefix caching: a request running across update_weights caches none of its later blocks",
+          "[rollout][prefix_cache]") {
+  // Its blocks after the update hold keys/values computed over the old weights' earlier layers: a later request
+  // with the same prefix must recompute them, not take them as exact hits.
+  auto model = async_test_model();
+  EngineConfig config = async_test_config();
+  config.enable_prefix_caching = true;
+  Engine cached(model, config);
+  SamplingParams greedy;
+  greedy.temperature = 0.0;
+  greedy.max_tokens = 12;
+  greedy.ignore_eos = true;
+  const std::vector<int64_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8};  // two full blocks
+  const int64_t running = cached.add_request(prompt, greedy);
+  cached.step();  // prefill (its two blocks are cached) and the first token
+  cached.step();
+  // New weights while it runs.
+  auto new_model = async_test_model();
+  {
+    torch::NoGradGuard ng;
+    for (auto& p : new_model->parameters()) p.mul_(0.9);
+  }
+  cached.update_weights(new_model->named_state());
+  SamplingParams one = greedy;
+  one.max_tokens = 1;
+  cached.add_request(prompt, one);  // computes and caches the prompt's blocks again, under the new weights
+  std::vector<int64_t> full;
+  while (cached.has_unfinished_requests()) {
+    for (const RequestOutput& out : cached.step()) {
+      if (out.request_id != running) continue;
+      full = prompt;
+      full.insert(full.end(), out.outputs[0].token_ids.begin(), out.outputs[0].token_ids.end());
+    }
+  }
+  REQUIRE(full.size() == 20);
+  const int64_t before = cached.stats().num_cached_tokens;
+  SamplingParams next = greedy;
+  next.max_tokens = 4;
+  const RequestOutput a = cached.generate({full}, {next}).at(0);
+  CHECK(cached.stats().num_cached_tokens - before == 8);  // the prompt's two blocks only
+  Engine plain(new_model, async_test_config());
+  const RequestOutput b = plain.generate({full}, {next}).at(0);
+  CHECK(a.outputs[0].token_ids == b.outputs[0].token_ids);
+  for (size_t i = 0; i < a.outputs[0].logprobs.size(); ++i)
+    CHECK(a.outputs[0].logprobs[i] == Approx(b.outputs[0].logprobs[i]).margin(5e-5));
+}
+
+TEST_CASE("AsyncEngine: held, it starts no step; requests submitted meanwhile enter one step together",
+          "[rollout][async]") {
+  auto engine = std::make_shared<Engine>(async_test_model(), async_test_config());
+  AsyncEngine async(engine);
+  async.hold();
+  std::vector<AsyncEngine::Submission> subs;
+  for (int64_t i = 0; i < 3; ++i) subs.push_back(async.submit(prompt_of(i), seeded(i, 1, 4)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(engine->stats().num_steps == 0);
+  // An abort is not held up (its caller may be the one holding).
+  CHECK(async.abort(subs[2].request_id));
+  CHECK(subs[2].result.get().outputs.at(0).finish_reason == "abort");
+  async.release();
+  for (int64_t i = 0; i < 2; ++i) CHECK(subs[static_cast<size_t>(i)].result.get().outputs.at(0).token_ids.size() <= 4);
+  CHECK_THROWS_AS(async.release(), verl::InvalidArgument);
 }

@@ -5,10 +5,14 @@ loop tests, and a scripted calculator tool."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 
 import pytest
+import torch
 
+from verl import _C
+from verl.models.transformer import CausalLM
 from verl.rollout.llm import CompletionOutput, RequestOutput
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
@@ -89,3 +93,38 @@ class CalculatorTool(BaseTool):
 
     async def release(self, instance_id, **kwargs):
         self.released.append(instance_id)
+
+
+HIDDEN = 32
+CALL_TEXT = '<tool_call>{"name":"add","arguments":{"a":3,"b" :4}}</tool_call><|im_end|>'  # every token distinct
+
+
+def forced_tool_call_model(qwen3):
+    """A tiny Qwen2 model (a verl.models CausalLM) whose weights force its output: attention and MLP write nothing
+    (o_proj, down_proj = 0), so the next token depends on the last one only, and embeddings / LM head encode a
+    successor table that spells CALL_TEXT -- a hermes call of ``add`` -- after the generation prompt's "\\n", then
+    <|im_end|>. Returns (model, CALL_TEXT's ids)."""
+    chain = qwen3.encode(CALL_TEXT, add_special_tokens=False)
+    newline = qwen3.encode("\n", add_special_tokens=False)
+    tokens = newline + chain  # "\n" -> <tool_call> -> ... -> <|im_end|>
+    assert len(set(tokens)) == len(tokens), "the successor table needs distinct tokens"
+    vocab = len(qwen3)
+    config = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "vocab_size": vocab, "hidden_size": HIDDEN,
+              "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+              "tie_word_embeddings": False, "eos_token_id": qwen3.eos_token_id}
+    module = _C.model.CausalLM(json.dumps(config))
+    _C.model.init_weights(module, seed=0, initializer_range=0.02)
+    model = CausalLM._from_module(module)
+    state = model.state_dict()
+    embed = torch.zeros(vocab, HIDDEN)
+    head = torch.zeros(vocab, HIDDEN)
+    for code, (token, successor) in enumerate(zip(tokens[:-1], tokens[1:])):
+        embed[token, code] = 1.0
+        head[successor, code] = 4.0  # logit gap 4 * sqrt(HIDDEN) ~ 23: the successor has probability ~1
+    updates = {"model.embed_tokens.weight": embed, "lm_head.weight": head}
+    for name, tensor in state.items():
+        if name.endswith("o_proj.weight") or name.endswith("down_proj.weight"):
+            updates[name] = torch.zeros_like(tensor)
+    model.load_state_dict({**state, **updates})
+    return model, chain

@@ -7,47 +7,18 @@ agent loops batched together by the engine."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
 
-from verl import _C
 from verl.experimental.agent_loop import AgentLoopConfig, AgentLoopWorker
-from verl.models.transformer import CausalLM
 from verl.rollout import LLM
 
-from .conftest import CalculatorTool
-
-HIDDEN = 32
-CALL_TEXT = '<tool_call>{"name":"add","arguments":{"a":3,"b" :4}}</tool_call><|im_end|>'  # every token distinct
+from .conftest import CalculatorTool, forced_tool_call_model
 
 
 @pytest.fixture(scope="module")
 def forced_llm(qwen3):
-    chain = qwen3.encode(CALL_TEXT, add_special_tokens=False)
-    newline = qwen3.encode("\n", add_special_tokens=False)
-    tokens = newline + chain  # "\n" -> <tool_call> -> ... -> <|im_end|>
-    assert len(set(tokens)) == len(tokens), "the successor table needs distinct tokens"
-    vocab = len(qwen3)
-    config = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "vocab_size": vocab, "hidden_size": HIDDEN,
-              "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2,
-              "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
-              "tie_word_embeddings": False, "eos_token_id": qwen3.eos_token_id}
-    module = _C.model.CausalLM(json.dumps(config))
-    _C.model.init_weights(module, seed=0, initializer_range=0.02)
-    model = CausalLM._from_module(module)
-    state = model.state_dict()
-    embed = torch.zeros(vocab, HIDDEN)
-    head = torch.zeros(vocab, HIDDEN)
-    for code, (token, successor) in enumerate(zip(tokens[:-1], tokens[1:])):
-        embed[token, code] = 1.0
-        head[successor, code] = 4.0  # logit gap 4 * sqrt(HIDDEN) ~ 23: the successor has probability ~1
-    updates = {"model.embed_tokens.weight": embed, "lm_head.weight": head}
-    for name, tensor in state.items():
-        if name.endswith("o_proj.weight") or name.endswith("down_proj.weight"):
-            updates[name] = torch.zeros_like(tensor)
-    model.load_state_dict({**state, **updates})
+    model, chain = forced_tool_call_model(qwen3)
     return LLM(model, qwen3, block_size=8, max_num_seqs=16), chain
 
 
@@ -72,7 +43,7 @@ def test_forced_tool_calls_end_to_end(qwen3, forced_llm):
             assert out.response_mask == [1] * len(chain) + [0] * len(block) + [1] * len(chain) + [0] * len(block) \
                 + [1] * len(chain)
             assert out.num_turns == 3 + 2 + 1
-            assert out.extra_fields["num_tool_calls"] == 2 and out.extra_fields["tool_rewards"] == [1.0, 1.0]
+            assert out.extra_fields["tool_call_counts"] == 2 and out.extra_fields["tool_rewards"] == [1.0, 1.0]
         else:
             assert out.prompt_ids == qwen3.apply_chat_template(samples[i]["raw_prompt"], add_generation_prompt=True,
                                                                tokenize=True)

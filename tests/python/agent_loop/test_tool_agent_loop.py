@@ -83,7 +83,7 @@ def test_tool_loop_equals_the_reference_loop(qwen3):
     assert [r.max_tokens for _, r in llm.requests] == [400 - (e - len(prompt)) for e in ends]  # the response budget
     assert out.num_turns == 2 + 3 + 1  # two tool turns, three assistant turns, the prompt
     ex = out.extra_fields
-    assert (ex["num_tool_calls"], ex["num_tool_call_errors"], ex["num_assistant_turns"], ex["num_user_turns"]) == (3, 0, 3, 2)
+    assert (ex["tool_call_counts"], ex["num_tool_call_errors"], ex["num_assistant_turns"], ex["num_user_turns"]) == (3, 0, 3, 2)
     assert ex["tool_rewards"] == [1.0, 0.0, 0.0]
     assert len(tool.created) == 3 and sorted(tool.released) == sorted(tool.created)
     # the decoded trajectory reads as the conversation
@@ -107,7 +107,7 @@ def test_malformed_unknown_and_failing_calls_become_error_messages(qwen3):
     assert responses[1] == "Error: unknown function 'mul'. Available tools: ['add']"
     assert responses[2].startswith("Error executing tool 'add': ValueError: invalid literal for int()")
     assert responses[3] == "Error: the tool call must be a JSON object with 'name' and 'arguments', got list"
-    assert out.extra_fields["num_tool_call_errors"] == 4 and out.extra_fields["num_tool_calls"] == 0
+    assert out.extra_fields["num_tool_call_errors"] == 4 and out.extra_fields["tool_call_counts"] == 0
     assert tool.released == tool.created and len(tool.created) == 1  # released after the failure
     assert out.num_turns == 4
 
@@ -248,4 +248,4 @@ def test_generate_sequences_pads_as_verl(qwen3):
         assert b["attention_mask"][i].sum() == n_p + n_r
         assert b["position_ids"][i, 200 - n_p:200 + n_r].tolist() == list(range(n_p + n_r))
         torch.testing.assert_close(b["rollout_log_probs"][i, :n_r], torch.tensor(o.response_logprobs))
-    assert out.non_tensor_batch["num_turns"].tolist() == [4, 2]
+    assert out.non_tensor_batch["__num_turns__"].tolist() == [4, 2]

@@ -53,7 +53,7 @@ def test_refused_and_no_effect_entries_say_why(sft):
 def test_counts_and_the_keys_the_issue_names():
     """The keys verl users set most often land where they should."""
     find = config_keys.find
-    for key in ["actor_rollout_ref.model.lora_rank", "actor_rollout_ref.rollout.multi_turn.enable",
+    for key in ["actor_rollout_ref.model.lora_rank", "actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts",
                 "actor_rollout_ref.actor.fsdp_config.offload_policy",
                 "actor_rollout_ref.actor.ulysses_sequence_parallel_size", "critic.model.path"]:
         assert find(key).cls == config_keys.REFUSED, key
@@ -65,7 +65,10 @@ def test_counts_and_the_keys_the_issue_names():
                 "actor_rollout_ref.actor.optim.lr", "trainer.default_local_dir", "actor_rollout_ref.rollout.name",
                 # data-parallel ranks under torchrun (issue 18)
                 "trainer.n_gpus_per_node", "trainer.nnodes", "actor_rollout_ref.nccl_timeout",
-                "actor_rollout_ref.rollout.tensor_model_parallel_size"]:
+                "actor_rollout_ref.rollout.tensor_model_parallel_size",
+                # the PPO trainer generates through agent loops (issue 19)
+                "actor_rollout_ref.rollout.multi_turn.enable", "actor_rollout_ref.rollout.agent.default_agent_loop",
+                "data.tool_config_path"]:
         assert find(key).cls == config_keys.HONOURED, key
 
 
@@ -183,8 +186,8 @@ def test_explain_prints_class_reason_value_and_default():
 def test_explain_a_map_lists_every_key_below_it():
     text = config_keys.explain("actor_rollout_ref.rollout.val_kwargs")
     assert text.count("honoured") == 5
-    text = config_keys.explain("actor_rollout_ref.rollout.multi_turn.enable")
-    assert "refused" in text and "entry: actor_rollout_ref.rollout.multi_turn" in text
+    text = config_keys.explain("actor_rollout_ref.rollout.agent.custom_async_server.path")
+    assert "refused" in text and "entry: actor_rollout_ref.rollout.agent.custom_async_server" in text
 
 
 def test_explain_unknown_key_names_the_closest():
@@ -201,9 +204,10 @@ def test_sft_explain_uses_the_sft_tree():
 
 
 def test_refused_override_on_the_command_line_exits_2_naming_the_key():
-    result = _run("verl.trainer.main_ppo", "--print-config", "actor_rollout_ref.rollout.multi_turn.enable=true")
+    key = "actor_rollout_ref.rollout.multi_turn.use_inference_chat_template"
+    result = _run("verl.trainer.main_ppo", "--print-config", f"{key}=true")
     assert result.returncode == 2
-    assert "actor_rollout_ref.rollout.multi_turn.enable" in result.stderr and "not supported" in result.stderr
+    assert key in result.stderr and "not supported" in result.stderr
 
 
 def test_docs_config_md_is_generated_from_the_table():

@@ -60,10 +60,17 @@ def test_sppo_step_targets_are_win_rates_of_the_prompt_group(tiny_model_dir, toy
 @pytest.mark.parametrize("extra, match", [
     (["algorithm.sppo_eta=0"], "algorithm.sppo_eta must be > 0"),
     (["algorithm.rollout_correction.rollout_is=token"], "loss_mode=sppo takes no rollout importance weights"),
+    (["actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-sum"], "loss_agg_mode=seq-mean-token-sum has no effect"),
 ])
 def test_sppo_settings_are_checked(tiny_model_dir, toy_data, tmp_path, extra, match):
     with pytest.raises(verl.ConfigError, match=match):
         make_trainer(tiny_model_dir, toy_data, tmp_path, extra)
+
+
+def test_sppo_eta_without_sppo_is_refused(tiny_model_dir, toy_data, tmp_path):
+    cfg = RLConfig(overrides=[*toy_overrides(tiny_model_dir, str(tmp_path), "grpo", 1), "algorithm.sppo_eta=2"])
+    with pytest.raises(verl.ConfigError, match="algorithm.sppo_eta is read by adv_estimator=sppo only.*grpo"):
+        PPOTrainer(config=cfg, reward_fn=digit_fraction, train_dataset=toy_data["train"])
 
 
 def test_sppo_learns_the_toy_reward(tiny_model_dir, toy_data, tmp_path):

@@ -1,4 +1,5 @@
-// SPPO (Self-Play Preference Optimization, arXiv 2405.00675; verl's recipe/sppo): the win-rate advantage
+// SPPO (Self-Play Preference Optimization, arXiv 2405.00675, the paper's form; verl's recipe/sppo regresses onto
+// r - softmean(r) instead): the win-rate advantage
 // (algorithm.adv_estimator=sppo) and the squared regression loss (actor policy_loss.loss_mode=sppo). Used by the
 // PPO trainer's advantage stage, the actor's policy-loss registry and the bindings.
 //

@@ -54,8 +54,15 @@ class VERL_API AsyncEngine {
   // finished first). Called from an on_token callback (the engine's thread), it only queues the abort and returns
   // true.
   bool abort(int64_t request_id);
-  // Stops the thread and aborts what is still in flight (every result resolves). Idempotent.
+  // Stops the thread and aborts what is still in flight (every result resolves). Idempotent, and safe from several
+  // threads at once; InvalidArgument from the engine's own thread (a callback). A callback that throws is reported
+  // on stderr and ignored: it must not end the engine's thread.
   void close();
+  // While held (hold() more often than release()), the thread does not start a step (aborts still run): requests
+  // submitted meanwhile enter the engine's next step together. asyncio's front holds it from a loop iteration's first
+  // submission to the iteration's end, so a batch of concurrent requests is scheduled as one, whatever the timing.
+  void hold();
+  void release();
   int64_t num_in_flight() const;
   const std::shared_ptr<Engine>& engine() const { return engine_; }
 
@@ -73,13 +80,15 @@ class VERL_API AsyncEngine {
   bool resolve(int64_t request_id, const RequestOutput* output, std::exception_ptr error);
 
   std::shared_ptr<Engine> engine_;
-  mutable std::mutex mutex_;  // guards in_flight_, closed_
+  mutable std::mutex mutex_;  // guards in_flight_, aborts_, closed_, holds_
   std::condition_variable wake_;
   std::map<int64_t, InFlight> in_flight_;
   // Aborts asked for and not yet done, each with the promise its caller waits on (the stepping thread does them
   // between steps: a caller contending for the engine's step lock could starve behind a busy loop).
   std::map<int64_t, std::vector<std::shared_ptr<std::promise<bool>>>> aborts_;
   bool closed_ = false;
+  int64_t holds_ = 0;       // guarded by mutex_
+  std::mutex close_mutex_;  // serialises close(): one caller joins the thread
   std::thread thread_;
 };
 

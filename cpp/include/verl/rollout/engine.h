@@ -114,6 +114,9 @@ class VERL_API Engine {
 
   // Copies tensors into the bound model by HF name (dtype converted); unknown names throw.
   void update_weights(const std::map<std::string, torch::Tensor>& named_tensors);
+  // Forgets the prefix cache (EngineConfig::enable_prefix_caching): for weights changed in place, which the engine
+  // cannot see (update_weights and sleep clear it themselves).
+  void clear_prefix_cache();
   void sleep();    // releases the KV cache (no request may be in flight)
   void wake_up();  // re-allocates it
   bool sleeping() const;
@@ -144,10 +147,10 @@ class VERL_API Engine {
   std::vector<std::unique_ptr<Request>> pending_;  // added, not yet seen by the scheduler
   std::vector<RequestOutput> finished_early_;      // max_tokens = 0 requests
   mutable std::mutex mutex_;                       // guards pending_, next_id_, load_
-  std::mutex step_mutex_;                          // one step / generate at a time
-  std::atomic<int> between_steps_waiting_{0};      // callers of lock_between_steps() not yet in
+  mutable std::mutex step_mutex_;                  // one step / generate at a time
+  mutable std::atomic<int> between_steps_waiting_{0};      // callers of lock_between_steps() not yet in
   // step_mutex_ for an operation between two steps (abort, update_weights, sleep, ...): step() lets it in first.
-  std::unique_lock<std::mutex> lock_between_steps();
+  std::unique_lock<std::mutex> lock_between_steps() const;
   int64_t next_id_ = 0;
   uint64_t next_seed_ = 0;
   int64_t load_ = 0;

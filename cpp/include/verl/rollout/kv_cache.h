@@ -62,8 +62,12 @@ class VERL_API BlockManager {
   std::optional<int64_t> take_cached(uint64_t key, uint64_t previous_key, const int64_t* tokens);
   // Remembers `block` (full, held by the caller) under `key` unless that prefix is cached already.
   void remember(int64_t block, uint64_t key, uint64_t previous_key, const int64_t* tokens);
-  // Forgets every cached block (their keys/values are stale: new weights, or the pool was released).
+  // Forgets every cached block (their keys/values are stale: new weights, or the pool was released) and starts a
+  // new cache epoch.
   void clear_prefix_cache();
+  // Bumped by clear_prefix_cache: a sequence admitted in an earlier epoch computed part of its keys/values with the
+  // old weights, so its later blocks must not be cached either.
+  uint64_t cache_epoch() const { return cache_epoch_; }
   int64_t num_cached_blocks() const { return static_cast<int64_t>(cached_.size()); }
 
  private:
@@ -76,6 +80,7 @@ class VERL_API BlockManager {
   void drop_reference(int64_t block);
   void forget(int64_t block);  // removes a cached block from the cache (its cache reference included)
   int64_t block_size_;
+  uint64_t cache_epoch_ = 0;
   std::vector<int64_t> ref_count_;
   std::vector<int64_t> free_;
   bool prefix_caching_ = false;

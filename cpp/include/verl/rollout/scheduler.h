@@ -32,6 +32,7 @@ struct VERL_API Sequence {
   std::vector<int64_t> block_table;
   std::vector<float> logprobs;  // one per generated token
   std::vector<uint64_t> block_keys;  // prefix caching: the keys of its leading full blocks (BlockManager::block_key)
+  uint64_t cache_epoch = 0;          // prefix caching: BlockManager::cache_epoch() when it was admitted
   int64_t fork_n = 1;
   FinishReason finish = FinishReason::kNone;
   int64_t num_generated() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }

@@ -54,6 +54,18 @@ struct VERL_API RewardOutput {
 // batch's non-tensor columns). Exceptions propagate out of step() unchanged.
 using RewardFn = std::function<RewardOutput(const DataProto& batch)>;
 
+// A rollout that generates a batch itself in place of the engine's one-shot generate_sequences: verl's agent loops
+// (multi-turn conversations with tool calls; verl.PPOTrainer passes verl.experimental.agent_loop over an asyncio
+// front of this trainer's engine). Called on the controller, the engine awake with the actor's current weights,
+// with the rows to generate for -- input_ids / attention_mask / position_ids and the rows' non-tensor columns
+// (raw_prompt, agent_name, tools_kwargs, extra_info, ...), already repeated rollout.n times --, the mode's sampling
+// parameters (n = 1, max_tokens = rollout.response_length) and a seed (row i samples with seed + i). Returns verl's
+// generation layout, one row per input row: prompts (bs, prompt width), responses / response_mask (0 on tool
+// tokens) / rollout_log_probs (bs, response_length), input_ids / attention_mask / position_ids (bs, prompt width +
+// response_length), and any new non-tensor columns (__num_turns__, the loops' extra fields).
+using RolloutFn =
+    std::function<DataProto(const DataProto& rows, const rollout::SamplingParams& params, int64_t seed)>;
+
 // The models a trainer works on. Only `actor` is required.
 struct VERL_API PPOTrainerModels {
   std::shared_ptr<model::CausalLM> actor;   // LM head; trained in place; the rollout engine generates with it
@@ -84,6 +96,11 @@ struct VERL_API PPOTrainerOptions {
   // Safe-RLHF's cost callback, the reward callback's form (the cost on each token, a sequence's on its last):
   // required exactly when algorithm.safe_rlhf.enable (ConfigError otherwise).
   RewardFn cost_fn;
+  // Generation through agent loops: required exactly when actor_rollout_ref.rollout.multi_turn.enable (ConfigError
+  // otherwise); then every generation -- training, ReMax's greedy baseline, validation -- goes through it, on the
+  // controller (not with rollout.tensor_model_parallel_size > 1: one rank's engine holds a shard). Without it, rows
+  // whose agent_name column asks for a loop other than single_turn_agent are a DataError.
+  RolloutFn rollout_fn;
 };
 
 // The algorithm.* / trainer.* / rollout settings the step reads, from a verl::Config.
@@ -110,8 +127,8 @@ struct VERL_API PPOTrainerConfig {
   // reward components (the reward function's extra-info columns) GDPO normalizes one by one.
   std::vector<std::string> gdpo_reward_keys;
   std::optional<std::vector<double>> gdpo_reward_weights;
-  // algorithm.sppo_eta (verl's recipe/sppo): adv_estimator=sppo's advantage is eta * (win rate - 1/2), the target
-  // the "sppo" policy loss regresses the sequence log-ratio onto.
+  // algorithm.sppo_eta (the SPPO paper's eta; verl's recipe/sppo reads it as a softmean beta): adv_estimator=sppo's
+  // advantage is eta * (win rate - 1/2), the target the "sppo" policy loss regresses the sequence log-ratio onto.
   double sppo_eta = 1.0;
   // algorithm.safe_rlhf (PPO-Lagrangian, verl/algo/safe_rlhf.h): the advantage is (A_r - lambda A_c) / (1 + lambda),
   // A_c the same estimator's advantage of the cost (with the cost critic's values for gae), lambda updated each
@@ -180,7 +197,8 @@ class VERL_API PPOTrainer {
 
   // Validation generation: val_kwargs (n, temperature, top_p, top_k, do_sample; greedy by default),
   // then the reward. Returns the batch (prompts, responses, ..., token_level_scores, the reward's extra
-  // columns) with one row per sample (prompt rows repeated val_kwargs.n times, interleaved).
+  // columns, named in meta_info["reward_extra_keys"]) with one row per sample (prompt rows repeated val_kwargs.n
+  // times, interleaved).
   DataProto generate_validation(const DataProto& prompts);
 
   // The batch of the last completed step (after optimize), for inspection and rollout dumps.
@@ -223,8 +241,14 @@ class VERL_API PPOTrainer {
   rollout::SamplingParams sampling_params(bool validation) const;
   // Generation on every rank (rows split in order); mode "train", "greedy" (ReMax's baseline) or "validation".
   DataProto generate(const DataProto& prompts, const std::string& mode, int64_t seed);
+  rollout::SamplingParams mode_sampling_params(const std::string& mode) const;
+  // The rows generation reads, popped from `batch`: its input tensors, and with a rollout_fn its non-tensor columns.
+  DataProto pop_generation_input(DataProto& batch) const;
+  DataProto generate_with_rollout_fn(const DataProto& rows, const std::string& mode, int64_t seed);
   RewardOutput call_reward(const DataProto& batch);
   void hand_over_weights();
+  // Awake, with the actor's current weights: what generation needs.
+  void ready_engine();
   void register_worker_methods();
   // Controller: runs a registered worker method over the ranks (rows split in order), checking that it is the
   // controller calling.
@@ -241,6 +265,7 @@ class VERL_API PPOTrainer {
   std::unique_ptr<workers::CriticWorker> critic_;
   std::unique_ptr<workers::CriticWorker> cost_critic_;  // Safe-RLHF with a critic
   RewardFn cost_fn_;
+  RolloutFn rollout_fn_;
   double safe_rlhf_lambda_ = 0.0;
   std::shared_ptr<rollout::Engine> engine_;
   int64_t handed_over_version_ = -1;  // the compute weights' version sum the engine's own copy was made from

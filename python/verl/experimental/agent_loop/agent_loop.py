@@ -24,7 +24,7 @@ import torch
 from .config import AgentLoopConfig
 
 __all__ = ["AgentLoopBase", "AgentLoopMetrics", "AgentLoopOutput", "AgentLoopWorker", "LLMServerClient",
-           "TokenOutput", "register", "get_agent_loop_class"]
+           "TokenOutput", "register", "get_agent_loop_class", "turn_seed"]
 
 
 @dataclass
@@ -169,6 +169,21 @@ def register_from_config_file(path: str | os.PathLike) -> list[str]:
     return names
 
 
+_MASK64 = (1 << 64) - 1
+
+
+def turn_seed(seed: int, turn: int) -> int:
+    """The sampling seed of a conversation's ``turn``-th generation (0-based) when its first uses ``seed``: turn 0
+    keeps ``seed`` (a one-turn rollout samples what the engine's one-shot generation samples for that seed), later
+    turns a SplitMix64 mix of (seed, turn) -- a fresh stream per turn, the same whatever order tools finish in."""
+    if turn == 0:
+        return seed
+    z = (seed + turn * 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return (z ^ (z >> 31)) >> 2  # 62 bits: a non-negative int64
+
+
 @contextmanager
 def simple_timer(name: str, metrics: AgentLoopMetrics):
     """Adds the block's wall time (seconds) to ``metrics.<name>``."""
@@ -217,32 +232,52 @@ class AgentLoopWorker:
                                           tools=self.tools, **kwargs)
         return self._loops[agent_name]
 
-    async def run_async(self, samples: Sequence[dict[str, Any]],
-                        sampling_params: dict[str, Any]) -> list[AgentLoopOutput]:
-        """One task per sample (its fields as keyword arguments of ``run``); outputs in sample order."""
+    async def run_async(self, samples: Sequence[dict[str, Any]], sampling_params: dict[str, Any],
+                        seeds: Optional[Sequence[int]] = None) -> list[AgentLoopOutput]:
+        """One task per sample (its fields as keyword arguments of ``run``); outputs in sample order. ``seeds``:
+        sample i's sampling seed (its first turn's; ``turn_seed`` derives the later turns')."""
+        if seeds is not None and len(seeds) != len(samples):
+            raise ValueError(f"run_async: {len(seeds)} seeds for {len(samples)} samples")
         tasks = []
-        for sample in samples:
+        for i, sample in enumerate(samples):
             sample = dict(sample)
             name = sample.pop("agent_name", None) or self.config.agent.default_agent_loop
-            tasks.append(self.agent_loop(str(name)).run(dict(sampling_params), **sample))
+            params = dict(sampling_params) if seeds is None else {**sampling_params, "seed": int(seeds[i])}
+            tasks.append(self.agent_loop(str(name)).run(params, **sample))
         return list(await asyncio.gather(*tasks))
 
-    def run(self, samples: Sequence[dict[str, Any]], sampling_params: dict[str, Any]) -> list[AgentLoopOutput]:
-        return asyncio.run(self.run_async(samples, sampling_params))
+    def run(self, samples: Sequence[dict[str, Any]], sampling_params: dict[str, Any],
+            seeds: Optional[Sequence[int]] = None) -> list[AgentLoopOutput]:
+        """``run_async`` to completion. Called from inside a running event loop (a notebook, an async caller), the
+        loops run on a fresh event loop in a helper thread: ``asyncio.run`` cannot nest."""
+        coroutine = self.run_async(samples, sampling_params, seeds)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coroutine)
+        from concurrent.futures import ThreadPoolExecutor
 
-    def generate_sequences(self, prompts: Any, sampling_params: Optional[dict[str, Any]] = None) -> Any:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, coroutine).result()
+
+    def generate_sequences(self, prompts: Any, sampling_params: Optional[dict[str, Any]] = None, *,
+                           seeds: Optional[Sequence[int]] = None, prompt_length: Optional[int] = None,
+                           pad_token_id: Optional[int] = None) -> Any:
         """verl's ``generate_sequences`` for agent rollouts: a ``DataProto`` whose ``non_tensor_batch`` holds
         ``raw_prompt`` (each row's messages) and optionally ``agent_name`` / ``tools_kwargs`` / ``extra_info``;
-        returns left-padded ``prompts`` (prompt_length), right-padded ``responses`` / ``response_mask`` /
-        ``rollout_log_probs`` (response_length), ``input_ids`` / ``attention_mask`` / ``position_ids``, and
-        ``num_turns`` per row in ``non_tensor_batch``."""
+        returns left-padded ``prompts`` (``prompt_length``, default rollout.prompt_length), right-padded
+        ``responses`` / ``response_mask`` / ``rollout_log_probs`` (response_length), ``input_ids`` /
+        ``attention_mask`` / ``position_ids``, ``rm_scores`` when every loop reported a ``reward_score``, and in
+        ``non_tensor_batch`` -- as verl's agent loop manager -- the input columns, ``__num_turns__`` and each
+        loop's extra fields (``turn_scores``, ``tool_rewards``, ``tool_call_counts``, ...), one column per key."""
         import numpy as np
 
         from verl.protocol import DataProto
 
         non_tensor = prompts.non_tensor_batch
         if "raw_prompt" not in non_tensor:
-            raise ValueError("generate_sequences: non_tensor_batch['raw_prompt'] (each row's messages) is missing")
+            raise ValueError("generate_sequences: non_tensor_batch['raw_prompt'] (each row's messages) is missing "
+                             "(data.return_raw_chat=true keeps it)")
         count = len(non_tensor["raw_prompt"])
         samples = []
         for i in range(count):
@@ -251,10 +286,23 @@ class AgentLoopWorker:
                 if key in non_tensor and non_tensor[key][i] is not None:
                     sample[key] = non_tensor[key][i]
             samples.append(sample)
-        outputs = self.run(samples, dict(sampling_params or {}))
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        batch = pad_agent_outputs(outputs, self.config.prompt_length, self.config.response_length, pad)
-        extra = {"num_turns": np.array([o.num_turns for o in outputs], dtype=np.int32)}
+        outputs = self.run(samples, dict(sampling_params or {}), seeds)
+        if pad_token_id is None:
+            pad_token_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        batch = pad_agent_outputs(outputs, prompt_length or self.config.prompt_length, self.config.response_length,
+                                  pad_token_id)
+        scores = [o.reward_score for o in outputs]
+        if outputs and all(score is not None for score in scores):
+            # verl: a loop's own score on the response's last token, which the reward managers then return
+            lengths = batch["attention_mask"][:, batch["prompts"].shape[1]:].sum(-1)
+            rm_scores = torch.zeros(batch["responses"].shape, dtype=torch.float32)
+            rm_scores[torch.arange(count), (lengths - 1).clamp_min(0)] = torch.tensor(scores, dtype=torch.float32)
+            batch["rm_scores"] = rm_scores
+        extra: dict[str, Any] = {"__num_turns__": np.array([o.num_turns for o in outputs], dtype=np.int32)}
+        for key in sorted({k for o in outputs for k in o.extra_fields} | {"turn_scores", "tool_rewards"}):
+            column = np.empty(count, dtype=object)
+            column[:] = [o.extra_fields.get(key) for o in outputs]
+            extra[key] = column
         return DataProto.from_dict(tensors=batch, non_tensors={**dict(non_tensor), **extra},
                                    meta_info=dict(prompts.meta_info))
 
@@ -262,7 +310,8 @@ class AgentLoopWorker:
 def pad_agent_outputs(outputs: Sequence[AgentLoopOutput], prompt_length: int, response_length: int,
                       pad_token_id: int) -> dict[str, torch.Tensor]:
     """verl's layout: prompts left-padded to ``prompt_length``, responses right-padded to ``response_length``;
-    ``attention_mask`` 1 on every real token, ``position_ids`` counting real tokens from 0."""
+    ``attention_mask`` 1 on every real token, ``position_ids`` counting real tokens from 0 (verl's
+    compute_position_id_with_mask)."""
     bs = len(outputs)
     prompts = torch.full((bs, prompt_length), pad_token_id, dtype=torch.long)
     responses = torch.full((bs, response_length), pad_token_id, dtype=torch.long)
@@ -284,8 +333,10 @@ def pad_agent_outputs(outputs: Sequence[AgentLoopOutput], prompt_length: int, re
             response_attention[i, :n_resp] = 1
             if out.response_logprobs is not None:
                 log_probs[i, :n_resp] = torch.tensor(out.response_logprobs[:n_resp])
+    from verl.utils.dataset.rl_dataset import compute_position_id_with_mask
+
     attention_mask = torch.cat([prompt_mask, response_attention], dim=1)
-    position_ids = (attention_mask.cumsum(dim=1) - 1).clamp_min(0) * attention_mask
+    position_ids = compute_position_id_with_mask(attention_mask)
     return {"prompts": prompts, "responses": responses, "input_ids": torch.cat([prompts, responses], dim=1),
             "attention_mask": attention_mask, "position_ids": position_ids, "response_mask": response_mask,
             "rollout_log_probs": log_probs}

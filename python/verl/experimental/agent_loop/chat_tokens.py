@@ -21,12 +21,20 @@ class ChatTokens:
         self.tokenizer = tokenizer
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
 
-    def initial_prompt_ids(self, messages: list[dict[str, Any]], tools: Optional[list[dict[str, Any]]]) -> list[int]:
-        """The first prompt: the messages (and the tools block) with the generation prompt."""
+    def initial_prompt_ids(self, messages: list[dict[str, Any]], tools: Optional[list[dict[str, Any]]],
+                           max_length: Optional[int] = None) -> list[int]:
+        """The first prompt: the messages (and the tools block) with the generation prompt. Longer than
+        ``max_length`` (rollout.prompt_length) is a ValueError: cutting it would drop the system prompt and tools."""
         if not messages:
             raise ValueError("agent loop: raw_prompt has no messages")
-        return list(self.tokenizer.apply_chat_template(messages, tools=tools or None, add_generation_prompt=True,
-                                                       tokenize=True, **self.chat_template_kwargs))
+        ids = list(self.tokenizer.apply_chat_template(messages, tools=tools or None, add_generation_prompt=True,
+                                                      tokenize=True, **self.chat_template_kwargs))
+        if max_length is not None and len(ids) > max_length:
+            raise ValueError(f"agent loop: the prompt{' with its tools' if tools else ''} is {len(ids)} tokens, more "
+                             f"than rollout.prompt_length={max_length} (data.max_prompt_length); shorten it, raise "
+                             "the limit, or drop such rows with data.filter_overlong_prompts=true (with "
+                             "data.tool_config_path for prompts that carry tools)")
+        return ids
 
     def appended_message_ids(self, new_messages: list[dict[str, Any]], tools: Optional[list[dict[str, Any]]],
                              last_generated_id: Optional[int]) -> list[int]:

@@ -16,7 +16,7 @@ class SingleTurnAgentLoop(AgentLoopBase):
         self.chat = ChatTokens(self.tokenizer, self.apply_chat_template_kwargs)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
-        prompt_ids = self.chat.initial_prompt_ids(list(kwargs["raw_prompt"]), None)[-self.rollout_config.prompt_length:]
+        prompt_ids = self.chat.initial_prompt_ids(list(kwargs["raw_prompt"]), None, self.rollout_config.prompt_length)
         metrics = AgentLoopMetrics()
         response_length = self.rollout_config.response_length
         params = {**sampling_params, "max_tokens": min(int(sampling_params.get("max_tokens", response_length)),

@@ -18,7 +18,7 @@ from typing import Any, Optional
 from verl.tools.function_tool import FunctionTool, normalize_function_tool_return
 from verl.tools.schemas import ToolResponse
 
-from .agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register, simple_timer
+from .agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register, simple_timer, turn_seed
 from .chat_tokens import ChatTokens
 from .tool_parser import FunctionCall, ToolParser
 
@@ -83,7 +83,7 @@ class ToolAgentLoop(AgentLoopBase):
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         data = AgentData(list(kwargs["raw_prompt"]), dict(kwargs.get("tools_kwargs") or {}))
         tools, schemas = self._active_tools(kwargs.get("extra_info") or {})
-        data.prompt_ids = self.chat.initial_prompt_ids(data.messages, schemas)[-self.prompt_length:]
+        data.prompt_ids = self.chat.initial_prompt_ids(data.messages, schemas, self.prompt_length)
         prompt_len = len(data.prompt_ids)
         while True:
             calls = await self._generate(data, sampling_params, tools)
@@ -104,7 +104,7 @@ class ToolAgentLoop(AgentLoopBase):
         output.extra_fields.update({
             "turn_scores": data.turn_scores, "tool_rewards": data.tool_rewards,
             "num_assistant_turns": data.assistant_turns, "num_user_turns": data.user_turns,
-            "num_tool_calls": data.num_tool_calls, "num_tool_call_errors": data.num_tool_call_errors,
+            "tool_call_counts": data.num_tool_calls, "num_tool_call_errors": data.num_tool_call_errors,
             "num_dropped_tool_calls": data.num_dropped_tool_calls})
         return output
 
@@ -121,6 +121,8 @@ class ToolAgentLoop(AgentLoopBase):
         """One assistant turn; the calls to run next, or None when the rollout ends."""
         budget = self.response_length - len(data.response_mask)
         params = {**sampling_params, "max_tokens": min(int(sampling_params.get("max_tokens", budget)), budget)}
+        if params.get("seed") is not None:
+            params["seed"] = turn_seed(int(params["seed"]), data.assistant_turns)
         if self.tool_parser.stop_token_ids:
             stops = set(params.get("stop_token_ids") or []) | set(self.tool_parser.stop_token_ids)
             params["stop_token_ids"] = sorted(stops)
@@ -207,7 +209,10 @@ class ToolAgentLoop(AgentLoopBase):
             return ToolResponse(text=f"Error executing tool '{call.name}': {type(e).__name__}: {e}"), 0.0
         finally:
             if instance_id is not None:
-                await tool.release(instance_id)
+                try:
+                    await tool.release(instance_id)
+                except Exception as e:  # a failed clean-up is the tool's problem, not the batch's
+                    logger.warning("tool %r failed to release instance %s: %s", call.name, instance_id, e)
         data.num_tool_calls += 1
         text = truncate_tool_response(response.text or "", self.max_tool_response_length,
                                       self.tool_response_truncate_side)

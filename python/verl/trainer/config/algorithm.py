@@ -88,5 +88,5 @@ class AlgoConfig(BaseConfig):
     rollout_correction: Optional[RolloutCorrectionConfig] = None
     gdpo_reward_keys: Optional[list[str]] = None
     gdpo_reward_weights: Optional[list[float]] = None
-    sppo_eta: float = 1.0  # verl's recipe/sppo
+    sppo_eta: float = 1.0  # SPPO (the paper's eta; verl's recipe/sppo reads it as a softmean beta)
     safe_rlhf: SafeRLHFConfig = field(default_factory=SafeRLHFConfig)

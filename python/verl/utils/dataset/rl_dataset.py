@@ -156,6 +156,25 @@ def _cfg_mapping(config: Any, key: str) -> dict:
     return dict(value)
 
 
+def _tool_schemas(config: Any) -> list[dict] | None:
+    """verl's data.tool_config_path / data.function_tool_path (by default the rollout's multi_turn keys): the tools'
+    OpenAI schemas, or None."""
+    paths = {key: _cfg(config, key, None) for key in ("tool_config_path", "function_tool_path")}
+    for key, value in paths.items():
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            raise ConfigTypeError(f"data.{key} must be a path or null, got {_shown(value)}")
+    if not any(paths.values()):
+        return None
+    from ...tools.tool_registry import load_all_tools
+
+    try:
+        tools = load_all_tools(paths["tool_config_path"], paths["function_tool_path"])
+    except (OSError, ImportError, ValueError, TypeError) as e:
+        raise ConfigError(f"data.tool_config_path={paths['tool_config_path']!r} / data.function_tool_path="
+                          f"{paths['function_tool_path']!r}: {type(e).__name__}: {e}") from e
+    return [tool.tool_schema.model_dump(exclude_unset=True, exclude_none=True) for tool in tools]
+
+
 def check_messages(messages: Any, key: str, origin: RowOrigin) -> None:
     """DataError naming ``origin`` unless ``messages`` is a non-empty list of ``{'role', 'content'}`` dicts."""
     if (not isinstance(messages, list) or not messages
@@ -285,6 +304,7 @@ class RLHFDataset:
         self.return_raw_chat = _cfg_bool(config, "return_raw_chat", False)
         self.return_full_prompt = _cfg_bool(config, "return_full_prompt", False)
         self.apply_chat_template_kwargs = _cfg_mapping(config, "apply_chat_template_kwargs")
+        self.tool_schemas = _tool_schemas(config)
         self.shuffle = _cfg_bool(config, "shuffle", False)
         self.seed = _cfg_seed(config)
         pad = getattr(tokenizer, "pad_token_id", None)
@@ -296,7 +316,7 @@ class RLHFDataset:
         self.origins: list[RowOrigin] = [origin for _, origin in loaded]
         self._select_max_samples()
         if self.filter_overlong_prompts:
-            keep = [i for i in range(len(self.rows)) if len(self.prompt_ids(i)[1]) <= self.max_prompt_length]
+            keep = [i for i in range(len(self.rows)) if self._filter_length(i) <= self.max_prompt_length]
             self.rows = [self.rows[i] for i in keep]
             self.origins = [self.origins[i] for i in keep]
 
@@ -313,6 +333,14 @@ class RLHFDataset:
         """(the rendered prompt, its token ids before truncation) of row ``item``."""
         return render_prompt(self.tokenizer, self.rows[item][self.prompt_key], self.apply_chat_template_kwargs,
                              self.origins[item])
+
+    def _filter_length(self, item: int) -> int:
+        """The prompt length filter_overlong_prompts compares, as verl's: with data.tool_config_path /
+        function_tool_path, the prompt rendered with those tools' schemas (as tool_agent renders it)."""
+        if not self.tool_schemas:
+            return len(self.prompt_ids(item)[1])
+        kwargs = {**self.apply_chat_template_kwargs, "tools": self.tool_schemas}
+        return len(render_prompt(self.tokenizer, self.rows[item][self.prompt_key], kwargs, self.origins[item])[1])
 
     def truncate(self, ids: list[int], item: int) -> list[int]:
         """``ids`` cut to max_prompt_length by the truncation mode (``error``: DataError naming the row)."""
