@@ -89,6 +89,17 @@ async def tool(seconds: float, result: list[int]) -> list[int]:
     return result
 
 
+def run_side(side, llm, convs, tool_s: float):
+    """(seconds, answers, engine steps) of one side's run. Each side starts from an empty prefix cache: the other
+    side's conversations (nearly the same tokens) would otherwise be cached already, and it would prefill less than
+    it does on its own."""
+    llm.sleep()  # frees the KV cache, and with it every cached block
+    llm.wake_up()
+    before = llm.stats()["num_steps"]
+    seconds, answers = side(llm, convs, tool_s)
+    return seconds, answers, llm.stats()["num_steps"] - before
+
+
 def run_batch(llm, convs, tool_s: float):
     async def turn_tools(results):
         return await asyncio.gather(*(tool(tool_s, r) for r in results))
@@ -168,20 +179,12 @@ def main() -> None:
         batch_t, async_t, agreement = [], [], []
         steps = {"batch": [], "async": []}  # engine steps: the load-independent side of the comparison
         for _ in range(args.runs):  # alternate the sides, so a load change hits both
-            # Each side starts from an empty prefix cache: the other side's conversations (nearly the same tokens)
-            # would otherwise be cached already, and the side would prefill less than it does on its own.
-            llm.sleep()
-            llm.wake_up()
-            before = llm.stats()["num_steps"]
-            t, batch_answers = run_batch(llm, convs, tool_s)
+            t, batch_answers, n = run_side(run_batch, llm, convs, tool_s)
             batch_t.append(t)
-            steps["batch"].append(llm.stats()["num_steps"] - before)
-            llm.sleep()
-            llm.wake_up()
-            before = llm.stats()["num_steps"]
-            t, async_answers = run_async(llm, convs, tool_s)
+            steps["batch"].append(n)
+            t, async_answers, n = run_side(run_async, llm, convs, tool_s)
             async_t.append(t)
-            steps["async"].append(llm.stats()["num_steps"] - before)
+            steps["async"].append(n)
             # The same work: every response has its drawn length on both sides (ignore_eos). The tokens agree but
             # for rare sampling flips: the KV a side reuses or computes comes from other batch shapes (fp32 GEMMs
             # round differently), and a near-uniform random model puts many CDF boundaries within that rounding.
