@@ -102,10 +102,13 @@ def grpo(args, data: dict, model_dir: str, out_dir: str):
 
 
 def answers(llm, prompts: list[str], n: int = 1, temperature: float = 0.0, seed: int = 0) -> list[list[str]]:
-    """``n`` answers of the rollout engine ``llm`` to each prompt (greedy when temperature is 0)."""
+    """``n`` answers of the rollout engine ``llm`` to each prompt (greedy when temperature is 0). Each prompt has
+    its own seeds (sample k of prompt i: seed + i * n + k): one seed for all would draw every prompt's samples from
+    the same random numbers, and the sampled accuracy would be a correlated, seed-dependent estimate."""
     from verl.rollout import SamplingParams
 
-    outs = llm.generate(prompts, SamplingParams(n=n, temperature=temperature, max_tokens=6, seed=seed))
+    params = [SamplingParams(n=n, temperature=temperature, max_tokens=6, seed=seed + i * n) for i in range(len(prompts))]
+    outs = llm.generate(prompts, params)
     return [[c.text.strip() for c in o.outputs] for o in outs]
 
 
