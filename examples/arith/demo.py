@@ -62,7 +62,7 @@ def sft(args, data: dict, init_dir: str, out_dir: str) -> str:
         "model.path": init_dir, "data.train_files": data["sft"], "data.train_batch_size": 64,
         "data.use_dynamic_bsz": False, "data.micro_batch_size_per_gpu": 64, "data.max_length": 64,
         "data.seed": args.seed, "model.enable_gradient_checkpointing": False,
-        "optim.lr": 5e-3, "optim.lr_warmup_steps": 20, "optim.lr_scheduler_type": "cosine",
+        "optim.lr": 2e-3, "optim.lr_warmup_steps": 20, "optim.lr_scheduler_type": "cosine",
         "optim.weight_decay": 0.01, "trainer.total_epochs": 1000, "trainer.total_training_steps": args.sft_steps,
         "trainer.default_local_dir": out_dir, "trainer.resume_mode": "disable", "trainer.seed": args.seed,
         "trainer.logger": ["console"], "trainer.project_name": "arith-demo", "trainer.experiment_name": "sft",
@@ -89,6 +89,9 @@ def grpo(args, data: dict, model_dir: str, out_dir: str):
             f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={args.prompts_per_step * 8}",
             f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={args.prompts_per_step * 8}",
             "actor_rollout_ref.model.enable_gradient_checkpointing=false",
+            # fp32 compute on every CPU: verl's default (auto) picks bf16 where the CPU has bf16 matrix units, and
+            # the demo's numbers would then depend on the machine.
+            "actor_rollout_ref.actor.fsdp_config.dtype=float32",
             "actor_rollout_ref.actor.use_kl_loss=false", "actor_rollout_ref.actor.entropy_coeff=0",
             "actor_rollout_ref.rollout.max_num_seqs=512", f"data.val_batch_size={N_TEST}",
             "trainer.total_epochs=1000", f"trainer.total_training_steps={args.rl_steps}",
