@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <numeric>
+#include <sstream>
 #include <vector>
 
 #include "verl/core/error.h"
@@ -105,13 +106,20 @@ TEST_CASE("forward_packed equals per-sequence forwards for very different length
   torch::Tensor loss_ref = torch::zeros({}, torch::kDouble);
   int64_t off = 0;
   double worst = 0;
+  std::ostringstream where;  // which sequence and position differ, should this ever fail again
   for (size_t i = 0; i < lens.size(); ++i) {
     if (lens[i] == 0) continue;
     torch::Tensor alone = m.forward(seqs[i].unsqueeze(0))[0];
-    worst = std::max(worst, max_diff(packed.narrow(0, off, lens[i]), alone.detach()));
+    torch::Tensor diff = (packed.narrow(0, off, lens[i]) - alone.detach()).abs().amax(-1);
+    const double d = diff.max().item<double>();
+    if (d > 1e-10)
+      where << "sequence " << i << " (length " << lens[i] << "): max diff " << d << " at position "
+            << diff.argmax().item<int64_t>() << "; ";
+    worst = std::max(worst, d);
     loss_ref = loss_ref + alone.logsumexp(-1).sum();
     off += lens[i];
   }
+  INFO(where.str());
   CHECK(worst < 1e-10);
   loss_ref.backward();
   std::map<std::string, torch::Tensor> ref_grads;
