@@ -49,6 +49,7 @@ def benchmarks(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
                  "--results-md", f"{HERE}/dpo/RESULTS.md", *threads]),
         ("dist", [py, f"{HERE}/dist/bench_dp.py", "--ranks", "2"]),  # one thread per process by design
         ("agent", [py, f"{HERE}/agent/bench_async_rollout.py", *threads]),
+        ("one_step", [py, f"{HERE}/one_step/bench_one_step_off.py", *threads]),
     ]
 
 

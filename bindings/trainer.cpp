@@ -38,6 +38,20 @@ std::shared_ptr<py::function> hold_with_gil(py::function fn) {
   });
 }
 
+// Deletes a trainer without the GIL: a rollout batch still in flight (submit_rollouts) finishes first, and its
+// thread may need the GIL for the reward callback.
+struct DeleteWithoutGil {
+  void operator()(PPOTrainer* trainer) const {
+    if (PyGILState_Check() == 0) {
+      delete trainer;
+      return;
+    }
+    py::gil_scoped_release release;
+    delete trainer;
+  }
+};
+using TrainerHolder = std::unique_ptr<PPOTrainer, DeleteWithoutGil>;
+
 trainer::RewardFn wrap_reward(py::function fn) {
   std::shared_ptr<py::function> holder = hold_with_gil(std::move(fn));
   return [holder](const DataProto& batch) -> RewardOutput {
@@ -140,7 +154,7 @@ void register_trainer(py::module_& m) {
       .def("take", &trainer::GroupFilter::take, Release())
       .def("reset", &trainer::GroupFilter::reset);
 
-  py::class_<PPOTrainer>(t, "PPOTrainer", "verl's PPO/GRPO/... training step in C++ on a shared actor/rollout model.")
+  py::class_<PPOTrainer, TrainerHolder>(t, "PPOTrainer", "verl's PPO/GRPO/... training step in C++ on a shared actor/rollout model.")
       .def(py::init([](const Config& config, std::shared_ptr<model::CausalLM> actor, py::function reward_fn,
                        std::shared_ptr<model::CausalLM> ref, std::shared_ptr<model::CausalLM> critic,
                        std::shared_ptr<rollout::Engine> engine, std::optional<int64_t> pad_token_id,
@@ -161,7 +175,7 @@ void register_trainer(py::module_& m) {
              if (!rollout_fn.is_none()) options.rollout_fn = wrap_rollout(rollout_fn.cast<py::function>());
              trainer::RewardFn fn = wrap_reward(std::move(reward_fn));
              py::gil_scoped_release release;
-             return std::make_unique<PPOTrainer>(config, std::move(models), std::move(fn), options);
+             return TrainerHolder(new PPOTrainer(config, std::move(models), std::move(fn), options));
            }),
            py::arg("config"), py::arg("actor"), py::arg("reward_fn"), py::kw_only(), py::arg("ref") = nullptr,
            py::arg("critic") = nullptr, py::arg("engine") = nullptr, py::arg("pad_token_id") = py::none(),
@@ -179,6 +193,11 @@ void register_trainer(py::module_& m) {
       .def("compute_rewards", &PPOTrainer::compute_rewards, py::arg("batch"), Release())
       .def("optimize", &PPOTrainer::optimize, py::arg("batch"), Release())
       .def("generate_validation", &PPOTrainer::generate_validation, py::arg("prompts"), Release())
+      .def("submit_rollouts", &PPOTrainer::submit_rollouts, py::arg("prompts"), Release(),
+           "actor_rollout_ref.hybrid_engine=false: hand the actor's weights to the rollout engine and generate + "
+           "score `prompts` on a thread while the caller trains (one batch in flight).")
+      .def("wait_rollouts", &PPOTrainer::wait_rollouts, Release(), "The submitted batch, generated and scored.")
+      .def_property_readonly("rollouts_in_flight", &PPOTrainer::rollouts_in_flight)
       .def_property_readonly("last_batch", &PPOTrainer::last_batch)
       .def_property("global_step", &PPOTrainer::global_step, &PPOTrainer::set_global_step)
       .def_property("kl_coef", &PPOTrainer::kl_coef, &PPOTrainer::set_kl_coef)

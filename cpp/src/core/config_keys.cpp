@@ -347,8 +347,9 @@ std::vector<KeyEntry> build_ppo() {
   // --- actor_rollout_ref.model and the rest of actor_rollout_ref ----------------------------------------------
   add(t, model(ar + "model", true));
   add(t, {
-             R(ar + "hybrid_engine", "verl-cpp is always a hybrid engine (actor and rollout share the weights), as "
-                                     "verl requires"),
+             H(ar + "hybrid_engine", "true: actor and rollout share the weights; false: verl's one-step off-policy "
+                                     "trainer -- the rollout engine holds a copy of its own and generates the next "
+                                     "batch on a thread while this one trains (one process)"),
              H(ar + "nccl_timeout", "seconds every collective among the ranks may wait, Gloo's too: a rank that "
                                     "died or hangs ends the others with a DistributedError"),
          });
@@ -679,7 +680,10 @@ void check_added_keys(const Config& config) {
       "algorithm.gdpo_reward_keys",  "algorithm.gdpo_reward_weights",
       "reward.max_concurrent",       "reward.reward_kwargs",
       "reward_model.reward_kwargs",  "reward_model.overlong_buffer",
-      "reward.custom_reward_function.reward_kwargs", "custom_reward_function.reward_kwargs"};
+      "reward.custom_reward_function.reward_kwargs", "custom_reward_function.reward_kwargs",
+      // verl's one_step_off_ppo_trainer.yaml: the rollout's resource pool (PPOTrainerConfig checks rollout.nnodes;
+      // n_gpus_per_node has no effect: the rollout runs on the trainer's device)
+      "rollout.nnodes", "rollout.n_gpus_per_node"};
   const Json tree = config.to_json(/*resolve_values=*/false);
   std::vector<std::string> leaves;
   for (const auto& [k, v] : tree.items()) collect_leaves(v, k, leaves);

@@ -29,6 +29,7 @@
 #include "verl/workers/micro_batch.h"
 #include "algo/rollout_correction_config.h"
 #include "workers/data_parallel.h"
+#include "trainer/one_step_off_policy.h"
 #include "trainer/reference_policy.h"
 
 namespace verl::trainer {
@@ -200,6 +201,7 @@ RewardOutput checked_scores(RewardOutput out, const DataProto& batch, const std:
 
 // The frozen reference policy: the actor's initial weights in a separate module.
 using detail::copy_as_reference;
+using detail::is_overlapped_stage;
 
 // verl's default critic: the actor checkpoint loaded as AutoModelForTokenClassification(num_labels=1),
 // i.e. the same backbone and a new `score` head initialised N(0, 0.02) (HF's initializer_range) without bias.
@@ -449,6 +451,18 @@ PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
   s.ignore_eos = config.get_as<bool>(r + "ignore_eos");
   s.rollout_seed = config.get_as<int64_t>(r + "seed");
   s.free_cache_engine = config.get_as<bool>(r + "free_cache_engine");
+  s.hybrid_engine = config.get_as<bool>("actor_rollout_ref.hybrid_engine");
+  // verl's one_step_off_ppo_trainer.yaml adds the rollout's resource pool. Here the rollout is a thread of the
+  // trainer's process on its device: one node, and n_gpus_per_node has no effect.
+  if (config.has("rollout.nnodes")) {
+    VERL_CHECK_AS(ConfigError, !s.hybrid_engine,
+                  "rollout.nnodes is the one-step off-policy trainer's rollout pool; it needs "
+                  "actor_rollout_ref.hybrid_engine=false");
+    const Json nnodes = config.get("rollout.nnodes");
+    VERL_CHECK_AS(ConfigError, nnodes == Json(1),
+                  "rollout.nnodes=", untrusted::quote(nnodes), ": a rollout pool on other nodes is not implemented "
+                  "(the rollout runs in the trainer's process, in a thread of its own); set rollout.nnodes=1");
+  }
   s.val_n = config.get_as<int64_t>(r + "val_kwargs.n");
   VERL_CHECK_AS(ConfigError, s.val_n >= 1, r, "val_kwargs.n must be >= 1, got ", s.val_n);
   s.val_temperature = config.get_as<double>(r + "val_kwargs.temperature");
@@ -528,8 +542,24 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
 
   const model::ModelConfig& mc = models_.actor->config();
   pad_token_id_ = options.pad_token_id.value_or(mc.pad_token_id.value_or(0));
+  if (!settings_.hybrid_engine) {
+    // verl's one-step off-policy trainer runs its rollout on a worker group of its own; here it is a thread of this
+    // process, and the training side's collectives would interleave with the rollout's.
+    const int64_t world = options.communicator ? options.communicator->world_size() : 1;
+    VERL_CHECK_AS(ConfigError, world == 1 && settings_.rollout_tensor_parallel_size == 1,
+                  "actor_rollout_ref.hybrid_engine=false (one-step off-policy) runs in one process: got ", world,
+                  " ranks and rollout.tensor_model_parallel_size = ", settings_.rollout_tensor_parallel_size);
+    VERL_CHECK_AS(ConfigError, !config_.get_as<bool>("algorithm.filter_groups.enable"),
+                  "actor_rollout_ref.hybrid_engine=false (one-step off-policy) with algorithm.filter_groups.enable="
+                  "true is not implemented: DAPO's dynamic sampling gathers several generation batches per step");
+  }
   if (models_.engine) {
     engine_ = models_.engine;
+    VERL_CHECK_AS(ConfigError,
+                  settings_.hybrid_engine ||
+                      (engine_->model() != models_.actor && engine_->model() != actor_->compute_model()),
+                  "actor_rollout_ref.hybrid_engine=false needs a rollout engine with weights of its own, but the "
+                  "given engine generates from the actor's model");
   } else {
     rollout::EngineConfig ec;
     const std::string r = "actor_rollout_ref.rollout.";
@@ -562,6 +592,10 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
       rollout_model->to(compute.device(), compute.dtype());
       rollout_model->eval();
       for (auto& p : rollout_model->parameters()) p.set_requires_grad(false);
+    }
+    if (!settings_.hybrid_engine) {
+      // The rollout's own weights: generation reads them while the actor's are being updated.
+      rollout_model = copy_as_reference(*actor_->compute_model());
     }
     engine_ = std::make_shared<rollout::Engine>(rollout_model, ec);
     models_.engine = engine_;
@@ -670,9 +704,13 @@ void PPOTrainer::save_optimizer(const std::string& role, const std::string& path
 void PPOTrainer::serve() { workers_->serve(); }
 void PPOTrainer::release_workers() { workers_->release(); }
 
-PPOTrainer::~PPOTrainer() = default;
+PPOTrainer::~PPOTrainer() {
+  // A batch still in flight reads this trainer: it finishes first (its result or error is dropped).
+  if (rollout_future_.valid()) rollout_future_.wait();
+}
 
 void PPOTrainer::set_global_step(int64_t step) {
+  check_no_rollout_in_flight("set_global_step");
   VERL_CHECK(step >= 0, "set_global_step: step must be >= 0, got ", step);
   global_step_ = step;
   gen_batches_in_step_ = 0;
@@ -780,20 +818,25 @@ RewardOutput PPOTrainer::call_reward(const DataProto& batch) {
 }
 
 DataProto PPOTrainer::collect_rollouts(const DataProto& prompts) {
+  check_no_rollout_in_flight("collect_rollouts");
+  VERL_CHECK(gen_batches_in_step_ < kMaxGenBatchesPerStep, "collect_rollouts: more than ", kMaxGenBatchesPerStep,
+             " generation batches in one step");
+  DataProto batch = collect_rollouts_at(prompts, global_step_ + 1, gen_batches_in_step_);
+  ++gen_batches_in_step_;
+  return batch;
+}
+
+DataProto PPOTrainer::collect_rollouts_at(const DataProto& prompts, int64_t step_no, int64_t gen_index) {
   TimingRaw timing = read_timing(prompts);
   const int64_t bs = prompts.size();
   VERL_CHECK_AS(DataError, bs > 0, "collect_rollouts: the prompt batch is empty");
   VERL_CHECK_AS(DataError, bs * std::max(settings_.rollout_n, settings_.val_n) < kStepSeedStride,
                 "collect_rollouts: batch too large (", bs, " prompts x n)");
-  const int64_t step_no = global_step_ + 1;
 
   DataProto batch = prompts;
   batch.meta_info()["temperature"] = settings_.temperature;
   DataProto::Column uid;
   uid.reserve(static_cast<size_t>(bs));
-  const int64_t gen_index = gen_batches_in_step_++;
-  VERL_CHECK(gen_index < kMaxGenBatchesPerStep, "collect_rollouts: more than ", kMaxGenBatchesPerStep,
-             " generation batches in one step");
   for (int64_t i = 0; i < bs; ++i) {
     uid.emplace_back("step" + std::to_string(step_no) + "." + std::to_string(gen_index) + "-" + std::to_string(i));
   }
@@ -871,6 +914,8 @@ Metrics PPOTrainer::optimize(DataProto batch) { return optimize_impl(std::move(b
 
 void PPOTrainer::ready_engine() {
   if (engine_->sleeping()) engine_->wake_up();
+  // submit_rollouts handed the weights over before its thread started; the actor's are being trained meanwhile.
+  if (rollout_in_flight_) return;
   // Weights written since the last hand-over (a checkpoint load, a user's edit) reach the engine first.
   actor_->precision().refresh();
   hand_over_weights();
@@ -881,6 +926,8 @@ void PPOTrainer::hand_over_weights() {
   // separately built engine gets the compute-dtype tensors by name, the weights the actor computes with.
   std::shared_ptr<model::CausalLM> compute = actor_->compute_model();
   if (engine_->model() == compute) return;
+  // The engine is generating submit_rollouts' batch from the weights handed over at its submission.
+  if (rollout_in_flight_) return;
   // Only when the compute weights changed since the last copy (every write bumps a tensor's version).
   int64_t version = 0;
   for (const auto& p : compute->parameters()) version += static_cast<int64_t>(p._version());
@@ -1058,11 +1105,18 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     dispatch("update_weights", DataProto(), dist::Dispatch::kBroadcast);
   }
 
+  if (sync_rollout_weights_seconds_) {
+    timing["sync_rollout_weights"] = *sync_rollout_weights_seconds_;
+    sync_rollout_weights_seconds_.reset();
+  }
   if (step_seconds_before) {
     timing["step"] = *step_seconds_before + seconds_since(start);
   } else {
     double total = 0;
-    for (const auto& [k, v] : timing) total += v;
+    for (const auto& [k, v] : timing) {
+      // A submitted batch's generation and scoring ran beside the previous step (its wait is timing_s/gen).
+      if (!is_overlapped_stage(k)) total += v;
+    }
     timing["step"] = total;
   }
   metrics["training/global_step"] = static_cast<double>(step_no);
@@ -1074,11 +1128,13 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
   write_timing(batch, timing);
   global_step_ = step_no;
   gen_batches_in_step_ = 0;
+  waited_not_optimized_ = std::max<int64_t>(0, waited_not_optimized_ - 1);
   last_batch_ = std::move(batch);
   return metrics;
 }
 
 Metrics PPOTrainer::step(const DataProto& prompts) {
+  check_no_rollout_in_flight("step");
   const auto start = Clock::now();
   DataProto batch = collect_rollouts(prompts);
   batch = compute_rewards(std::move(batch));
@@ -1087,6 +1143,7 @@ Metrics PPOTrainer::step(const DataProto& prompts) {
 
 DataProto PPOTrainer::generate_validation(const DataProto& prompts) {
   const int64_t bs = prompts.size();
+  check_no_rollout_in_flight("generate_validation");
   VERL_CHECK_AS(DataError, bs > 0, "generate_validation: the prompt batch is empty");
   ++validation_count_;
   DataProto batch = prompts;

@@ -271,6 +271,7 @@ class PPOTrainer:
         self.epoch = 0
         self.tracker = None
         self._batches = None  # collect_rollouts()'s iterator over the training set
+        self._loader_state_ahead = None  # fit() with hybrid_engine=False: the loader before the batch drawn ahead
 
     # -- construction helpers -----------------------------------------------------------------------
     def _given_model(self, model: Any, actor: Any, env: Any) -> Any:
@@ -575,8 +576,8 @@ class PPOTrainer:
                 if cfg.get("trainer.val_only"):
                     return val_metrics
             total = self.total_training_steps
-            test_freq = int(cfg.get("trainer.test_freq"))
-            save_freq = int(cfg.get("trainer.save_freq"))
+            if not cfg.get("actor_rollout_ref.hybrid_engine"):
+                return self._fit_one_step_off() or last_val
             start_epoch = self.global_steps // len(self.train_dataloader)
             # DAPO dynamic sampling: libverl's GroupFilter gathers the kept groups for the coming step.
             group_filter = _C.trainer.GroupFilter(cfg.cpp) if cfg.get("algorithm.filter_groups.enable") else None
@@ -594,28 +595,117 @@ class PPOTrainer:
                         metrics = self._optimize_filtered(group_filter)
                     else:
                         metrics = self.step(prompts)
-                    if cfg.get("trainer.rollout_data_dir"):
-                        start = time.perf_counter()
-                        self._dump_rollout(set(prompts.non_tensor_batch))
-                        metrics["timing_s/dump_rollout_generations"] = time.perf_counter() - start
-                    if save_freq > 0 and (is_last_step or self.global_steps % save_freq == 0):
-                        start = time.perf_counter()
-                        self.save_checkpoint()
-                        metrics["timing_s/save_checkpoint"] = time.perf_counter() - start
-                    if self.val_dataset is not None and test_freq > 0 and (
-                            is_last_step or self.global_steps % test_freq == 0):
-                        start = time.perf_counter()
-                        val_metrics = self.validate()
-                        metrics["timing_s/testing"] = time.perf_counter() - start
-                        metrics.update(val_metrics)
-                        last_val = val_metrics
-                    tracker.log(metrics, step=self.global_steps)
+                    last_val = self._finish_step(metrics, set(prompts.non_tensor_batch), is_last_step) or last_val
                     if is_last_step:
                         return last_val
             return last_val
         finally:
             tracker.finish()
             self._plot()
+
+    def _validates_after(self, is_last_step: bool) -> bool:
+        """Whether validation runs after this step (``trainer.test_freq``, and after the last)."""
+        test_freq = int(self.config.get("trainer.test_freq"))
+        return self.val_dataset is not None and test_freq > 0 and (
+            is_last_step or self.global_steps % test_freq == 0)
+
+    def _finish_step(self, metrics: dict[str, float], prompt_columns: set[str],
+                     is_last_step: bool) -> dict[str, float] | None:
+        """What follows an update in verl's loop: the rollout dump (``trainer.rollout_data_dir``), a checkpoint
+        (``trainer.save_freq``), validation (``trainer.test_freq``) and the tracker. Returns the validation metrics
+        when it validated."""
+        cfg = self.config
+        if cfg.get("trainer.rollout_data_dir"):
+            start = time.perf_counter()
+            self._dump_rollout(prompt_columns)
+            metrics["timing_s/dump_rollout_generations"] = time.perf_counter() - start
+        save_freq = int(cfg.get("trainer.save_freq"))
+        if save_freq > 0 and (is_last_step or self.global_steps % save_freq == 0):
+            start = time.perf_counter()
+            self.save_checkpoint()
+            metrics["timing_s/save_checkpoint"] = time.perf_counter() - start
+        val_metrics = None
+        if self._validates_after(is_last_step):
+            start = time.perf_counter()
+            val_metrics = self.validate()
+            metrics["timing_s/testing"] = time.perf_counter() - start
+            metrics.update(val_metrics)
+        self.tracker.log(metrics, step=self.global_steps)
+        return val_metrics
+
+    # -- one-step off-policy (actor_rollout_ref.hybrid_engine=False) -------------------------------------
+    @distributed.controller_call
+    def submit_rollouts(self, batch: Any = None) -> None:
+        """One-step off-policy (``actor_rollout_ref.hybrid_engine=False``, verl's
+        ``verl.experimental.one_step_off_policy``): hands the actor's current weights to the rollout engine's own copy
+        and generates and scores the trajectories of ``batch`` (default: the training set's next batch) on a thread
+        while this process goes on training; ``wait_rollouts()`` returns them. One batch in flight at a time; until it
+        is waited for, ``optimize`` may run but not ``step``, ``collect_rollouts`` or ``validate``."""
+        prompts = self._prompt_batch(batch if batch is not None else self._next_prompt_batch())
+        prompts.meta_info.setdefault("epoch", self.epoch)
+        self._trainer.submit_rollouts(prompts.to_cpp())
+
+    @distributed.controller_call
+    def wait_rollouts(self) -> DataProto:
+        """The trajectories ``submit_rollouts`` started, scored (``token_level_scores``); re-raises what generation
+        or the reward function raised."""
+        return DataProto.from_cpp(self._trainer.wait_rollouts())
+
+    def _fit_one_step_off(self) -> dict[str, float] | None:
+        """verl's ``OneStepOffRayTrainer.fit``: batch N+1 is generated (and scored) from the weights after step N-1
+        while step N trains -- wait for batch N, hand the weights over and submit batch N+1, update on batch N. The
+        staleness of one step is corrected by ``algorithm.rollout_correction`` (``bypass_mode``: the rollout's
+        log-probs are the old policy). Before a validation the batch in flight is waited for (the engine validates
+        next). A checkpoint resumes at the first batch not yet trained on (the one in flight is generated again)."""
+        cfg = self.config
+        total = self.total_training_steps
+        start_epoch = self.global_steps // len(self.train_dataloader)
+
+        def epochs_of_batches() -> Any:
+            for epoch in range(start_epoch, int(cfg.get("trainer.total_epochs"))):
+                for batch_dict in self.train_dataloader:
+                    yield epoch, batch_dict
+
+        batches = epochs_of_batches()
+
+        def submit_next(steps_ahead: int) -> tuple[int, set[str]] | None:
+            """Submits the next batch (None past the last step): its epoch and prompt columns."""
+            self._loader_state_ahead = None
+            if self.global_steps + steps_ahead >= total:
+                return None
+            loader_state = self.train_dataloader.state_dict()
+            drawn = next(batches, None)
+            if drawn is None:
+                return None
+            epoch, batch_dict = drawn
+            prompts = DataProto.from_single_dict(batch_dict, meta_info={"epoch": epoch})
+            self.submit_rollouts(prompts)
+            self._loader_state_ahead = loader_state
+            return epoch, set(prompts.non_tensor_batch)
+
+        last_val = None
+        current = submit_next(0)
+        held = None  # a batch waited for early (before a validation)
+        try:
+            while current is not None:
+                epoch, prompt_columns = current
+                trajectories = held if held is not None else self.wait_rollouts()
+                held = None
+                current = submit_next(1)
+                self.epoch = epoch
+                is_last_step = current is None
+                metrics = self.optimize(trajectories)
+                if current is not None and self._validates_after(is_last_step):
+                    held = self.wait_rollouts()
+                last_val = self._finish_step(metrics, prompt_columns, is_last_step) or last_val
+            return last_val
+        finally:
+            self._loader_state_ahead = None
+            if self._trainer.rollouts_in_flight:  # a step failed: its successor is dropped
+                try:
+                    self._trainer.wait_rollouts()
+                except Exception:  # noqa: BLE001 -- the step's own error is the one that propagates
+                    pass
 
     # -- DAPO dynamic sampling (algorithm.filter_groups) ------------------------------------------------
     def _filter_groups(self, prompts: DataProto, group_filter: Any) -> None:
@@ -684,10 +774,17 @@ class PPOTrainer:
             write_json(os.path.join(tmp, "trainer_state.json"), {
                 "global_step": step, "epoch": self.epoch, "kl_coef": self._trainer.kl_coef,
                 "safe_rlhf_lambda": self._trainer.safe_rlhf_lambda,
-                "dataloader": self.train_dataloader.state_dict() if self.train_dataloader is not None else None})
+                "dataloader": self._loader_state_for_checkpoint()})
 
         return CheckpointDirectory(self.checkpoint_dir).save(step, write,
                                                              self.config.get("trainer.max_actor_ckpt_to_keep"))
+
+    def _loader_state_for_checkpoint(self) -> dict | None:
+        """Where a resume continues: before the batch the one-step off-policy loop drew ahead (in flight, not yet
+        trained on), else the dataloader's position."""
+        if self._loader_state_ahead is not None:
+            return self._loader_state_ahead
+        return self.train_dataloader.state_dict() if self.train_dataloader is not None else None
 
     def _tokenizer_dir(self) -> str | None:
         return tokenizer_dir(self.config.get("actor_rollout_ref.model.tokenizer_path"),

@@ -9,7 +9,9 @@
 //           update_critic, update_actor (after trainer.critic_warmup), weight hand-over, metrics
 //
 // The rollout engine runs on the actor's CausalLM object itself (no weight copy): the hand-over is a
-// no-op and the rollout's log-probs are the trainer's (training/rollout_probs_diff_* stay ~0). A
+// no-op and the rollout's log-probs are the trainer's (training/rollout_probs_diff_* stay ~0). With
+// actor_rollout_ref.hybrid_engine=false (verl's one-step off-policy trainer) it holds a copy of its own, so the
+// next batch can be generated while this one trains (submit_rollouts / wait_rollouts). A
 // reference model (only when actor.use_kl_loss or algorithm.use_kl_in_reward) and a critic (critic.enable,
 // or adv_estimator gae when critic.enable is null) are created from the actor when not given.
 //
@@ -21,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -162,6 +165,10 @@ struct VERL_API PPOTrainerConfig {
   bool ignore_eos = false;
   int64_t rollout_seed = 42;
   bool free_cache_engine = true;
+  // actor_rollout_ref.hybrid_engine. false: verl's one-step off-policy trainer (verl/experimental/
+  // one_step_off_policy): the rollout engine generates from a copy of the weights of its own, handed over from the
+  // actor once per submit_rollouts, so generation can overlap the update. One process only.
+  bool hybrid_engine = true;
   // actor_rollout_ref.rollout.val_kwargs
   int64_t val_n = 1;
   double val_temperature = 0.0;
@@ -201,6 +208,22 @@ class VERL_API PPOTrainer {
   // times, interleaved).
   DataProto generate_validation(const DataProto& prompts);
 
+  // One-step off-policy (actor_rollout_ref.hybrid_engine=false; verl/experimental/one_step_off_policy): generation
+  // of the next batch overlaps the update on this one. submit_rollouts hands the actor's current weights to the
+  // rollout engine's own copy (timed as the next optimize's timing_s/sync_rollout_weights) and runs collect_rollouts
+  // and compute_rewards of `prompts` on a thread of its own; wait_rollouts returns that scored batch, or rethrows
+  // what the thread threw. verl's loop -- batch = wait_rollouts(); submit_rollouts(next prompts); optimize(batch) --
+  // samples batch N+1 from the weights after step N-1 while step N trains: one step stale, which
+  // algorithm.rollout_correction corrects (bypass_mode: the rollout's log-probs are the old policy). The waited
+  // batch's timing_s: gen = the wait, generate_async / reward_async = the thread's stages (not in timing_s/step).
+  // One batch in flight at a time; meanwhile optimize, compute_rewards and the accessors may run, and
+  // collect_rollouts, step, generate_validation and set_global_step raise InvalidArgument. ConfigError with
+  // hybrid_engine=true (the engine generates from the weights being trained); InvalidArgument when a batch is in
+  // flight (submit) or none is (wait).
+  void submit_rollouts(const DataProto& prompts);
+  DataProto wait_rollouts();
+  bool rollouts_in_flight() const { return rollout_in_flight_; }
+
   // The batch of the last completed step (after optimize), for inspection and rollout dumps.
   const DataProto& last_batch() const { return last_batch_; }
 
@@ -238,6 +261,10 @@ class VERL_API PPOTrainer {
  private:
   using Clock = std::chrono::steady_clock;
   Metrics optimize_impl(DataProto batch, std::optional<double> step_seconds);
+  // collect_rollouts with the step number and generation index its uids and seeds are drawn from.
+  DataProto collect_rollouts_at(const DataProto& prompts, int64_t step_no, int64_t gen_index);
+  // InvalidArgument naming `what` while submit_rollouts' batch is in flight (the engine is generating).
+  void check_no_rollout_in_flight(const char* what) const;
   rollout::SamplingParams sampling_params(bool validation) const;
   // Generation on every rank (rows split in order); mode "train", "greedy" (ReMax's baseline) or "validation".
   DataProto generate(const DataProto& prompts, const std::string& mode, int64_t seed);
@@ -273,6 +300,13 @@ class VERL_API PPOTrainer {
   int64_t global_step_ = 0;
   int64_t validation_count_ = 0;
   int64_t gen_batches_in_step_ = 0;  // collect_rollouts calls since the last optimize (seeds, uids)
+  // submit_rollouts: the batch in flight, whether one is (read by its thread: written only while none runs), the
+  // batches waited for and not yet optimized (the next submission trains that many steps later), and the weight
+  // hand-over time the next optimize reports.
+  std::future<DataProto> rollout_future_;
+  bool rollout_in_flight_ = false;
+  int64_t waited_not_optimized_ = 0;
+  std::optional<double> sync_rollout_weights_seconds_;
   DataProto last_batch_;
   std::unique_ptr<dist::WorkerGroup> workers_;
 };
