@@ -119,19 +119,13 @@ TEST_CASE("forward_packed equals per-sequence forwards for very different length
     loss_ref = loss_ref + alone.logsumexp(-1).sum();
     off += lens[i];
   }
-  INFO(where.str());
   if (worst >= 1e-10) {
-    torch::NoGradGuard ng;
-    torch::Tensor again = m.forward_packed(ids, cu);
-    std::cout << "DIAG packed again vs first: " << max_diff(again, packed.detach()) << std::endl;
-    int64_t o = 0;
-    for (size_t i = 0; i < 13; ++i) o += lens[i];
-    torch::Tensor alone13 = m.forward(seqs[13].unsqueeze(0))[0];
-    std::cout << "DIAG seq13 alone again vs packed-first: " << max_diff(packed.narrow(0, o, 16).detach(), alone13)
-              << " vs packed-again: " << max_diff(again.narrow(0, o, 16), alone13) << std::endl;
-    torch::Tensor alone0 = m.forward(seqs[0].unsqueeze(0))[0];
-    std::cout << "DIAG seq0 alone again vs packed-first: " << max_diff(packed.narrow(0, 0, 120).detach(), alone0) << std::endl;
+    // Seen only under oversubscription, in the first forward_packed of a process (MKL threads): say whether a
+    // second forward agrees with the first.
+    torch::NoGradGuard no_grad;
+    where << "a second forward_packed differs from the first by " << max_diff(m.forward_packed(ids, cu), packed.detach());
   }
+  INFO(where.str());
   CHECK(worst < 1e-10);
   loss_ref.backward();
   std::map<std::string, torch::Tensor> ref_grads;
