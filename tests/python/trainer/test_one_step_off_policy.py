@@ -137,3 +137,20 @@ def test_cli_trains(tiny_model_dir, toy_data, tmp_path):
     rows = (tmp_path / "proj" / "exp.jsonl").read_text().splitlines()
     assert len(rows) == 2
     assert "timing_s/generate_async" in json.loads(rows[1])["data"]
+
+
+def test_agent_loops_generate_on_the_rollout_thread(tiny_model_dir, toy_data, tmp_path, monkeypatch):
+    """The agent loops (asyncio over the rollout engine) run on the rollout thread as the engine's one-shot generation
+    does: single_turn_agent gives the same batches bit for bit."""
+    monkeypatch.setenv("VERL_FILE_LOGGER_ROOT", str(tmp_path))
+    plain = one_step_trainer(tiny_model_dir, tmp_path / "plain", toy_data, 3, "trainer.test_freq=0")
+    agent = one_step_trainer(tiny_model_dir, tmp_path / "agent", toy_data, 3, "trainer.test_freq=0",
+                             "actor_rollout_ref.rollout.multi_turn.enable=true")
+    plain.fit()
+    agent.fit()
+    a, b = plain.last_batch, agent.last_batch
+    for key in ("prompts", "responses", "response_mask", "rollout_log_probs", "token_level_scores", "advantages"):
+        assert torch.equal(a.batch[key], b.batch[key]), key
+    assert b.non_tensor_batch["__num_turns__"].tolist() == [2] * 16
+    for name, tensor in plain.model.state_dict().items():
+        assert torch.equal(tensor, agent.model.state_dict()[name]), name
