@@ -24,9 +24,11 @@ void for_each_piece(const std::vector<torch::Tensor>& parameters, int64_t begin,
 
 }  // namespace
 
-OptimizerShard::OptimizerShard(std::vector<torch::Tensor> parameters, std::shared_ptr<dist::Communicator> communicator)
-    : parameters_(std::move(parameters)), comm_(std::move(communicator)) {
+OptimizerShard::OptimizerShard(std::vector<torch::Tensor> parameters, std::shared_ptr<dist::Communicator> communicator,
+                               int64_t bucket_numel)
+    : parameters_(std::move(parameters)), comm_(std::move(communicator)), bucket_override_(bucket_numel) {
   VERL_CHECK(comm_ != nullptr, "OptimizerShard: the communicator is null");
+  VERL_CHECK(bucket_numel >= 0, "OptimizerShard: bucket_numel must be >= 0, got ", bucket_numel);
   VERL_CHECK(!parameters_.empty(), "OptimizerShard: no parameters");
   const auto dtype = parameters_.front().scalar_type();
   const auto device = parameters_.front().device();
@@ -47,6 +49,7 @@ OptimizerShard::OptimizerShard(std::vector<torch::Tensor> parameters, std::share
 // rank after rank into a buffer of N * len elements, so no full-size flat copy of the gradients or the weights
 // ever exists beside the parameters. About 128 MiB of fp32 per buffer, whatever N.
 int64_t OptimizerShard::bucket_numel() const {
+  if (bucket_override_ > 0) return std::min(bucket_override_, slice_numel_);
   return std::max<int64_t>(1, std::min<int64_t>(slice_numel_, (int64_t{1} << 25) / world_size()));
 }
 

@@ -18,13 +18,17 @@
 
 #include <torch/torch.h>
 
+#include "verl/core/export.h"
 #include "verl/dist/communicator.h"
 
 namespace verl::workers::detail {
 
-class OptimizerShard {
+class VERL_API OptimizerShard {
  public:
-  OptimizerShard(std::vector<torch::Tensor> parameters, std::shared_ptr<dist::Communicator> communicator);
+  // bucket_numel: elements per rank a collective moves at once (0: about 128 MiB of fp32 in all, whatever N; the
+  // tests set a few elements to run the many-bucket path on tiny models).
+  OptimizerShard(std::vector<torch::Tensor> parameters, std::shared_ptr<dist::Communicator> communicator,
+                 int64_t bucket_numel = 0);
 
   // This rank's slice of the master weights: the leaf tensor the AdamW updates.
   torch::Tensor& master() { return master_; }
@@ -47,6 +51,7 @@ class OptimizerShard {
   std::shared_ptr<dist::Communicator> comm_;
   int64_t bucket_numel() const;
 
+  int64_t bucket_override_ = 0;
   int64_t numel_ = 0;        // real elements of the flat image
   int64_t slice_numel_ = 0;  // S
   torch::Tensor master_;

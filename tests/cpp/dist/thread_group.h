@@ -1,0 +1,128 @@
+// Ranks as threads of one test process: a c10d backend whose collectives exchange tensors through shared memory, for
+// unit tests of the C++ code that talks to a verl::dist::Communicator (LibTorch's wheels ship no Gloo headers, so a
+// test cannot make a Gloo group in C++; the multi-process paths are tested under torchrun in tests/python/dist).
+// Implements what Communicator uses for tensors: all-reduce (sum, max), reduce-scatter (sum) and all-gather.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "verl/dist/communicator.h"
+
+namespace verl::testing {
+
+// Where the threads meet: every rank deposits its tensor; once all have, each reads every rank's.
+class ThreadExchange {
+ public:
+  explicit ThreadExchange(int world) : world_(world), slots_(static_cast<size_t>(world)) {}
+
+  // Every rank's `mine`, in rank order (the same call on every rank, as collectives are).
+  std::vector<torch::Tensor> exchange(int rank, const torch::Tensor& mine) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return !draining_; });  // the previous round's readers are done
+    slots_[static_cast<size_t>(rank)] = mine.clone();
+    if (++arrived_ == world_) {
+      draining_ = true;
+      cv_.notify_all();
+    } else {
+      cv_.wait(lock, [&] { return draining_; });
+    }
+    std::vector<torch::Tensor> all = slots_;
+    if (++left_ == world_) {
+      arrived_ = left_ = 0;
+      draining_ = false;
+      cv_.notify_all();
+    }
+    return all;
+  }
+
+ private:
+  int world_;
+  std::vector<torch::Tensor> slots_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int arrived_ = 0, left_ = 0;
+  bool draining_ = false;
+};
+
+class ThreadBackend : public c10d::Backend {
+ public:
+  ThreadBackend(int rank, int size, std::shared_ptr<ThreadExchange> hub)
+      : c10d::Backend(rank, size), hub_(std::move(hub)) {}
+
+  const std::string getBackendName() const override { return "threads"; }
+
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override {
+    for (auto& t : tensors) {
+      std::vector<torch::Tensor> all = hub_->exchange(getRank(), t);
+      torch::Tensor r = all[0].clone();
+      for (size_t i = 1; i < all.size(); ++i) {
+        if (opts.reduceOp == c10d::ReduceOp::MAX) r = torch::maximum(r, all[i]);
+        else r.add_(all[i]);
+      }
+      t.copy_(r);
+    }
+    return done();
+  }
+
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceScatterOptions&) override {
+    std::vector<torch::Tensor> all = hub_->exchange(getRank(), input);
+    torch::Tensor sum = all[0].clone();
+    for (size_t i = 1; i < all.size(); ++i) sum.add_(all[i]);
+    output.copy_(sum.chunk(getSize())[static_cast<size_t>(getRank())]);
+    return done();
+  }
+
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                  const c10d::AllgatherOptions&) override {
+    output.copy_(torch::cat(hub_->exchange(getRank(), input)));
+    return done();
+  }
+
+ private:
+  struct Done : c10d::Work {
+    bool isCompleted() override { return true; }
+    bool wait(std::chrono::milliseconds) override { return true; }
+  };
+  static c10::intrusive_ptr<c10d::Work> done() { return c10::make_intrusive<Done>(); }
+
+  std::shared_ptr<ThreadExchange> hub_;
+};
+
+// Runs fn(rank, communicator) on `world` threads, the ranks of one group; rethrows the first rank's exception.
+inline void on_thread_ranks(int world, const std::function<void(int64_t, std::shared_ptr<dist::Communicator>)>& fn) {
+  auto hub = std::make_shared<ThreadExchange>(world);
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < world; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        auto group = c10::make_intrusive<c10d::ProcessGroup>(rank, world);
+        group->setDefaultBackend(c10d::ProcessGroup::BackendType::CUSTOM);
+        group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::CUSTOM,
+                          c10::make_intrusive<ThreadBackend>(rank, world, hub));
+        fn(rank, std::make_shared<dist::Communicator>(group, torch::kCPU, std::chrono::seconds(60)));
+      } catch (...) {
+        errors[static_cast<size_t>(rank)] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+}  // namespace verl::testing
