@@ -91,7 +91,11 @@ void register_rollout(py::module_& m) {
       .def("add_request", &Engine::add_request, py::arg("prompt_token_ids"), py::arg("sampling_params"))
       .def("step", &Engine::step, Release())
       .def("has_unfinished_requests", &Engine::has_unfinished_requests)
-      .def("generate", &Engine::generate, py::arg("prompt_token_ids"), py::arg("sampling_params"), Release())
+      .def(
+          "generate",
+          [](Engine& engine, const std::vector<std::vector<int64_t>>& prompts,
+             const std::vector<rollout::SamplingParams>& params) { return engine.generate(prompts, params); },
+          py::arg("prompt_token_ids"), py::arg("sampling_params"), Release())
       .def("update_weights", &Engine::update_weights, py::arg("named_tensors"), Release())
       .def("sleep", &Engine::sleep, Release())
       .def("wake_up", &Engine::wake_up, Release())

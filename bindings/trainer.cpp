@@ -131,7 +131,13 @@ void register_trainer(py::module_& m) {
   t.def("compute_throughout_metrics", &trainer::compute_throughout_metrics, py::arg("batch"), py::arg("timing_raw"),
         py::arg("n_gpus") = 1, Release());
   t.def("compute_rollout_debug_metrics", &trainer::compute_rollout_debug_metrics, py::arg("batch"), Release());
-  t.def("generate_sequences", &trainer::generate_sequences, py::arg("engine"), py::arg("prompts"),
+  t.def(
+      "generate_sequences",
+      [](rollout::Engine& engine, const DataProto& prompts, const rollout::SamplingParams& params,
+         int64_t pad_token_id, std::optional<int64_t> seed) {
+        return trainer::generate_sequences(engine, prompts, params, pad_token_id, seed);
+      },
+      py::arg("engine"), py::arg("prompts"),
         py::arg("sampling_params"), py::arg("pad_token_id") = 0, py::arg("seed") = py::none(), Release(),
         "verl's generate_sequences on a rollout Engine (C++ twin of verl.rollout.LLM.generate_sequences).");
   t.def(
@@ -161,7 +167,7 @@ void register_trainer(py::module_& m) {
                        std::vector<int64_t> eos_token_ids, std::optional<int64_t> total_training_steps,
                        uint64_t init_seed, std::shared_ptr<dist::Communicator> communicator,
                        std::shared_ptr<dist::Communicator> tensor_parallel, py::object cost_fn,
-                       std::shared_ptr<model::CausalLM> cost_critic, py::object rollout_fn) {
+                       std::shared_ptr<model::CausalLM> cost_critic, py::object rollout_fn, bool reward_per_sample) {
              trainer::PPOTrainerModels models{std::move(actor), std::move(ref), std::move(critic), std::move(engine)};
              trainer::PPOTrainerOptions options;
              options.pad_token_id = pad_token_id;
@@ -173,6 +179,7 @@ void register_trainer(py::module_& m) {
              if (!cost_fn.is_none()) options.cost_fn = wrap_reward(cost_fn.cast<py::function>());
              models.cost_critic = std::move(cost_critic);
              if (!rollout_fn.is_none()) options.rollout_fn = wrap_rollout(rollout_fn.cast<py::function>());
+             options.reward_per_sample = reward_per_sample;
              trainer::RewardFn fn = wrap_reward(std::move(reward_fn));
              py::gil_scoped_release release;
              return TrainerHolder(new PPOTrainer(config, std::move(models), std::move(fn), options));
@@ -181,7 +188,8 @@ void register_trainer(py::module_& m) {
            py::arg("critic") = nullptr, py::arg("engine") = nullptr, py::arg("pad_token_id") = py::none(),
            py::arg("eos_token_ids") = std::vector<int64_t>{}, py::arg("total_training_steps") = py::none(),
            py::arg("init_seed") = 0, py::arg("communicator") = nullptr, py::arg("tensor_parallel") = nullptr,
-           py::arg("cost_fn") = py::none(), py::arg("cost_critic") = nullptr, py::arg("rollout_fn") = py::none())
+           py::arg("cost_fn") = py::none(), py::arg("cost_critic") = nullptr, py::arg("rollout_fn") = py::none(),
+           py::arg("reward_per_sample") = false)
       .def("step", &PPOTrainer::step, py::arg("prompts"), Release())
       .def_property_readonly("is_controller", &PPOTrainer::is_controller)
       .def_property_readonly("world_size", &PPOTrainer::world_size)

@@ -368,7 +368,8 @@ void Engine::set_token_listener(TokenListener listener) {
 }
 
 std::vector<RequestOutput> Engine::generate(const std::vector<std::vector<int64_t>>& prompts,
-                                            const std::vector<SamplingParams>& params) {
+                                            const std::vector<SamplingParams>& params,
+                                            const std::function<void(size_t, const RequestOutput&)>& on_finished) {
   VERL_CHECK(params.size() == 1 || params.size() == prompts.size(), "Engine.generate: sampling_params has ",
              params.size(), " entries for ", prompts.size(), " prompts (give 1 or one per prompt)");
   for (size_t i = 0; i < prompts.size(); ++i) validate(prompts[i], params[params.size() == 1 ? 0 : i]);
@@ -387,8 +388,17 @@ std::vector<RequestOutput> Engine::generate(const std::vector<std::vector<int64_
     for (RequestOutput& r : step()) {
       auto it = slot.find(r.request_id);
       if (it == slot.end()) continue;  // someone else's request: dropped, as vLLM's LLM.generate does
-      out[it->second] = std::move(r);
+      const size_t index = it->second;
+      out[index] = std::move(r);
+      slot.erase(it);
       --remaining;
+      if (!on_finished) continue;
+      try {
+        on_finished(index, out[index]);
+      } catch (...) {
+        for (const auto& [id, unused] : slot) abort(id);  // nothing of this call stays in the engine
+        throw;
+      }
     }
   }
   return out;

@@ -10,8 +10,75 @@
 
 namespace verl::trainer {
 
+namespace {
+
+// The responses of rows [first, first + count): token ids (right-padded with pad), mask and log-probs.
+struct Responses {
+  torch::Tensor ids, mask, log_probs;
+};
+
+Responses sampled_responses(const std::vector<const rollout::RequestOutput*>& outputs,
+                            const std::vector<std::pair<int64_t, int64_t>>& groups, int64_t rows,
+                            int64_t response_length, int64_t pad_token_id) {
+  Responses r{torch::full({rows, response_length}, pad_token_id, torch::kLong),
+              torch::zeros({rows, response_length}, torch::kLong),
+              torch::zeros({rows, response_length}, torch::kFloat32)};
+  auto ids_a = r.ids.accessor<int64_t, 2>();
+  auto mask_a = r.mask.accessor<int64_t, 2>();
+  auto log_probs_a = r.log_probs.accessor<float, 2>();
+  const int64_t base = groups.empty() ? 0 : groups.front().first;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto [first, count] = groups[g];
+    const auto& outs = outputs[g]->outputs;
+    VERL_CHECK(static_cast<int64_t>(outs.size()) == count, "generate_sequences: request ", g, " returned ",
+               outs.size(), " samples, expected ", count);
+    for (int64_t k = 0; k < count; ++k) {
+      const auto& c = outs[static_cast<size_t>(k)];
+      const int64_t row = first + k - base;
+      const int64_t n_tok = static_cast<int64_t>(c.token_ids.size());
+      VERL_CHECK(n_tok <= response_length, "generate_sequences: sample of row ", first + k, " has ", n_tok,
+                 " tokens, more than max_tokens ", response_length);
+      for (int64_t t = 0; t < n_tok; ++t) {
+        ids_a[row][t] = c.token_ids[static_cast<size_t>(t)];
+        mask_a[row][t] = 1;
+        if (static_cast<size_t>(t) < c.logprobs.size()) log_probs_a[row][t] = c.logprobs[static_cast<size_t>(t)];
+      }
+    }
+  }
+  return r;
+}
+
+// verl's rollout layout of `prompts` (the rows the responses belong to) and their responses.
+DataProto sequences_layout(const DataProto& prompts, Responses r) {
+  const torch::Tensor& input_ids = prompts.tensor("input_ids");
+  const torch::Tensor& attention_mask = prompts.tensor("attention_mask");
+  const int64_t prompt_len = input_ids.size(1);
+  const int64_t response_length = r.ids.size(1);
+  const torch::Device device = input_ids.device();
+  torch::Tensor responses = r.ids.to(device, input_ids.scalar_type());
+  torch::Tensor response_mask = r.mask.to(device, attention_mask.scalar_type());
+  torch::Tensor position_ids = prompts.has_tensor("position_ids")
+                                   ? prompts.tensor("position_ids")
+                                   : (attention_mask.to(torch::kLong).cumsum(-1) - 1).clamp_min(0);
+  torch::Tensor delta = torch::arange(1, response_length + 1, torch::TensorOptions().device(device).dtype(position_ids.scalar_type()));
+  torch::Tensor response_positions = position_ids.slice(1, prompt_len - 1) + delta.unsqueeze(0);
+
+  DataProto::TensorMap out{
+      {"prompts", input_ids},
+      {"responses", responses},
+      {"input_ids", torch::cat({input_ids, responses}, -1)},
+      {"attention_mask", torch::cat({attention_mask, response_mask}, -1)},
+      {"position_ids", torch::cat({position_ids, response_positions}, -1)},
+      {"response_mask", response_mask},
+      {"rollout_log_probs", r.log_probs.to(device)},
+  };
+  return DataProto(std::move(out), prompts.non_tensor_batch(), prompts.meta_info());
+}
+
+}  // namespace
+
 DataProto generate_sequences(rollout::Engine& engine, const DataProto& prompts, const rollout::SamplingParams& params,
-                             int64_t pad_token_id, std::optional<int64_t> seed) {
+                             int64_t pad_token_id, std::optional<int64_t> seed, const RowsFinishedFn& on_rows) {
   VERL_CHECK_AS(DataError, prompts.has_tensor("input_ids") && prompts.has_tensor("attention_mask"),
                 "generate_sequences: the prompt batch needs 'input_ids' and 'attention_mask'");
   const torch::Tensor& input_ids = prompts.tensor("input_ids");
@@ -58,55 +125,20 @@ DataProto generate_sequences(rollout::Engine& engine, const DataProto& prompts, 
     if (seed) p.seed = *seed + first;
     request_params.push_back(std::move(p));
   }
-  std::vector<rollout::RequestOutput> outputs = engine.generate(request_prompts, request_params);
+  std::function<void(size_t, const rollout::RequestOutput&)> on_finished;
+  if (on_rows) {
+    on_finished = [&](size_t g, const rollout::RequestOutput& output) {
+      const auto [first, count] = groups[g];
+      on_rows(first, sequences_layout(prompts.slice(first, first + count),
+                                      sampled_responses({&output}, {groups[g]}, count, response_length, pad_token_id)));
+    };
+  }
+  std::vector<rollout::RequestOutput> outputs = engine.generate(request_prompts, request_params, on_finished);
   VERL_CHECK(outputs.size() == groups.size(), "generate_sequences: the engine returned ", outputs.size(),
              " outputs for ", groups.size(), " requests");
-
-  torch::Tensor responses = torch::full({bs, response_length}, pad_token_id, torch::kLong);
-  torch::Tensor response_mask = torch::zeros({bs, response_length}, torch::kLong);
-  torch::Tensor log_probs = torch::zeros({bs, response_length}, torch::kFloat32);
-  auto responses_a = responses.accessor<int64_t, 2>();
-  auto mask_a = response_mask.accessor<int64_t, 2>();
-  auto log_probs_a = log_probs.accessor<float, 2>();
-  for (size_t g = 0; g < groups.size(); ++g) {
-    const auto [first, count] = groups[g];
-    const auto& outs = outputs[g].outputs;
-    VERL_CHECK(static_cast<int64_t>(outs.size()) == count, "generate_sequences: request ", g, " returned ",
-               outs.size(), " samples, expected ", count);
-    for (int64_t k = 0; k < count; ++k) {
-      const auto& c = outs[static_cast<size_t>(k)];
-      const int64_t row = first + k;
-      const int64_t n_tok = static_cast<int64_t>(c.token_ids.size());
-      VERL_CHECK(n_tok <= response_length, "generate_sequences: sample of row ", row, " has ", n_tok,
-                 " tokens, more than max_tokens ", response_length);
-      for (int64_t t = 0; t < n_tok; ++t) {
-        responses_a[row][t] = c.token_ids[static_cast<size_t>(t)];
-        mask_a[row][t] = 1;
-        if (static_cast<size_t>(t) < c.logprobs.size()) log_probs_a[row][t] = c.logprobs[static_cast<size_t>(t)];
-      }
-    }
-  }
-
-  const torch::Device device = input_ids.device();
-  responses = responses.to(device, input_ids.scalar_type());
-  response_mask = response_mask.to(device, attention_mask.scalar_type());
-  log_probs = log_probs.to(device);
-  torch::Tensor position_ids = prompts.has_tensor("position_ids")
-                                   ? prompts.tensor("position_ids")
-                                   : (attention_mask.to(torch::kLong).cumsum(-1) - 1).clamp_min(0);
-  torch::Tensor delta = torch::arange(1, response_length + 1, torch::TensorOptions().device(device).dtype(position_ids.scalar_type()));
-  torch::Tensor response_positions = position_ids.slice(1, prompt_len - 1) + delta.unsqueeze(0);
-
-  DataProto::TensorMap out{
-      {"prompts", input_ids},
-      {"responses", responses},
-      {"input_ids", torch::cat({input_ids, responses}, -1)},
-      {"attention_mask", torch::cat({attention_mask, response_mask}, -1)},
-      {"position_ids", torch::cat({position_ids, response_positions}, -1)},
-      {"response_mask", response_mask},
-      {"rollout_log_probs", log_probs},
-  };
-  return DataProto(std::move(out), prompts.non_tensor_batch(), prompts.meta_info());
+  std::vector<const rollout::RequestOutput*> output_ptrs;
+  for (const auto& o : outputs) output_ptrs.push_back(&o);
+  return sequences_layout(prompts, sampled_responses(output_ptrs, groups, bs, response_length, pad_token_id));
 }
 
 }  // namespace verl::trainer

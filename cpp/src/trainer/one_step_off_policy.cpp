@@ -53,7 +53,7 @@ void PPOTrainer::submit_rollouts(const DataProto& prompts) {
   rollout_in_flight_ = true;  // before the thread starts: it reads the flag (ready_engine, hand_over_weights)
   try {
     rollout_future_ = std::async(std::launch::async, [this, prompts, step_no] {
-      return compute_rewards(collect_rollouts_at(prompts, step_no, /*gen_index=*/0));
+      return scored_rollouts(prompts, step_no, /*gen_index=*/0);
     });
   } catch (...) {
     rollout_in_flight_ = false;

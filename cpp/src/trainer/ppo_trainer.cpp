@@ -31,6 +31,7 @@
 #include "workers/data_parallel.h"
 #include "trainer/one_step_off_policy.h"
 #include "trainer/reference_policy.h"
+#include "trainer/streaming_reward.h"
 
 namespace verl::trainer {
 namespace {
@@ -167,7 +168,12 @@ bool valid_kl_mode(const std::string& mode) {
 std::string describe_sample(const DataProto& batch, int64_t row) {
   std::ostringstream out;
   out << "sample " << row;
-  if (batch.has_column("data_source")) out << " (data_source=" << batch.column("data_source")[static_cast<size_t>(row)].dump() << ")";
+  // The uid names the prompt whatever rows the callback was given (scoring streams each prompt's samples).
+  std::vector<std::string> what;
+  for (const char* key : {"uid", "data_source"}) {
+    if (batch.has_column(key)) what.push_back(std::string(key) + "=" + batch.column(key)[static_cast<size_t>(row)].dump());
+  }
+  for (size_t i = 0; i < what.size(); ++i) out << (i == 0 ? " (" : ", ") << what[i] << (i + 1 == what.size() ? ")" : "");
   return out.str();
 }
 
@@ -509,6 +515,7 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
                                       "true for Safe-RLHF or leave the cost function out");
   safe_rlhf_lambda_ = settings_.lambda_init;
   rollout_fn_ = std::move(options.rollout_fn);
+  reward_per_sample_ = options.reward_per_sample;
   const bool multi_turn = config_.get_as<bool>("actor_rollout_ref.rollout.multi_turn.enable");
   VERL_CHECK_AS(ConfigError, multi_turn == static_cast<bool>(rollout_fn_),
                 multi_turn ? "actor_rollout_ref.rollout.multi_turn.enable=true generates through verl's agent loops, "
@@ -630,14 +637,7 @@ void PPOTrainer::register_worker_methods() {
     // Row i of the whole batch samples with seed + i on whichever rank generates it.
     const int64_t seed = chunk.meta_info().at(kGenSeedKey).get<int64_t>() +
                          chunk.meta_info().at(dist::kRowOffsetKey).get<int64_t>();
-    std::vector<std::string> keys{"input_ids", "attention_mask"};
-    if (chunk.has_tensor("position_ids")) keys.emplace_back("position_ids");
-    ready_engine();
-    DataProto out = generate_sequences(*engine_, chunk.select(keys, std::vector<std::string>{}, std::vector<std::string>{}),
-                                       params, pad_token_id_, seed);
-    // verl puts the rollout replicas to sleep after generation: the KV cache is freed for the updates.
-    if (settings_.free_cache_engine) engine_->sleep();
-    return out;
+    return generate_on_engine(chunk, params, seed);
   });
   workers_->register_method("compute_log_prob", [this](const DataProto& chunk) {
     return actor_->compute_log_prob(chunk, /*calculate_entropy=*/true);
@@ -802,6 +802,35 @@ DataProto PPOTrainer::generate_with_rollout_fn(const DataProto& rows, const std:
   return DataProto(out.batch(), std::move(added)).to(rows.tensor("input_ids").device());
 }
 
+DataProto PPOTrainer::generate_on_engine(const DataProto& rows, const rollout::SamplingParams& params, int64_t seed,
+                                         const RowsFinishedFn& on_rows) {
+  std::vector<std::string> keys{"input_ids", "attention_mask"};
+  if (rows.has_tensor("position_ids")) keys.emplace_back("position_ids");
+  ready_engine();
+  DataProto out = generate_sequences(*engine_, rows.select(keys, std::vector<std::string>{}, std::vector<std::string>{}),
+                                     params, pad_token_id_, seed, on_rows);
+  // verl puts the rollout replicas to sleep after generation: the KV cache is freed for the updates.
+  if (settings_.free_cache_engine) engine_->sleep();
+  return out;
+}
+
+bool PPOTrainer::streams_rewards() const {
+  // The engine of this process generates every row and the reward callback is this process's: one rank, no
+  // tensor-parallel group, no agent loops (which generate turn by turn), no Safe-RLHF cost (scored with the batch).
+  return reward_per_sample_ && workers_->world_size() == 1 && settings_.rollout_tensor_parallel_size == 1 &&
+         !rollout_fn_ && !cost_fn_;
+}
+
+DataProto PPOTrainer::scored_rollouts(const DataProto& prompts, int64_t step_no, int64_t gen_index) {
+  if (streams_rewards()) return collect_rollouts_at(prompts, step_no, gen_index, /*score=*/true);
+  return compute_rewards(collect_rollouts_at(prompts, step_no, gen_index, /*score=*/false));
+}
+
+void PPOTrainer::set_scores(DataProto& batch, RewardOutput scores) const {
+  batch.set_tensor("token_level_scores", scores.token_level_scores.to(batch.tensor("responses").device()));
+  for (auto& [key, column] : scores.extra_info) batch.set_column(key, std::move(column));
+}
+
 DataProto PPOTrainer::generate(const DataProto& prompts, const std::string& mode, int64_t seed) {
   if (rollout_fn_) return generate_with_rollout_fn(prompts, mode, seed);
   DataProto request = prompts;
@@ -821,12 +850,12 @@ DataProto PPOTrainer::collect_rollouts(const DataProto& prompts) {
   check_no_rollout_in_flight("collect_rollouts");
   VERL_CHECK(gen_batches_in_step_ < kMaxGenBatchesPerStep, "collect_rollouts: more than ", kMaxGenBatchesPerStep,
              " generation batches in one step");
-  DataProto batch = collect_rollouts_at(prompts, global_step_ + 1, gen_batches_in_step_);
+  DataProto batch = collect_rollouts_at(prompts, global_step_ + 1, gen_batches_in_step_, /*score=*/false);
   ++gen_batches_in_step_;
   return batch;
 }
 
-DataProto PPOTrainer::collect_rollouts_at(const DataProto& prompts, int64_t step_no, int64_t gen_index) {
+DataProto PPOTrainer::collect_rollouts_at(const DataProto& prompts, int64_t step_no, int64_t gen_index, bool score) {
   TimingRaw timing = read_timing(prompts);
   const int64_t bs = prompts.size();
   VERL_CHECK_AS(DataError, bs > 0, "collect_rollouts: the prompt batch is empty");
@@ -845,20 +874,37 @@ DataProto PPOTrainer::collect_rollouts_at(const DataProto& prompts, int64_t step
   DataProto gen_batch = pop_generation_input(batch);
   const int64_t seed = settings_.rollout_seed + (step_no * kMaxGenBatchesPerStep + gen_index) * kStepSeedStride;
   DataProto gen_output;
+  // verl's reward loop: each prompt's samples are scored as they finish, while the others still decode.
+  std::optional<detail::StreamingScorer> scorer;
   {
     StageTimer timer(timing, "gen");
-    gen_output = generate(gen_batch.repeat(settings_.rollout_n, /*interleave=*/true), "train", seed);
-    if (settings_.adv_estimator == "remax") {
-      // ReMax's baseline: one greedy response per prompt, scored like the samples (verl does this inside gen).
-      DataProto baseline = generate(gen_batch, "greedy", seed + kValidationSeedOffset);
-      DataProto baseline_batch = batch;
-      baseline_batch.union_with(baseline);
-      RewardOutput r = call_reward(baseline_batch);
-      batch.set_tensor("reward_baselines", r.token_level_scores.sum(-1));
+    DataProto gen_input = gen_batch.repeat(settings_.rollout_n, /*interleave=*/true);
+    if (score) {
+      scorer.emplace([this](const DataProto& rows) { return call_reward(rows); },
+                     batch.repeat(settings_.rollout_n, /*interleave=*/true), settings_.response_length);
+      gen_output = generate_on_engine(gen_input, mode_sampling_params("train"), seed,
+                                      [&scorer](int64_t first, const DataProto& rows) { scorer->add(first, rows); });
+    } else {
+      gen_output = generate(gen_input, "train", seed);
     }
+  }
+  std::optional<RewardOutput> scores;
+  if (scorer) {
+    StageTimer timer(timing, "reward");  // what scoring had left when generation ended
+    scores = scorer->finish();
+  }
+  if (settings_.adv_estimator == "remax") {
+    // ReMax's baseline: one greedy response per prompt, scored like the samples (verl does this inside gen).
+    StageTimer timer(timing, "gen");
+    DataProto baseline = generate(gen_batch, "greedy", seed + kValidationSeedOffset);
+    DataProto baseline_batch = batch;
+    baseline_batch.union_with(baseline);
+    RewardOutput r = call_reward(baseline_batch);
+    batch.set_tensor("reward_baselines", r.token_level_scores.sum(-1));
   }
   batch = batch.repeat(settings_.rollout_n, /*interleave=*/true);
   batch.union_with(gen_output);
+  if (scores) set_scores(batch, std::move(*scores));
 
   if (settings_.balance_batch) {
     // verl's _balance_batch: rows ordered by attention workload with the smaller ones at both ends within
@@ -896,9 +942,7 @@ DataProto PPOTrainer::compute_rewards(DataProto batch) {
   TimingRaw timing = read_timing(batch);
   {
     StageTimer timer(timing, "reward");
-    RewardOutput r = call_reward(batch);
-    batch.set_tensor("token_level_scores", r.token_level_scores);
-    for (auto& [key, column] : r.extra_info) batch.set_column(key, std::move(column));
+    set_scores(batch, call_reward(batch));
     if (cost_fn_) {
       // Safe-RLHF: the cost of every response, placed as the reward is; its extra columns prefixed "cost_".
       RewardOutput c = checked_scores(cost_fn_(batch), batch, "cost");
@@ -1136,8 +1180,9 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
 Metrics PPOTrainer::step(const DataProto& prompts) {
   check_no_rollout_in_flight("step");
   const auto start = Clock::now();
-  DataProto batch = collect_rollouts(prompts);
-  batch = compute_rewards(std::move(batch));
+  VERL_CHECK(gen_batches_in_step_ < kMaxGenBatchesPerStep, "step: more than ", kMaxGenBatchesPerStep,
+             " generation batches in one step");
+  DataProto batch = scored_rollouts(prompts, global_step_ + 1, gen_batches_in_step_++);
   return optimize_impl(std::move(batch), seconds_since(start));
 }
 

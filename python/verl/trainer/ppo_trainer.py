@@ -263,7 +263,8 @@ class PPOTrainer:
             tensor_parallel=self.tensor_parallel,
             cost_fn=self._cost_callback if self.cost_fn is not None or self.cost_worker is not None else None,
             cost_critic=_cpp_module(cost_critic_model, "cost_critic_model"),
-            rollout_fn=self._agent_rollout_call if agent_rollout_enabled(cfg) else None)
+            rollout_fn=self._agent_rollout_call if agent_rollout_enabled(cfg) else None,
+            reward_per_sample=self._reward_is_per_sample())
         #: the agent loops that generate when actor_rollout_ref.rollout.multi_turn.enable (else None)
         self.agent_rollout = AgentRollout(self._trainer.engine, tokenizer, cfg, self._trainer.pad_token_id,
                                           tools=tools) if agent_rollout_enabled(cfg) else None
@@ -377,6 +378,14 @@ class PPOTrainer:
         return int(configured) if configured else steps
 
     # -- the reward callback (called from C++ with the GIL re-acquired) ------------------------------------
+    def _reward_is_per_sample(self) -> bool:
+        """Whether the training reward scores each sample on its own -- verl's naive and DAPO managers, no reward
+        model (one forward per batch) --, so that steps score each prompt's samples as they finish (verl's reward
+        loop). A batched function (``BatchRewardManager``) or a manager of the user's gets the whole batch."""
+        from ..workers.reward_manager import DAPORewardManager, NaiveRewardManager
+
+        return self.rm_worker is None and type(self.reward_fn) in (NaiveRewardManager, DAPORewardManager)
+
     def _reward_callback(self, cpp_batch: Any) -> tuple[torch.Tensor, dict[str, list]]:
         batch = DataProto.from_cpp(cpp_batch)
         if self.rm_worker is not None and "rm_scores" not in batch.batch:

@@ -1,9 +1,12 @@
 """Coroutines run from synchronous code, with a bound on how many await at once.
 
-The reward callback runs inside the C++ training step, itself called from plain Python or from a coroutine (a
-notebook, an async application). ``run_coroutine`` runs a coroutine to completion either way: on this thread's
-own event loop (kept across calls, so clients an async reward function caches stay bound to one loop), or, when a
-loop is already running on this thread, on a fresh loop in a worker thread.
+The reward callback runs inside the C++ training step -- on the thread that called it, on the thread that scores
+samples while the engine still generates, or on the one-step off-policy rollout thread -- itself called from plain
+Python or from a coroutine (a notebook, an async application). ``run_coroutine`` runs a coroutine to completion from
+any of them on one event loop, verl's, which a daemon thread runs for the process: clients an async reward function
+caches stay bound to that one loop whichever thread scores next. A coroutine already running on that loop that calls
+back into synchronous code which runs a coroutine gets a fresh loop in a worker thread instead (waiting on its own
+loop would never end).
 """
 
 from __future__ import annotations
@@ -18,24 +21,29 @@ __all__ = ["run_coroutine", "gather_bounded", "TimedOut"]
 
 T = TypeVar("T")
 
-_local = threading.local()
+_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_thread: threading.Thread | None = None
 
 
-def _thread_loop() -> asyncio.AbstractEventLoop:
-    loop = getattr(_local, "loop", None)
-    if loop is None or loop.is_closed():
-        loop = _local.loop = asyncio.new_event_loop()
-    return loop
+def _shared_loop() -> asyncio.AbstractEventLoop:
+    global _loop, _loop_thread
+    with _lock:
+        if _loop is None or _loop.is_closed() or _loop_thread is None or not _loop_thread.is_alive():
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="verl-event-loop", daemon=True)
+            thread.start()
+            _loop, _loop_thread = loop, thread
+        return _loop
 
 
 def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
     """The result of ``coro`` (its exception raised here)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return _thread_loop().run_until_complete(coro)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+    loop = _shared_loop()
+    if threading.current_thread() is _loop_thread:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, coro).result()
+    return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
 
 class TimedOut:

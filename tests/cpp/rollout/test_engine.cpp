@@ -388,3 +388,34 @@ TEST_CASE("CPU paged-attention kernel equals gather + SDPA", "[rollout]") {
         CHECK((got[i][h][t] - ref).abs().max().item<double>() < 1e-12);
       }
 }
+
+TEST_CASE("generate reports each prompt as it finishes, while the others decode", "[rollout]") {
+  auto model = tiny_model(torch::kDouble);
+  Engine engine(model, config());
+  auto ps = prompts(3, 4);
+  std::vector<SamplingParams> params;
+  for (int64_t max_tokens : {9, 2, 5}) {
+    SamplingParams p = sampled(11, 2, max_tokens);
+    p.ignore_eos = true;
+    params.push_back(p);
+  }
+  const auto plain = engine.generate(ps, params);
+  std::vector<size_t> order;
+  std::vector<int64_t> tokens_done_then;  // generated tokens of prompt 0 (the longest) when each one finished
+  const auto streamed = engine.generate(ps, params, [&](size_t i, const RequestOutput& out) {
+    order.push_back(i);
+    CHECK(out.outputs.size() == 2);
+    CHECK(engine.has_unfinished_requests() == (order.size() < 3));
+    tokens_done_then.push_back(engine.stats().num_decode_tokens);
+  });
+  CHECK(order == std::vector<size_t>{1, 2, 0});  // shortest first
+  CHECK(tokens_of(streamed) == tokens_of(plain));
+  CHECK(tokens_done_then.front() < tokens_done_then.back());
+
+  SECTION("a callback that throws leaves nothing of the call in the engine") {
+    CHECK_THROWS_WITH(engine.generate(ps, params, [](size_t, const RequestOutput&) { throw std::runtime_error("no"); }),
+                      "no");
+    CHECK_FALSE(engine.has_unfinished_requests());
+    CHECK(tokens_of(engine.generate(ps, params)) == tokens_of(plain));
+  }
+}

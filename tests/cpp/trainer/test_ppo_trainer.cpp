@@ -216,13 +216,22 @@ TEST_CASE("PPOTrainer reward errors", "[trainer]") {
     CHECK(t.global_step() == 0);
   }
   {
+    // The second sample of prompt 2, however the rows are handed to the callback (streamed: a prompt's at a time).
+    PPOTrainerOptions per_sample;
+    per_sample.reward_per_sample = true;
     PPOTrainer t(toy_config("grpo"), {tiny_model(), nullptr, nullptr, nullptr}, [](const DataProto& b) {
       RewardOutput r = target_fraction(b);
-      r.token_level_scores[5][0] = std::nan("");
+      int64_t seen = 0;
+      for (int64_t i = 0; i < b.size(); ++i) {
+        if (b.column("uid")[static_cast<size_t>(i)] == "step1.0-2" && ++seen == 2) r.token_level_scores[i][0] = std::nan("");
+      }
       return r;
-    });
-    CHECK_THROWS_WITH(t.step(prompt_batch()), Catch::Contains("sample 5") && Catch::Contains("non-finite") &&
+    }, per_sample);
+    CHECK_THROWS_WITH(t.step(prompt_batch()), Catch::Contains("uid=\"step1.0-2\"") && Catch::Contains("non-finite") &&
                                                   Catch::Contains("toy"));
+    CHECK(t.global_step() == 0);
+    // the engine kept nothing of the failed step: the retry (generation batch 1 of step 1) trains
+    CHECK(t.step(prompt_batch()).at("training/global_step") == 1);
   }
   {
     PPOTrainer t(toy_config("grpo"), {tiny_model(), nullptr, nullptr, nullptr}, [](const DataProto& b) {
@@ -252,4 +261,46 @@ TEST_CASE("PPOTrainer hands the updated weights to an engine on another module",
     CHECK(torch::equal(tensor, want.at(name)));
   }
   CHECK(!torch::equal(want.at("lm_head.weight"), tiny_model()->named_state().at("lm_head.weight")));
+}
+
+TEST_CASE("PPOTrainer scores each prompt's samples as they finish, as scoring the batch after would", "[trainer]") {
+  // step() streams the scoring beside the generation (verl's reward loop); collect_rollouts + compute_rewards +
+  // optimize score the whole batch after it. The same batches, metrics and weights, bit for bit.
+  std::vector<int64_t> call_sizes;
+  auto counting = [&call_sizes](const DataProto& b) {
+    call_sizes.push_back(b.size());
+    return target_fraction(b);
+  };
+  auto streamed_model = tiny_model(), batch_model = tiny_model();
+  PPOTrainerOptions per_sample;
+  per_sample.reward_per_sample = true;
+  PPOTrainer streamed(toy_config("grpo", {"actor_rollout_ref.rollout.ignore_eos=false"}), {streamed_model}, counting,
+                      per_sample);
+  PPOTrainer whole(toy_config("grpo", {"actor_rollout_ref.rollout.ignore_eos=false"}), {batch_model}, target_fraction);
+  for (int64_t seed : {3, 4}) {
+    call_sizes.clear();
+    Metrics a = streamed.step(prompt_batch(seed));
+    // every row scored once, a prompt's n samples together
+    int64_t rows = 0;
+    for (int64_t size : call_sizes) {
+      CHECK(size % kN == 0);
+      rows += size;
+    }
+    CHECK(rows == kPrompts * kN);
+    Metrics b = whole.optimize(whole.compute_rewards(whole.collect_rollouts(prompt_batch(seed))));
+    for (const char* key : {"responses", "token_level_scores", "advantages", "old_log_probs"})
+      CHECK(torch::equal(streamed.last_batch().tensor(key), whole.last_batch().tensor(key)));
+    CHECK(streamed.last_batch().column("acc") == whole.last_batch().column("acc"));
+    for (const auto& [k, v] : a) {
+      if (k.rfind("timing", 0) == 0 || k.rfind("perf/", 0) == 0) continue;
+      INFO(k);
+      CHECK(b.at(k) == v);
+    }
+  }
+  for (const auto& [name, t] : streamed_model->named_state()) CHECK(torch::equal(t, batch_model->named_state().at(name)));
+  // Without reward_per_sample (a batched function, a reward model) the callback gets the whole batch.
+  PPOTrainer batched(toy_config("grpo"), {tiny_model()}, counting);
+  call_sizes.clear();
+  batched.step(prompt_batch(3));
+  CHECK(call_sizes == std::vector<int64_t>{kPrompts * kN});
 }

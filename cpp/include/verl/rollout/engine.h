@@ -108,9 +108,12 @@ class VERL_API Engine {
   // Every later step() reports its sampled tokens to `listener` (empty: none).
   void set_token_listener(TokenListener listener);
   // Queues all prompts, steps until they finish, returns their outputs in input order. `params`
-  // has one entry for all prompts or one per prompt.
+  // has one entry for all prompts or one per prompt. `on_finished(i, output)`, when given, is called on this thread
+  // as prompt i finishes, while the others still decode (the trainer scores finished samples meanwhile); if it
+  // throws, the prompts still in flight are aborted and the exception propagates.
   std::vector<RequestOutput> generate(const std::vector<std::vector<int64_t>>& prompts,
-                                      const std::vector<SamplingParams>& params);
+                                      const std::vector<SamplingParams>& params,
+                                      const std::function<void(size_t, const RequestOutput&)>& on_finished = {});
 
   // Copies tensors into the bound model by HF name (dtype converted); unknown names throw.
   void update_weights(const std::map<std::string, torch::Tensor>& named_tensors);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "verl/core/export.h"
@@ -23,8 +24,11 @@ namespace verl::trainer {
 // (DataProto::repeat(n, interleave=true)) become one request with n samples (prompt prefilled once).
 // With a seed, row i samples as a request seeded seed + i (independent of batching); params.n is ignored.
 // DataError when input_ids / attention_mask are missing or a row has no prompt token.
+// `on_rows(first, rows)`, when given, receives each request's rows as it finishes -- rows first .. first + n - 1 laid
+// out as in the result (a slice of it), while the other requests still decode; see Engine::generate for its errors.
+using RowsFinishedFn = std::function<void(int64_t first, const DataProto& rows)>;
 VERL_API DataProto generate_sequences(rollout::Engine& engine, const DataProto& prompts,
                                       const rollout::SamplingParams& params, int64_t pad_token_id,
-                                      std::optional<int64_t> seed);
+                                      std::optional<int64_t> seed, const RowsFinishedFn& on_rows = {});
 
 }  // namespace verl::trainer

@@ -40,6 +40,7 @@
 #include "verl/dist/worker_group.h"
 #include "verl/model/transformer.h"
 #include "verl/rollout/engine.h"
+#include "verl/trainer/generation.h"
 #include "verl/trainer/metrics.h"
 #include "verl/workers/actor.h"
 #include "verl/workers/critic.h"
@@ -104,6 +105,11 @@ struct VERL_API PPOTrainerOptions {
   // controller (not with rollout.tensor_model_parallel_size > 1: one rank's engine holds a shard). Without it, rows
   // whose agent_name column asks for a loop other than single_turn_agent are a DataError.
   RolloutFn rollout_fn;
+  // The reward callback scores every row on its own (verl's per-sample reward managers), so it may be given any
+  // rows: step() and submit_rollouts then score each prompt's samples as soon as they finish, while the engine
+  // still decodes the others (verl's reward loop) -- in one process, without agent loops or a Safe-RLHF cost.
+  // false: the callback gets the whole batch after generation (a batched function, a reward model).
+  bool reward_per_sample = false;
 };
 
 // The algorithm.* / trainer.* / rollout settings the step reads, from a verl::Config.
@@ -261,8 +267,20 @@ class VERL_API PPOTrainer {
  private:
   using Clock = std::chrono::steady_clock;
   Metrics optimize_impl(DataProto batch, std::optional<double> step_seconds);
-  // collect_rollouts with the step number and generation index its uids and seeds are drawn from.
-  DataProto collect_rollouts_at(const DataProto& prompts, int64_t step_no, int64_t gen_index);
+  // collect_rollouts with the step number and generation index its uids and seeds are drawn from; `score`: also
+  // token_level_scores and the reward's columns, each prompt's samples scored as they finish (streams_rewards()).
+  DataProto collect_rollouts_at(const DataProto& prompts, int64_t step_no, int64_t gen_index, bool score);
+  // collect_rollouts + compute_rewards, as step() and submit_rollouts run them: with the scoring streamed beside
+  // the generation where streams_rewards() (verl's reward loop), else after it.
+  DataProto scored_rollouts(const DataProto& prompts, int64_t step_no, int64_t gen_index);
+  // PPOTrainerOptions::reward_per_sample, in one process generating every row with a reward callback of its own
+  // (no ranks, no tensor parallelism, no agent loops, no Safe-RLHF cost).
+  bool streams_rewards() const;
+  void set_scores(DataProto& batch, RewardOutput scores) const;
+  // Generation of `rows` on this process's engine (woken, weights handed over; asleep after when
+  // free_cache_engine); on_rows as generate_sequences'.
+  DataProto generate_on_engine(const DataProto& rows, const rollout::SamplingParams& params, int64_t seed,
+                               const RowsFinishedFn& on_rows = {});
   // InvalidArgument naming `what` while submit_rollouts' batch is in flight (the engine is generating).
   void check_no_rollout_in_flight(const char* what) const;
   rollout::SamplingParams sampling_params(bool validation) const;
@@ -293,6 +311,7 @@ class VERL_API PPOTrainer {
   std::unique_ptr<workers::CriticWorker> cost_critic_;  // Safe-RLHF with a critic
   RewardFn cost_fn_;
   RolloutFn rollout_fn_;
+  bool reward_per_sample_ = false;
   double safe_rlhf_lambda_ = 0.0;
   std::shared_ptr<rollout::Engine> engine_;
   int64_t handed_over_version_ = -1;  // the compute weights' version sum the engine's own copy was made from

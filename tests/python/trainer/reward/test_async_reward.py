@@ -166,3 +166,31 @@ def test_training_step_with_an_async_reward(tiny_model_dir, toy_data, tmp_path):
                                     trainer.last_batch.batch["response_mask"].sum(-1).tolist())],
         skip_special_tokens=True)
     assert metrics["critic/score/mean"] == pytest.approx(sum(map(len, responses)) / len(responses))
+
+
+def test_cached_async_clients_stay_on_one_loop(tiny_model_dir, toy_data, tmp_path, batch_maker, tokenizer):
+    """An async scorer that caches a loop-bound client (an aiohttp session, a semaphore) on its first call keeps using
+    it: every call runs on verl's one event loop, whichever thread scores -- the step's scoring thread (a new one each
+    step), the one-step off-policy rollout thread, or the caller's for validation and a manager called by hand."""
+
+    class CachingScorer:
+        def __init__(self) -> None:
+            self.loop = None
+            self.calls = 0
+
+        async def __call__(self, response):
+            loop = asyncio.get_running_loop()
+            self.loop = self.loop or loop
+            assert loop is self.loop, "the scorer's cached client would be bound to another loop"
+            self.calls += 1
+            return float(len(response) % 3)
+
+    scorer = CachingScorer()
+    for hybrid in (True, False):
+        cfg = RLConfig(overrides=[*toy_overrides(tiny_model_dir, str(tmp_path / str(hybrid)), "grpo", 2),
+                                  f"actor_rollout_ref.hybrid_engine={hybrid}", "trainer.test_freq=1"])
+        trainer = PPOTrainer(config=cfg, reward_fn=scorer, train_dataset=toy_data["train"],
+                             val_dataset=toy_data["test"])
+        trainer.fit()
+    NaiveRewardManager(tokenizer, 0, scorer)(batch(batch_maker))
+    assert scorer.calls > 2 * 2 * 16
