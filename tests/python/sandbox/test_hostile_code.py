@@ -218,3 +218,33 @@ def test_prime_code_default_path_contains_background_processes(code, no_leftover
     # the path a trainer takes for code data sources without a Sandbox Fusion URL
     result = default_compute_score("apps", f"```python\n{code}\n```", {"inputs": [""], "outputs": ["2"]})
     assert result == 0.0
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the seccomp filter is x86-64's")
+def test_system_calls_past_the_namespaces_are_refused(sandbox, no_leftovers):
+    """The seccomp filter: a nested user namespace (from which more would be reachable), ptrace, kernel keyrings and
+    io_uring fail with EPERM (ptrace, keyctl and io_uring_setup succeed in the namespaces alone), while threads and
+    child processes (clone without namespace flags; clone3 reports ENOSYS and the C library falls back) still work."""
+    code = textwrap.dedent("""
+        import ctypes, errno, subprocess, sys, threading
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        def refused(ret):
+            return ret == -1 and ctypes.get_errno() == errno.EPERM
+        results = {
+            "unshare_user": refused(libc.unshare(0x10000000)),
+            "ptrace_traceme": refused(libc.ptrace(0, 0, None, None)),
+            "keyctl": refused(libc.syscall(250, 0, -3, 0, 0, 0)),
+            "io_uring_setup": refused(libc.syscall(425, 1, ctypes.create_string_buffer(120))),
+            "clone_newuser": refused(libc.syscall(56, 0x10000000 | 17, 0, 0, 0, 0)),
+        }
+        seen = []
+        t = threading.Thread(target=seen.append, args=(1,))
+        t.start(); t.join()
+        results["thread"] = seen == [1]
+        results["child"] = subprocess.run([sys.executable, "-c", "print(7)"], capture_output=True).stdout == b"7\\n"
+        print(sorted(k for k, ok in results.items() if not ok))
+    """)
+    result = sandbox.run_code({"code": code, "language": "python", "run_timeout": 10})
+    assert result["status"] == "Success", result
+    assert result["run_result"]["stdout"] == "[]\n", result["run_result"]

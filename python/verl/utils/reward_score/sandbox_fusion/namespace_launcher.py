@@ -17,8 +17,10 @@ Three processes, each with one job:
    the program exits, reads ``fetch_files`` and writes the result. When it exits the kernel kills every process
    left in the namespace (fork bombs, daemons, ``setsid`` escapees).
 3. **program**: its own session, rlimits (CPU seconds, address space, file size, processes, open files, no core
-   files), ``PR_SET_NO_NEW_PRIVS``, then ``execve``. Its uid inside is not 0, so ``execve`` clears the
-   capabilities the namespace gave: it cannot mount, remount or unmount anything.
+   files), ``PR_SET_NO_NEW_PRIVS``, a seccomp filter (x86-64: the system calls the namespaces do not cover fail
+   with EPERM -- new namespaces, mounts, ptrace, kernel keyrings, modules, BPF, perf, io_uring, ...; see
+   ``DENIED_SYSCALLS``), then ``execve``. Its uid inside is not 0, so ``execve`` clears the capabilities the
+   namespace gave: it cannot mount, remount or unmount anything.
 
 File system: a new root on a small tmpfs holding only read-only bind mounts of what the interpreter needs
 (``ro_paths``: /usr and its /bin, /lib* symlinks, the interpreter's prefix, /etc/ld.so.cache), /dev/null, zero,
@@ -56,6 +58,33 @@ MNT_DETACH = 2
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
+
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+AUDIT_ARCH_X86_64 = 0xC000003E
+SECCOMP_RET_KILL_PROCESS = 0x80000000
+SECCOMP_RET_ERRNO = 0x00050000
+SECCOMP_RET_ALLOW = 0x7FFF0000
+#: x86-64 system calls the program gets EPERM for: what would reach past the namespaces (new namespaces, mounts,
+#: changing root), into other processes (ptrace, process_vm_*), the kernel's shared state (keyrings, modules, BPF,
+#: perf, kexec, swap, clocks, host names, quotas, accounting, userfaultfd, file handles) or around the rest
+#: (io_uring runs system calls this filter would not see).
+DENIED_SYSCALLS = {
+    "ptrace": 101, "personality": 135, "vhangup": 153, "pivot_root": 155, "chroot": 161, "acct": 163,
+    "settimeofday": 164, "mount": 165, "umount2": 166, "swapon": 167, "swapoff": 168, "reboot": 169,
+    "sethostname": 170, "setdomainname": 171, "iopl": 172, "ioperm": 173, "init_module": 175,
+    "delete_module": 176, "quotactl": 179, "lookup_dcookie": 212, "clock_settime": 227, "kexec_load": 246,
+    "add_key": 248, "request_key": 249, "keyctl": 250, "unshare": 272, "perf_event_open": 298,
+    "name_to_handle_at": 303, "open_by_handle_at": 304, "setns": 308, "process_vm_readv": 310,
+    "process_vm_writev": 311, "finit_module": 313, "kexec_file_load": 320, "bpf": 321, "userfaultfd": 323,
+    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428, "move_mount": 429,
+    "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
+}
+SYS_CLONE = 56
+#: clone3 passes its flags in memory the filter cannot read: ENOSYS makes the C library fall back to clone
+SYS_CLONE3 = 435
+#: clone flags that make a new namespace: EPERM
+CLONE_NAMESPACES = 0x02000000 | 0x00020000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
 
 #: the uid / gid the program has inside (not 0, so execve drops the namespace's capabilities)
 SANDBOX_UID = 1000
@@ -264,6 +293,45 @@ def _limit(which: int, value) -> None:
         resource.setrlimit(which, (int(value), int(value)))
 
 
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def seccomp_program() -> list:
+    """The classic-BPF filter as (code, jt, jf, k) tuples: on x86-64 (any other architecture or the x32 ABI is
+    killed), DENIED_SYSCALLS and namespace-making clones fail with EPERM, clone3 with ENOSYS, the rest runs."""
+    ld_abs, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    eperm, enosys = SECCOMP_RET_ERRNO | errno.EPERM, SECCOMP_RET_ERRNO | errno.ENOSYS
+    denied = sorted(DENIED_SYSCALLS.values())
+    # Layout: arch check, x32 check, one jeq per denied call, clone3, clone (+ its flags), then the returns.
+    prog = [(ld_abs, 0, 0, 4), (jeq, 1, 0, AUDIT_ARCH_X86_64), (ret, 0, 0, SECCOMP_RET_KILL_PROCESS),
+            (ld_abs, 0, 0, 0), (jge, 0, 1, 0x40000000), (ret, 0, 0, SECCOMP_RET_KILL_PROCESS)]
+    checks = len(denied) + 4  # the denied jeqs, clone3's jeq, clone's jeq, its flag load and its jset
+    for i, nr in enumerate(denied):  # to RET EPERM, which follows the checks and RET ALLOW
+        prog.append((jeq, checks - i, 0, nr))
+    prog.append((jeq, 3 + 2, 0, SYS_CLONE3))           # -> RET ENOSYS
+    prog.append((jeq, 0, 2, SYS_CLONE))                # not clone -> RET ALLOW
+    prog.append((ld_abs, 0, 0, 16))                    # clone's flags: the low word of args[0]
+    prog.append((jset, 1, 0, CLONE_NAMESPACES))        # a new namespace -> RET EPERM
+    prog += [(ret, 0, 0, SECCOMP_RET_ALLOW), (ret, 0, 0, eperm), (ret, 0, 0, enosys)]
+    return prog
+
+
+def install_seccomp() -> None:
+    """Installs seccomp_program() on this process (after PR_SET_NO_NEW_PRIVS; inherited by everything it runs).
+    Other architectures run without it (the namespaces still hold)."""
+    if os.uname().machine != "x86_64":
+        return
+    prog = seccomp_program()
+    filters = (_SockFilter * len(prog))(*(_SockFilter(*insn) for insn in prog))
+    fprog = _SockFprog(len(prog), ctypes.cast(filters, ctypes.POINTER(_SockFilter)))
+    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0), "seccomp filter")
+
+
 def exec_program(spec: dict) -> None:
     """In the program's child: own session, rlimits, no new privileges, execve. Never returns."""
     try:
@@ -279,6 +347,7 @@ def exec_program(spec: dict) -> None:
         _limit(resource.RLIMIT_CORE, 0)
         prctl(PR_SET_NO_NEW_PRIVS, 1)
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        install_seccomp()
         os.execve(spec["argv"][0], spec["argv"], spec["env"])
     except BaseException as e:  # noqa: BLE001 -- reported on the program's stderr, then the child exits
         try:
