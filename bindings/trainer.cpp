@@ -206,6 +206,8 @@ void register_trainer(py::module_& m) {
            "score `prompts` on a thread while the caller trains (one batch in flight).")
       .def("wait_rollouts", &PPOTrainer::wait_rollouts, Release(), "The submitted batch, generated and scored.")
       .def_property_readonly("rollouts_in_flight", &PPOTrainer::rollouts_in_flight)
+      .def("discard_rollouts", &PPOTrainer::discard_rollouts, Release(),
+           "Drops the batch in flight and the waited, unoptimized ones: the next submission is the next step's.")
       .def_property_readonly("last_batch", &PPOTrainer::last_batch)
       .def_property("global_step", &PPOTrainer::global_step, &PPOTrainer::set_global_step)
       .def_property("kl_coef", &PPOTrainer::kl_coef, &PPOTrainer::set_kl_coef)

@@ -377,29 +377,28 @@ std::vector<RequestOutput> Engine::generate(const std::vector<std::vector<int64_
   for (size_t i = 0; i < prompts.size(); ++i) slot[add_request(prompts[i], params[params.size() == 1 ? 0 : i])] = i;
   std::vector<RequestOutput> out(prompts.size());
   size_t remaining = prompts.size();
-  while (remaining > 0) {
-    bool idle;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      idle = !scheduler_->has_work() && pending_.empty() && finished_early_.empty();
-    }
-    // Never spin: with nothing scheduled, waiting or queued, no step can finish a request.
-    VERL_CHECK_AS(DataError, !idle, "Engine.generate: ", remaining, " requests are neither queued nor running");
-    for (RequestOutput& r : step()) {
-      auto it = slot.find(r.request_id);
-      if (it == slot.end()) continue;  // someone else's request: dropped, as vLLM's LLM.generate does
-      const size_t index = it->second;
-      out[index] = std::move(r);
-      slot.erase(it);
-      --remaining;
-      if (!on_finished) continue;
-      try {
-        on_finished(index, out[index]);
-      } catch (...) {
-        for (const auto& [id, unused] : slot) abort(id);  // nothing of this call stays in the engine
-        throw;
+  try {
+    while (remaining > 0) {
+      bool idle;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        idle = !scheduler_->has_work() && pending_.empty() && finished_early_.empty();
+      }
+      // Never spin: with nothing scheduled, waiting or queued, no step can finish a request.
+      VERL_CHECK_AS(DataError, !idle, "Engine.generate: ", remaining, " requests are neither queued nor running");
+      for (RequestOutput& r : step()) {
+        auto it = slot.find(r.request_id);
+        if (it == slot.end()) continue;  // someone else's request: dropped, as vLLM's LLM.generate does
+        const size_t index = it->second;
+        out[index] = std::move(r);
+        slot.erase(it);
+        --remaining;
+        if (on_finished) on_finished(index, out[index]);
       }
     }
+  } catch (...) {
+    for (const auto& [id, unused] : slot) abort(id);  // a failed call leaves none of its requests in the engine
+    throw;
   }
   return out;
 }

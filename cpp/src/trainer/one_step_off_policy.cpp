@@ -61,6 +61,18 @@ void PPOTrainer::submit_rollouts(const DataProto& prompts) {
   }
 }
 
+void PPOTrainer::discard_rollouts() {
+  if (rollout_in_flight_ && rollout_future_.valid()) {
+    try {
+      rollout_future_.get();
+    } catch (...) {  // dropped with its batch
+    }
+  }
+  rollout_in_flight_ = false;
+  waited_not_optimized_ = 0;
+  sync_rollout_weights_seconds_.reset();
+}
+
 DataProto PPOTrainer::wait_rollouts() {
   VERL_CHECK_AS(InvalidArgument, rollout_in_flight_ && rollout_future_.valid(),
                 "wait_rollouts: no rollout batch was submitted (submit_rollouts)");

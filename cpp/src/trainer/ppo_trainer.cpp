@@ -714,6 +714,8 @@ void PPOTrainer::set_global_step(int64_t step) {
   VERL_CHECK(step >= 0, "set_global_step: step must be >= 0, got ", step);
   global_step_ = step;
   gen_batches_in_step_ = 0;
+  waited_not_optimized_ = 0;  // a resume: the next submitted batch is the next step's
+  sync_rollout_weights_seconds_.reset();
 }
 
 double PPOTrainer::kl_coef() const { return kl_ctrl_ ? kl_ctrl_->value : settings_.kl_coef; }
@@ -807,8 +809,19 @@ DataProto PPOTrainer::generate_on_engine(const DataProto& rows, const rollout::S
   std::vector<std::string> keys{"input_ids", "attention_mask"};
   if (rows.has_tensor("position_ids")) keys.emplace_back("position_ids");
   ready_engine();
-  DataProto out = generate_sequences(*engine_, rows.select(keys, std::vector<std::string>{}, std::vector<std::string>{}),
-                                     params, pad_token_id_, seed, on_rows);
+  DataProto out;
+  try {
+    out = generate_sequences(*engine_, rows.select(keys, std::vector<std::string>{}, std::vector<std::string>{}),
+                             params, pad_token_id_, seed, on_rows);
+  } catch (...) {
+    if (settings_.free_cache_engine && !engine_->sleeping()) {
+      try {
+        engine_->sleep();  // the failed call left no request in flight: the updates get the memory back
+      } catch (...) {
+      }
+    }
+    throw;
+  }
   // verl puts the rollout replicas to sleep after generation: the KV cache is freed for the updates.
   if (settings_.free_cache_engine) engine_->sleep();
   return out;
@@ -882,8 +895,13 @@ DataProto PPOTrainer::collect_rollouts_at(const DataProto& prompts, int64_t step
     if (score) {
       scorer.emplace([this](const DataProto& rows) { return call_reward(rows); },
                      batch.repeat(settings_.rollout_n, /*interleave=*/true), settings_.response_length);
-      gen_output = generate_on_engine(gen_input, mode_sampling_params("train"), seed,
-                                      [&scorer](int64_t first, const DataProto& rows) { scorer->add(first, rows); });
+      try {
+        gen_output = generate_on_engine(gen_input, mode_sampling_params("train"), seed,
+                                        [&scorer](int64_t first, const DataProto& rows) { scorer->add(first, rows); });
+      } catch (const detail::ScoringFailed&) {
+        scorer->finish();  // rethrows the reward callback's own exception
+        throw;
+      }
     } else {
       gen_output = generate(gen_input, "train", seed);
     }

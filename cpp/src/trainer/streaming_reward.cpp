@@ -28,6 +28,7 @@ StreamingScorer::~StreamingScorer() {
 }
 
 void StreamingScorer::add(int64_t first, const DataProto& rows) {
+  if (failed_) throw ScoringFailed();
   DataProto joined = columns_.slice(first, first + rows.size());
   joined.union_with(rows);
   {
@@ -71,6 +72,7 @@ void StreamingScorer::loop() {
       for (int64_t r : rows) scored_[static_cast<size_t>(r)] = true;
     } catch (...) {
       error_ = std::current_exception();
+      failed_ = true;
     }
   }
 }

@@ -693,6 +693,7 @@ class PPOTrainer:
             return epoch, set(prompts.non_tensor_batch)
 
         last_val = None
+        self._trainer.discard_rollouts()  # the loop starts afresh (an earlier fit() may have failed midway)
         current = submit_next(0)
         held = None  # a batch waited for early (before a validation)
         try:
@@ -710,11 +711,7 @@ class PPOTrainer:
             return last_val
         finally:
             self._loader_state_ahead = None
-            if self._trainer.rollouts_in_flight:  # a step failed: its successor is dropped
-                try:
-                    self._trainer.wait_rollouts()
-                except Exception:  # noqa: BLE001 -- the step's own error is the one that propagates
-                    pass
+            self._trainer.discard_rollouts()  # a step failed: its successor (and a batch held) are dropped
 
     # -- DAPO dynamic sampling (algorithm.filter_groups) ------------------------------------------------
     def _filter_groups(self, prompts: DataProto, group_filter: Any) -> None:

@@ -40,6 +40,7 @@ from __future__ import annotations
 import inspect
 import math
 import signal
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -99,28 +100,48 @@ class ScoreTimeout(TimeoutError):
 
 
 @contextmanager
-def _score_timeout(seconds: float | None):
-    """ScoreTimeout raised into the block when it runs past ``seconds`` (SIGALRM: main thread only, a no-op
-    elsewhere). One pathological rollout (catastrophic regex backtracking, a slow symbolic check) must not stall
-    training; verl scores such a sample 0.0 and goes on."""
-    if not seconds or seconds <= 0:
-        yield
-        return
+def _alarm(seconds: float):
+    """ScoreTimeout raised into the block when it runs past ``seconds`` (SIGALRM: the main thread only)."""
 
     def _handler(signum, frame):
         raise ScoreTimeout(f"compute_score timed out after {seconds}s")
 
-    try:
-        previous = signal.signal(signal.SIGALRM, _handler)
-    except ValueError:  # not the main thread
-        yield
-        return
+    previous = signal.signal(signal.SIGALRM, _handler)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def _call_with_timeout(fn: Callable[[], Any], seconds: float | None) -> Any:
+    """``fn()``, or ScoreTimeout when it runs past ``seconds``. One pathological rollout (catastrophic regex
+    backtracking, a slow symbolic check) must not stall training; verl scores such a sample 0.0 and goes on. On the
+    main thread SIGALRM interrupts it; elsewhere -- the trainer scores on other threads while the engine decodes, and
+    on the one-step off-policy rollout thread -- it runs in a daemon thread that is abandoned when it times out
+    (Python cannot stop a thread), as verl abandons a timed-out scoring task."""
+    if not seconds or seconds <= 0:
+        return fn()
+    if threading.current_thread() is threading.main_thread():
+        with _alarm(seconds):
+            return fn()
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 -- re-raised on the caller's thread
+            outcome["error"] = e
+
+    worker = threading.Thread(target=run, name="verl-score-timeout", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise ScoreTimeout(f"compute_score timed out after {seconds}s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def check_max_concurrent(value: Any, key: str = "reward.max_concurrent") -> int:
@@ -285,8 +306,7 @@ class RewardFunction:
             results = []
             for i, fields in enumerate(samples):
                 try:
-                    with _score_timeout(timeout):
-                        results.append(self.score(first_index + i, **fields))
+                    results.append(_call_with_timeout(lambda: self.score(first_index + i, **fields), timeout))
                 except ScoreTimeout as e:
                     results.append(e)
             return results

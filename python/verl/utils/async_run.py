@@ -4,9 +4,9 @@ The reward callback runs inside the C++ training step -- on the thread that call
 samples while the engine still generates, or on the one-step off-policy rollout thread -- itself called from plain
 Python or from a coroutine (a notebook, an async application). ``run_coroutine`` runs a coroutine to completion from
 any of them on one event loop, verl's, which a daemon thread runs for the process: clients an async reward function
-caches stay bound to that one loop whichever thread scores next. A coroutine already running on that loop that calls
-back into synchronous code which runs a coroutine gets a fresh loop in a worker thread instead (waiting on its own
-loop would never end).
+caches stay bound to that one loop whichever thread scores next. Called from code that runs inside an event loop (a
+coroutine on verl's loop calling back into synchronous code, a notebook cell), it runs the coroutine on a fresh loop
+in a worker thread instead: waiting on the caller's loop would never end.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
-_loop_thread: threading.Thread | None = None
+_loop_thread: threading.Thread | None = None  # runs _loop
 
 
 def _shared_loop() -> asyncio.AbstractEventLoop:
@@ -39,11 +39,14 @@ def _shared_loop() -> asyncio.AbstractEventLoop:
 
 def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
     """The result of ``coro`` (its exception raised here)."""
-    loop = _shared_loop()
-    if threading.current_thread() is _loop_thread:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(asyncio.run, coro).result()
-    return asyncio.run_coroutine_threadsafe(coro, loop).result()
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # plain synchronous code: verl's loop
+        return asyncio.run_coroutine_threadsafe(coro, _shared_loop()).result()
+    # Called from inside a running loop (verl's own, one asyncio.run below, a notebook's): waiting here blocks that
+    # loop, so the coroutine gets a fresh loop in a worker thread.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 class TimedOut:

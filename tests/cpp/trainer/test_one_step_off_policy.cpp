@@ -191,6 +191,18 @@ TEST_CASE("one-step off-policy: misuse and errors", "[trainer]") {
     t.submit_rollouts(prompt_batch(3));
     CHECK(t.optimize(t.wait_rollouts()).at("training/global_step") == 1);
   }
+  SECTION("discard_rollouts starts the loop afresh") {
+    PPOTrainer t(one_step_config(), {tiny_model()}, target_fraction);
+    t.submit_rollouts(prompt_batch(3));
+    t.wait_rollouts();                  // waited for, never optimized (a loop that failed)
+    t.submit_rollouts(prompt_batch(4));  // labelled step 2
+    t.discard_rollouts();
+    CHECK_FALSE(t.rollouts_in_flight());
+    t.discard_rollouts();  // nothing in flight: no-op
+    t.submit_rollouts(prompt_batch(3));
+    DataProto b = t.wait_rollouts();
+    CHECK(b.column("uid")[0] == "step1.0-0");  // step 1's uids and seeds again
+  }
   SECTION("a destroyed trainer finishes its batch first") {
     auto t = std::make_unique<PPOTrainer>(one_step_config(), PPOTrainerModels{tiny_model()}, target_fraction);
     t->submit_rollouts(prompt_batch(3));

@@ -298,6 +298,18 @@ TEST_CASE("PPOTrainer scores each prompt's samples as they finish, as scoring th
     }
   }
   for (const auto& [name, t] : streamed_model->named_state()) CHECK(torch::equal(t, batch_model->named_state().at(name)));
+  // A callback that fails stops the generation (the engine keeps none of it); its own exception reaches the caller.
+  struct ScorerDown : std::runtime_error {
+    using std::runtime_error::runtime_error;
+  };
+  int failing_calls = 0;
+  PPOTrainer failing(toy_config("grpo"), {tiny_model()}, [&failing_calls](const DataProto& b) -> RewardOutput {
+    if (++failing_calls == 1) throw ScorerDown("scorer down");
+    return target_fraction(b);
+  }, per_sample);
+  CHECK_THROWS_AS(failing.step(prompt_batch(3)), ScorerDown);
+  CHECK_FALSE(failing.engine().has_unfinished_requests());
+  CHECK(failing.step(prompt_batch(3)).at("training/global_step") == 1);
   // Without reward_per_sample (a batched function, a reward model) the callback gets the whole batch.
   PPOTrainer batched(toy_config("grpo"), {tiny_model()}, counting);
   call_sizes.clear();

@@ -109,8 +109,8 @@ class VERL_API Engine {
   void set_token_listener(TokenListener listener);
   // Queues all prompts, steps until they finish, returns their outputs in input order. `params`
   // has one entry for all prompts or one per prompt. `on_finished(i, output)`, when given, is called on this thread
-  // as prompt i finishes, while the others still decode (the trainer scores finished samples meanwhile); if it
-  // throws, the prompts still in flight are aborted and the exception propagates.
+  // as prompt i finishes, while the others still decode (the trainer scores finished samples meanwhile). When the
+  // call fails (a callback or a step throws), its prompts still in flight are aborted and the exception propagates.
   std::vector<RequestOutput> generate(const std::vector<std::vector<int64_t>>& prompts,
                                       const std::vector<SamplingParams>& params,
                                       const std::function<void(size_t, const RequestOutput&)>& on_finished = {});

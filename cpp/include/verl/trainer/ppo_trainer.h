@@ -229,6 +229,9 @@ class VERL_API PPOTrainer {
   void submit_rollouts(const DataProto& prompts);
   DataProto wait_rollouts();
   bool rollouts_in_flight() const { return rollout_in_flight_; }
+  // Starts verl's loop afresh: the batch in flight finishes and is dropped (its error too), and batches waited for
+  // but not optimized are forgotten -- the next submission is the next step's (a loop that failed midway).
+  void discard_rollouts();
 
   // The batch of the last completed step (after optimize), for inspection and rollout dumps.
   const DataProto& last_batch() const { return last_batch_; }

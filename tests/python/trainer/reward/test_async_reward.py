@@ -194,3 +194,26 @@ def test_cached_async_clients_stay_on_one_loop(tiny_model_dir, toy_data, tmp_pat
         trainer.fit()
     NaiveRewardManager(tokenizer, 0, scorer)(batch(batch_maker))
     assert scorer.calls > 2 * 2 * 16
+
+
+def test_nested_coroutines_from_synchronous_code_do_not_deadlock():
+    """A coroutine on verl's loop calling synchronous code that runs a coroutine, itself calling synchronous code
+    that runs one: each inner one gets a loop of its own instead of waiting on a loop that is blocked."""
+    import threading
+
+    from verl.utils.async_run import run_coroutine
+
+    async def innermost():
+        return 3
+
+    async def middle():
+        return run_coroutine(innermost()) + 1
+
+    async def outer():
+        return run_coroutine(middle()) + 1
+
+    out = {}
+    worker = threading.Thread(target=lambda: out.setdefault("value", run_coroutine(outer())), daemon=True)
+    worker.start()
+    worker.join(20)
+    assert out.get("value") == 5, "deadlocked"

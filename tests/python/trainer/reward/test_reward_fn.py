@@ -232,3 +232,29 @@ def test_naive_timeout_scores_zero_and_continues(batch_maker, tokenizer, capsys)
     manager = NaiveRewardManager(tokenizer, 0, compute_score=slow, compute_score_timeout=0.2)
     assert manager(batch_maker(PROMPTS, RESPONSES, TRUTHS)).sum(-1).tolist() == [1.0, 0.0, 1.0]
     assert "exceeded 0.2s" in capsys.readouterr().out
+
+
+def test_naive_timeout_holds_off_the_main_thread(batch_maker, tokenizer):
+    """The trainer scores on other threads (while the engine decodes; the one-step off-policy rollout thread), where
+    SIGALRM cannot reach: the timeout still scores the slow sample 0.0 in about its time."""
+    import threading
+    import time
+
+    def slow(response):
+        if response == "3":
+            time.sleep(5)
+        return 1.0
+
+    manager = NaiveRewardManager(tokenizer, 0, compute_score=slow, compute_score_timeout=0.2)
+    out = {}
+
+    def score():
+        start = time.monotonic()
+        out["scores"] = manager(batch_maker(PROMPTS, RESPONSES, TRUTHS)).sum(-1).tolist()
+        out["seconds"] = time.monotonic() - start
+
+    worker = threading.Thread(target=score)
+    worker.start()
+    worker.join(10)
+    assert out["scores"] == [1.0, 0.0, 1.0]
+    assert out["seconds"] < 2.0
