@@ -169,11 +169,13 @@ std::string describe_sample(const DataProto& batch, int64_t row) {
   std::ostringstream out;
   out << "sample " << row;
   // The uid names the prompt whatever rows the callback was given (scoring streams each prompt's samples).
-  std::vector<std::string> what;
+  const char* sep = " (";
   for (const char* key : {"uid", "data_source"}) {
-    if (batch.has_column(key)) what.push_back(std::string(key) + "=" + batch.column(key)[static_cast<size_t>(row)].dump());
+    if (!batch.has_column(key)) continue;
+    out << sep << key << "=" << batch.column(key)[static_cast<size_t>(row)].dump();
+    sep = ", ";
   }
-  for (size_t i = 0; i < what.size(); ++i) out << (i == 0 ? " (" : ", ") << what[i] << (i + 1 == what.size() ? ")" : "");
+  if (std::string(sep) == ", ") out << ")";
   return out.str();
 }
 
@@ -861,14 +863,12 @@ RewardOutput PPOTrainer::call_reward(const DataProto& batch) {
 
 DataProto PPOTrainer::collect_rollouts(const DataProto& prompts) {
   check_no_rollout_in_flight("collect_rollouts");
-  VERL_CHECK(gen_batches_in_step_ < kMaxGenBatchesPerStep, "collect_rollouts: more than ", kMaxGenBatchesPerStep,
-             " generation batches in one step");
-  DataProto batch = collect_rollouts_at(prompts, global_step_ + 1, gen_batches_in_step_, /*score=*/false);
-  ++gen_batches_in_step_;
-  return batch;
+  return collect_rollouts_at(prompts, global_step_ + 1, gen_batches_in_step_++, /*score=*/false);
 }
 
 DataProto PPOTrainer::collect_rollouts_at(const DataProto& prompts, int64_t step_no, int64_t gen_index, bool score) {
+  VERL_CHECK(gen_index < kMaxGenBatchesPerStep, "collect_rollouts: more than ", kMaxGenBatchesPerStep,
+             " generation batches in one step");
   TimingRaw timing = read_timing(prompts);
   const int64_t bs = prompts.size();
   VERL_CHECK_AS(DataError, bs > 0, "collect_rollouts: the prompt batch is empty");
@@ -1198,8 +1198,6 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
 Metrics PPOTrainer::step(const DataProto& prompts) {
   check_no_rollout_in_flight("step");
   const auto start = Clock::now();
-  VERL_CHECK(gen_batches_in_step_ < kMaxGenBatchesPerStep, "step: more than ", kMaxGenBatchesPerStep,
-             " generation batches in one step");
   DataProto batch = scored_rollouts(prompts, global_step_ + 1, gen_batches_in_step_++);
   return optimize_impl(std::move(batch), seconds_since(start));
 }
