@@ -97,7 +97,10 @@ void register_rollout(py::module_& m) {
              const std::vector<rollout::SamplingParams>& params) { return engine.generate(prompts, params); },
           py::arg("prompt_token_ids"), py::arg("sampling_params"), Release())
       .def("update_weights", &Engine::update_weights, py::arg("named_tensors"), Release())
-      .def("sleep", &Engine::sleep, Release())
+      .def("sleep", &Engine::sleep, py::arg("release_weights") = false, Release(),
+           "Releases the KV cache; with release_weights=True the model's weights too (generation then needs "
+           "update_weights with every weight first).")
+      .def_property_readonly("weights_released", &Engine::weights_released)
       .def("wake_up", &Engine::wake_up, Release())
       .def_property_readonly("sleeping", &Engine::sleeping)
       .def_property_readonly("max_model_len", &Engine::max_model_len)

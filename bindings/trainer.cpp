@@ -236,6 +236,25 @@ void register_trainer(py::module_& m) {
           },
           py::arg("role"), py::arg("path"), "Restores an optimizer + scheduler state written by save_optimizer.")
       .def(
+          "model_for_checkpoint",
+          [](PPOTrainer& p, const std::string& role) {
+            py::gil_scoped_release release;
+            return p.model_for_checkpoint(role);
+          },
+          py::arg("role"),
+          "The whole 'actor' / 'critic' / 'cost_critic' model to write a checkpoint from: the model itself in one "
+          "process; over several ranks a module gathered from the ZeRO-3 shards on the controller (None elsewhere).")
+      .def(
+          "load_model_state",
+          [](PPOTrainer& p, const std::string& role, const std::map<std::string, torch::Tensor>& state) {
+            py::gil_scoped_release release;
+            p.load_model_state(role, state);
+          },
+          py::arg("role"), py::arg("state_dict"),
+          "The role's model takes the whole weights (strict HF names); over several ranks each rank keeps its shard.")
+      .def("model_weight_bytes", &PPOTrainer::model_weight_bytes, py::arg("role"),
+           "Bytes of the role's weights this rank holds (its ZeRO-3 shards over several ranks).")
+      .def(
           "optimizer_state_bytes", [](PPOTrainer& p, const std::string& role) { return p.optimizer(role).state_bytes(); },
           py::arg("role"), "Bytes of AdamW state this rank holds for 'actor' or 'critic' (1/N of it when sharded).");
 }

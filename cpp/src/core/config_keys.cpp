@@ -41,7 +41,8 @@ constexpr const char* kEntropyMemory = "memory switch of verl's entropy computat
                                        "and entropy in one fused, chunked C++ pass";
 constexpr const char* kPadToLength = "padding to fixed lengths for torch.compile / CUDA graphs; verl-cpp packs "
                                      "sequences without padding";
-constexpr const char* kFsdp = "FSDP wrapping / sharding knob; verl-cpp trains one unsharded model in C++";
+constexpr const char* kFsdp = "FSDP wrapping knob; verl-cpp shards every decoder layer as one unit and the rest as "
+                              "the root unit (ZeRO-3 over the data-parallel ranks), always";
 constexpr const char* kStrategy = "selects verl's training backend (fsdp, fsdp2, megatron); verl-cpp has one, in C++";
 constexpr const char* kTurbo = "settings of verl's alternative distributed training engine, which verl-cpp does "
                                "not use";
@@ -95,15 +96,23 @@ std::vector<KeyEntry> optim(const std::string& p) {
 
 // fsdp_config (actor, ref) / fsdp (critic). `model_dtype` is the actor's own key, honoured there; the ref and the
 // critic are built from the actor's weights in its dtype. `dtype` (the compute dtype) is each role's own.
-std::vector<KeyEntry> fsdp(const std::string& p, bool actor) {
+std::vector<KeyEntry> fsdp(const std::string& p, bool actor, bool trained = true) {
   const std::string actor_dtype = "actor_rollout_ref.actor.fsdp_config.model_dtype";
+  const char* replicated = "the reference policy is not sharded: every rank holds a replica (it has no gradients or "
+                           "optimizer state)";
   return {
       N(p + ".wrap_policy", kFsdp),
       H(p + ".param_offload", kOffloadOnCpu),
       H(p + ".optimizer_offload", kOffloadOnCpu),
       R(p + ".offload_policy", kOffload),
-      N(p + ".reshard_after_forward", kFsdp),
-      N(p + ".fsdp_size", kFsdp),
+      trained ? H(p + ".reshard_after_forward",
+                  "over several data-parallel ranks (ZeRO-3): true frees each decoder layer's gathered weights after "
+                  "its forward and gathers them again for its backward; false keeps them until then (more memory, "
+                  "one all-gather fewer per layer)")
+              : N(p + ".reshard_after_forward", replicated),
+      trained ? H(p + ".fsdp_size", "-1 (or the world size): shard over every data-parallel rank; another value "
+                                    "(HSDP groups) is a ConfigError")
+              : N(p + ".fsdp_size", replicated),
       N(p + ".forward_prefetch", kFsdp),
       actor ? H(p + ".model_dtype", "fp32 / bf16 / fp16: the dtype of the master weights and the optimizer state "
                                     "(bf16 / fp16 log a warning: AdamW updates below their resolution are lost)")
@@ -240,7 +249,7 @@ std::vector<KeyEntry> build_ppo() {
              H(r + "log_prob_max_token_len_per_gpu"),
          });
   add(t, profiler(ar + "ref"));
-  add(t, fsdp(ar + "ref.fsdp_config", false));
+  add(t, fsdp(ar + "ref.fsdp_config", false, /*trained=*/false));
   add(t, {
              R(r + "ulysses_sequence_parallel_size", kUlysses),
              N(r + "entropy_from_logits_with_chunking", kEntropyMemory),

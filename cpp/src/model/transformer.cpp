@@ -303,6 +303,7 @@ CausalLM::CausalLM(ModelConfig config, HeadKind head, std::shared_ptr<dist::Comm
 int64_t CausalLM::tensor_parallel_size() const { return tensor_parallel_ ? tensor_parallel_->world_size() : 1; }
 
 torch::Tensor CausalLM::embed(const torch::Tensor& input_ids) {
+  if (gathering_) gathering_->gather_root();
   if (!tensor_parallel_) return model->embed_tokens->forward(input_ids);
   VERL_CHECK(!torch::GradMode::is_enabled(), "CausalLM: a tensor-parallel model runs inference only (no grad mode)");
   // This rank's rows of the vocabulary; the other ranks' ids read zeros, and the sum over the ranks is exact.
@@ -328,17 +329,21 @@ std::pair<torch::Tensor, torch::Tensor> CausalLM::rope(const torch::Tensor& posi
 torch::Tensor CausalLM::run_layers(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
                                    const torch::Tensor& mask) {
   const bool checkpoint = gradient_checkpointing_ && torch::GradMode::is_enabled();
-  for (auto& layer : model->layer_ptrs) {
-    if (checkpoint)
-      h = LayerCheckpoint::apply(h, reinterpret_cast<int64_t>(layer.get()), cos, sin,
-                                 mask.defined() ? mask : torch::empty({0}, cos.options()), mask.defined());
-    else
-      h = layer->forward(h, cos, sin, mask);
+  for (size_t i = 0; i < model->layer_ptrs.size(); ++i) {
+    DecoderLayer* layer = model->layer_ptrs[i].get();
+    auto forward = [&](const torch::Tensor& x) {
+      if (checkpoint)
+        return LayerCheckpoint::apply(x, reinterpret_cast<int64_t>(layer), cos, sin,
+                                      mask.defined() ? mask : torch::empty({0}, cos.options()), mask.defined());
+      return layer->forward(x, cos, sin, mask);
+    };
+    h = gathering_ ? gathering_->run_layer(static_cast<int64_t>(i), h, forward) : forward(h);
   }
   return model->norm->forward(h);
 }
 
 torch::Tensor CausalLM::apply_head(const torch::Tensor& hidden) {
+  if (gathering_) gathering_->gather_root();
   if (head_kind_ == HeadKind::kValue) return run_linear(score, hidden).squeeze(-1);
   torch::Tensor logits = lm_head ? run_linear(lm_head, hidden) : F::linear(hidden, model->embed_tokens->weight);
   if (!tensor_parallel_) return logits;
@@ -389,11 +394,14 @@ torch::Tensor CausalLM::forward(const torch::Tensor& input_ids, const torch::Ten
 torch::Tensor CausalLM::run_layers_varlen(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
                                           const VarlenLayout& layout) {
   const bool checkpoint = gradient_checkpointing_ && torch::GradMode::is_enabled();
-  for (auto& layer : model->layer_ptrs) {
-    if (checkpoint)
-      h = VarlenLayerCheckpoint::apply(h, reinterpret_cast<int64_t>(layer.get()), cos, sin, layout.cu_seqlens);
-    else
-      h = layer->forward_varlen(h, cos, sin, layout);
+  for (size_t i = 0; i < model->layer_ptrs.size(); ++i) {
+    DecoderLayer* layer = model->layer_ptrs[i].get();
+    auto forward = [&](const torch::Tensor& x) {
+      if (checkpoint)
+        return VarlenLayerCheckpoint::apply(x, reinterpret_cast<int64_t>(layer), cos, sin, layout.cu_seqlens);
+      return layer->forward_varlen(x, cos, sin, layout);
+    };
+    h = gathering_ ? gathering_->run_layer(static_cast<int64_t>(i), h, forward) : forward(h);
   }
   return model->norm->forward(h);
 }
@@ -430,6 +438,9 @@ torch::Tensor CausalLM::forward_cached(const torch::Tensor& input_ids, const tor
              positions.sizes());
   VERL_CHECK(head_index.dim() == 1 && head_index.size(0) == input_ids.size(0),
              "CausalLM.forward_cached: head_index must be (bs,), got ", head_index.sizes());
+  // Rows finish at different steps on different ranks, so the ranks' gathers would not pair up.
+  VERL_CHECK(!gathering_, "CausalLM.forward_cached: the parameters are sharded over data-parallel ranks (ZeRO-3); "
+             "the rollout engine decodes from a copy of its own");
   torch::Tensor h = embed(input_ids);
   auto [cos, sin] = rope(positions, h.scalar_type());
   // The final norm is per token, so picking rows before it is exact and saves work.
@@ -443,12 +454,16 @@ torch::Tensor CausalLM::forward_cached(const torch::Tensor& input_ids, const tor
 }
 
 std::map<std::string, torch::Tensor> CausalLM::named_state() const {
+  VERL_CHECK(!gathering_, "CausalLM.named_state: the parameters are sharded over data-parallel ranks (ZeRO-3); "
+             "gather them with PPOTrainer::model_for_checkpoint (Python: verl.PPOTrainer.model_state_dict())");
   std::map<std::string, torch::Tensor> out;
   for (const auto& item : named_parameters(true)) out.emplace(item.key(), item.value());
   return out;
 }
 
 void CausalLM::load_state_dict(const std::map<std::string, torch::Tensor>& state, bool strict) {
+  VERL_CHECK(!gathering_, "CausalLM.load_state_dict: the parameters are sharded over data-parallel ranks (ZeRO-3); "
+             "load them with PPOTrainer::load_model_state (Python: verl.PPOTrainer.load_checkpoint())");
   auto params = named_parameters(true);
   std::vector<std::string> missing, unexpected, mismatched;
   // The whole model's shapes (this rank's own under tensor parallelism are its shards' shapes).

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/tensor_storage.h"
 #include "verl/core/error.h"
 
 namespace verl::rollout {
@@ -80,6 +81,8 @@ std::unique_lock<std::mutex> Engine::lock_between_steps() const {
 
 void Engine::validate(const std::vector<int64_t>& prompt, const SamplingParams& params) const {
   VERL_CHECK(cache_->allocated(), "Engine: the engine is asleep (sleep()); call wake_up() first");
+  VERL_CHECK(released_weights_.empty(), "Engine: ", released_weights_.size(), " of the model's weights (",
+             *released_weights_.begin(), ", ...) were released by sleep(release_weights=true); update_weights first");
   params.validate();
   const int64_t vocab = model_->config().vocab_size;
   const int64_t len = static_cast<int64_t>(prompt.size());
@@ -209,6 +212,8 @@ std::vector<RequestOutput> Engine::step() {
   while (between_steps_waiting_.load(std::memory_order_acquire) > 0) std::this_thread::yield();
   std::lock_guard<std::mutex> step_lock(step_mutex_);
   VERL_CHECK(cache_->allocated(), "Engine.step: the engine is asleep; call wake_up() first");
+  VERL_CHECK(released_weights_.empty(), "Engine.step: the model's weights were released by sleep(release_weights="
+             "true); update_weights first");
   torch::NoGradGuard no_grad;
   admit_pending();
   std::vector<RequestOutput> done;
@@ -416,6 +421,12 @@ void Engine::update_weights(const std::map<std::string, torch::Tensor>& named_te
     for (size_t i = 0; i < unknown.size(); ++i) s << (i ? ", " : "") << unknown[i];
     VERL_FAIL(InvalidArgument, "Engine.update_weights: unknown parameter names: [", s.str(), "]");
   }
+  if (!released_weights_.empty()) {
+    for (auto& item : params) {
+      if (!named_tensors.count(item.key()) || !released_weights_.erase(item.key())) continue;
+      verl::detail::reallocate_storage(item.value(), item.value().numel() * item.value().element_size());
+    }
+  }
   model_->load_state_dict(named_tensors, /*strict=*/false);
   scheduler_->blocks().clear_prefix_cache();  // keys/values of the old weights
 }
@@ -425,11 +436,20 @@ void Engine::clear_prefix_cache() {
   scheduler_->blocks().clear_prefix_cache();
 }
 
-void Engine::sleep() {
+void Engine::sleep(bool release_weights) {
   std::unique_lock<std::mutex> step_lock = lock_between_steps();
   VERL_CHECK(!scheduler_->has_work() && pending_.empty(), "Engine.sleep: requests are still in flight");
   scheduler_->blocks().clear_prefix_cache();
   cache_->free();
+  if (!release_weights) return;
+  for (const auto& item : model_->named_parameters(true)) {
+    if (released_weights_.insert(item.key()).second) verl::detail::release_storage(item.value());
+  }
+}
+
+bool Engine::weights_released() const {
+  std::unique_lock<std::mutex> step_lock = lock_between_steps();
+  return !released_weights_.empty();
 }
 
 void Engine::wake_up() {

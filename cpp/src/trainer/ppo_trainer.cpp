@@ -29,6 +29,7 @@
 #include "verl/workers/micro_batch.h"
 #include "algo/rollout_correction_config.h"
 #include "workers/data_parallel.h"
+#include "workers/fully_sharded.h"
 #include "trainer/one_step_off_policy.h"
 #include "trainer/reference_policy.h"
 #include "trainer/streaming_reward.h"
@@ -602,8 +603,10 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
       rollout_model->eval();
       for (auto& p : rollout_model->parameters()) p.set_requires_grad(false);
     }
-    if (!settings_.hybrid_engine) {
-      // The rollout's own weights: generation reads them while the actor's are being updated.
+    if (!settings_.hybrid_engine || (tp == 1 && world > 1)) {
+      // The rollout's own weights: generation reads them while the actor's are being updated (one-step
+      // off-policy); or the actor is about to be sharded over the ranks (ZeRO-3), and each rank decodes its rows on a
+      // whole copy, refreshed from the gathered shards after every update.
       rollout_model = copy_as_reference(*actor_->compute_model());
     }
     engine_ = std::make_shared<rollout::Engine>(rollout_model, ec);
@@ -611,6 +614,17 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
   }
 
   workers_ = dist::make_worker_group(options.communicator);
+  // verl's fsdp_size: the ranks one copy of the weights is sharded over (-1: all of them). Fewer would be HSDP
+  // (sharded within groups, replicated across them), which is not implemented.
+  for (const char* key : {"actor_rollout_ref.actor.fsdp_config.fsdp_size", "critic.fsdp.fsdp_size"}) {
+    if (!config_.has(key)) continue;
+    const Json value = config_.get(key);
+    if (!value.is_number_integer()) continue;  // Config::validate checks the type
+    const int64_t fsdp_size = value.get<int64_t>();
+    VERL_CHECK_AS(ConfigError, fsdp_size == -1 || fsdp_size == workers_->world_size(), "config key '", key, "' = ",
+                  fsdp_size, ": verl-cpp shards the weights over all ", workers_->world_size(),
+                  " data-parallel ranks (-1); sharding groups of another size (HSDP) are not implemented");
+  }
   if (workers_->world_size() > 1) {
     settings_.n_gpus = workers_->world_size();
     const workers::detail::DataParallel dp(options.communicator);
@@ -619,16 +633,20 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     dp.local_rows(actor_->config().ppo_mini_batch_size * settings_.rollout_n,
                   "actor_rollout_ref.actor.ppo_mini_batch_size");
     if (critic_) dp.local_rows(critic_->config().ppo_mini_batch_size * settings_.rollout_n, "critic.ppo_mini_batch_size");
-    actor_->set_data_parallel(options.communicator);
-    if (critic_) critic_->set_data_parallel(options.communicator);
-    if (cost_critic_) cost_critic_->set_data_parallel(options.communicator);
-    // Replicas built on each rank start from rank 0's weights (a random init or a new value head may differ).
+    // Replicas built on each rank start from rank 0's weights (a random init or a new value head may differ), before
+    // the workers shard them.
     for (const auto& model : {models_.actor, models_.ref, models_.critic, models_.cost_critic}) {
       if (!model) continue;
       std::vector<torch::Tensor> state;
       for (auto& [name, t] : model->named_state()) state.push_back(t);
       dp.broadcast_from_controller(state);
     }
+    actor_->set_data_parallel(options.communicator);
+    if (critic_) critic_->set_data_parallel(options.communicator);
+    if (cost_critic_) cost_critic_->set_data_parallel(options.communicator);
+    // The rollout copy was made before rank 0's weights arrived; every rank hands them over now, together (later
+    // hand-overs happen in dispatched work only: update_weights, generate).
+    hand_over_weights();
   }
   register_worker_methods();
 }
@@ -671,6 +689,19 @@ void PPOTrainer::register_worker_methods() {
     optimizer(request.meta_info().at("role").get<std::string>()).save(request.meta_info().at("path").get<std::string>());
     return DataProto();
   });
+  workers_->register_method("gather_model", [this](const DataProto& request) {
+    workers::MixedPrecision& p = precision(request.meta_info().at("role").get<std::string>());
+    std::map<std::string, torch::Tensor> state = p.sharding()->full_state();  // every rank takes part
+    if (workers_->is_controller()) {
+      const model::CausalLM& sharded = *p.master();
+      auto whole = std::make_shared<model::CausalLM>(sharded.config(), sharded.head_kind());
+      whole->to(sharded.device(), p.sharding()->master_dtype());
+      torch::NoGradGuard no_grad;
+      whole->load_state_dict(state, /*strict=*/true);
+      gathered_model_ = std::move(whole);
+    }
+    return DataProto();
+  });
   workers_->register_method("update_weights", [this](const DataProto&) {
     hand_over_weights();
     return DataProto();
@@ -684,15 +715,45 @@ DataProto PPOTrainer::dispatch(const std::string& method, const DataProto& data,
   return workers_->call(method, data, how, ranks_per_chunk);
 }
 
-workers::Optimizer& PPOTrainer::optimizer(const std::string& role) {
-  if (role == "actor") return actor_->optimizer();
+std::pair<workers::MixedPrecision*, workers::Optimizer*> PPOTrainer::trained(const std::string& role) {
+  if (role == "actor") return {&actor_->precision(), &actor_->optimizer()};
   if (role == "cost_critic") {
     VERL_CHECK(cost_critic_ != nullptr, "this trainer has no cost critic");
-    return cost_critic_->optimizer();
+    return {&cost_critic_->precision(), &cost_critic_->optimizer()};
   }
-  VERL_CHECK(role == "critic", "optimizer role must be 'actor', 'critic' or 'cost_critic', got '", role, "'");
+  VERL_CHECK(role == "critic", "the role must be 'actor', 'critic' or 'cost_critic', got '", role, "'");
   VERL_CHECK(critic_ != nullptr, "this trainer has no critic");
-  return critic_->optimizer();
+  return {&critic_->precision(), &critic_->optimizer()};
+}
+
+workers::Optimizer& PPOTrainer::optimizer(const std::string& role) { return *trained(role).second; }
+workers::MixedPrecision& PPOTrainer::precision(const std::string& role) { return *trained(role).first; }
+
+std::shared_ptr<model::CausalLM> PPOTrainer::model_for_checkpoint(const std::string& role) {
+  workers::MixedPrecision& p = precision(role);
+  if (!p.sharding()) return p.master();
+  DataProto request;
+  request.meta_info()["role"] = role;
+  dispatch("gather_model", request, dist::Dispatch::kBroadcast);
+  return std::exchange(gathered_model_, nullptr);
+}
+
+void PPOTrainer::load_model_state(const std::string& role, const std::map<std::string, torch::Tensor>& state) {
+  workers::MixedPrecision& p = precision(role);
+  torch::NoGradGuard no_grad;
+  if (p.sharding()) {
+    p.sharding()->load_full_state(state);
+  } else {
+    p.master()->load_state_dict(state, /*strict=*/true);
+  }
+}
+
+int64_t PPOTrainer::model_weight_bytes(const std::string& role) {
+  workers::MixedPrecision& p = precision(role);
+  if (p.sharding()) return p.sharding()->master_bytes();
+  int64_t bytes = 0;
+  for (const auto& t : p.master()->parameters()) bytes += static_cast<int64_t>(t.nbytes());
+  return bytes;
 }
 
 void PPOTrainer::save_optimizer(const std::string& role, const std::string& path) {
@@ -779,10 +840,12 @@ DataProto PPOTrainer::pop_generation_input(DataProto& batch) const {
 DataProto PPOTrainer::generate_with_rollout_fn(const DataProto& rows, const std::string& mode, int64_t seed) {
   rollout::SamplingParams params = mode_sampling_params(mode);
   params.n = 1;
+  // The agent loops generate on the controller's engine alone; a hand-over gathers from every rank's shards.
+  if (workers_->world_size() > 1) dispatch("update_weights", DataProto(), dist::Dispatch::kBroadcast);
   ready_engine();
   engine_->clear_prefix_cache();  // keys/values of earlier weights
   DataProto out = rollout_fn_(rows, params, seed);
-  if (settings_.free_cache_engine) engine_->sleep();
+  if (settings_.free_cache_engine) engine_->sleep();  // weights kept: the controller alone generates here
 
   const int64_t bs = rows.size();
   const int64_t prompt_width = rows.tensor("input_ids").size(1);
@@ -818,14 +881,15 @@ DataProto PPOTrainer::generate_on_engine(const DataProto& rows, const rollout::S
   } catch (...) {
     if (settings_.free_cache_engine && !engine_->sleeping()) {
       try {
-        engine_->sleep();  // the failed call left no request in flight: the updates get the memory back
+        engine_->sleep(rollout_copy_of_shards());  // the failed call left no request in flight: memory back
       } catch (...) {
       }
     }
     throw;
   }
-  // verl puts the rollout replicas to sleep after generation: the KV cache is freed for the updates.
-  if (settings_.free_cache_engine) engine_->sleep();
+  // verl puts the rollout replicas to sleep after generation: the KV cache is freed for the updates -- and under
+  // ZeRO-3 the rollout's copy of the weights too (the 3D-HybridEngine: the next hand-over gathers it from the shards).
+  if (settings_.free_cache_engine) engine_->sleep(/*release_weights=*/rollout_copy_of_shards());
   return out;
 }
 
@@ -985,17 +1049,19 @@ void PPOTrainer::ready_engine() {
 
 void PPOTrainer::hand_over_weights() {
   // The engine generates with the actor's compute model (refreshed by the update): nothing to copy. A
-  // separately built engine gets the compute-dtype tensors by name, the weights the actor computes with.
-  std::shared_ptr<model::CausalLM> compute = actor_->compute_model();
-  if (engine_->model() == compute) return;
+  // separately built engine gets the compute-dtype tensors by name, the weights the actor computes with (gathered
+  // from every rank's shards under ZeRO-3: every rank hands over at once).
+  if (engine_->model() == actor_->compute_model()) return;
   // The engine is generating submit_rollouts' batch from the weights handed over at its submission.
   if (rollout_in_flight_) return;
   // Only when the compute weights changed since the last copy (every write bumps a tensor's version).
-  int64_t version = 0;
-  for (const auto& p : compute->parameters()) version += static_cast<int64_t>(p._version());
-  if (version == handed_over_version_) return;
+  // Released weights (the ZeRO-3 rollout copy sleeps without them) are handed over whatever the version: every
+  // rank released them in the same dispatched generation, so every rank takes part in the gathers.
+  const int64_t version = actor_->precision().weights_version();
+  if (version == handed_over_version_ && !engine_->weights_released()) return;
   torch::NoGradGuard no_grad;
-  engine_->update_weights(compute->named_state());
+  hand_over_bytes_ = actor_->precision().for_each_compute_state(
+      [&](const std::map<std::string, torch::Tensor>& part) { engine_->update_weights(part); });
   handed_over_version_ = version;
 }
 
@@ -1152,6 +1218,7 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
   if (settings_.critic_warmup > step_no) {
     StageTimer timer(timing, "update_weights");
     dispatch("update_weights", DataProto(), dist::Dispatch::kBroadcast);
+    if (rollout_copy_of_shards()) metrics["perf/reshard_bytes_per_rank"] = static_cast<double>(hand_over_bytes_);
   } else {
     {
       StageTimer timer(timing, "update_actor");
@@ -1165,6 +1232,7 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     }
     StageTimer timer(timing, "update_weights");
     dispatch("update_weights", DataProto(), dist::Dispatch::kBroadcast);
+    if (rollout_copy_of_shards()) metrics["perf/reshard_bytes_per_rank"] = static_cast<double>(hand_over_bytes_);
   }
 
   if (sync_rollout_weights_seconds_) {

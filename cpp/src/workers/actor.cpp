@@ -16,6 +16,7 @@
 #include "algo/rollout_correction_config.h"
 #include "worker_common.h"
 #include "workers/data_parallel.h"
+#include "workers/fully_sharded.h"
 #include "worker_config_util.h"
 
 namespace verl::workers {
@@ -111,6 +112,9 @@ ActorConfig ActorConfig::from_config(const Config& config, PolicyRole role, cons
       get_or<int64_t>(config, lp + "log_prob_max_token_len_per_gpu", c.ppo_max_token_len_per_gpu);
   c.temperature = get_or(config, prefix + ".rollout.temperature", c.temperature);
   c.dtype = get_or(config, prefix + (role == PolicyRole::kActor ? ".actor" : ".ref") + ".fsdp_config.dtype", c.dtype);
+  if (role == PolicyRole::kActor)
+    c.reshard_after_forward =
+        get_or(config, prefix + ".actor.fsdp_config.reshard_after_forward", c.reshard_after_forward);
   c.use_remove_padding = get_or(config, prefix + ".model.use_remove_padding", c.use_remove_padding);
   c.enable_gradient_checkpointing =
       get_or(config, prefix + ".model.enable_gradient_checkpointing", c.enable_gradient_checkpointing);
@@ -210,7 +214,9 @@ ActorWorker::ActorWorker(ActorConfig config, std::shared_ptr<model::CausalLM> mo
 
 void ActorWorker::set_data_parallel(std::shared_ptr<dist::Communicator> communicator) {
   VERL_CHECK(role_ == PolicyRole::kActor, "set_data_parallel: the reference policy does not train");
-  optimizer_->shard_over(communicator);
+  // ZeRO-3: the weights themselves are sharded, and the optimizer updates this rank's master shards.
+  precision_->shard_over(communicator, config_.reshard_after_forward);
+  if (precision_->sharding()) optimizer_->shard_over(precision_->sharding());
   data_parallel_ = std::move(communicator);
 }
 
@@ -248,8 +254,9 @@ DataProto ActorWorker::log_prob_pass(const DataProto& data, bool calculate_entro
                 "compute_log_prob needs 'input_ids' and 'attention_mask'");
 
   const std::vector<int64_t> seqlens = detail::row_token_counts(tensors["attention_mask"]);  // one host read
+  const detail::DataParallel dp(data_parallel_);
   RowGroups groups = config_.log_prob_use_dynamic_bsz
-                         ? dynamic_micro_batches(seqlens, config_.log_prob_max_token_len_per_gpu)
+                         ? dp.dynamic_micro_batches(seqlens, config_.log_prob_max_token_len_per_gpu)
                          : fixed_micro_batches(bs, *config_.log_prob_micro_batch_size_per_gpu);
   const auto start = std::chrono::steady_clock::now();
   std::vector<torch::Tensor> log_probs, entropys, sums_pi_squared;
@@ -265,6 +272,7 @@ DataProto ActorWorker::log_prob_pass(const DataProto& data, bool calculate_entro
     if (calculate_entropy) entropys.push_back(out.entropy);
     if (calculate_sum_pi_squared) sums_pi_squared.push_back(out.sum_pi_squared);
   }
+  precision_->release();  // ZeRO-3: the root unit stays gathered until the pass ends
   torch::Tensor lp = torch::cat(log_probs);
   torch::Tensor ent = calculate_entropy ? torch::cat(entropys) : torch::Tensor();
   torch::Tensor spp = calculate_sum_pi_squared ? torch::cat(sums_pi_squared) : torch::Tensor();
@@ -340,7 +348,7 @@ Metrics ActorWorker::update_policy(const DataProto& data) {
     const algo::GlobalBatchInfo& info = loss_config.global_batch_info;
 
     RowGroups micro = config_.use_dynamic_bsz
-                          ? dynamic_micro_batches(mb_seqlens, config_.ppo_max_token_len_per_gpu)
+                          ? dp.dynamic_micro_batches(mb_seqlens, config_.ppo_max_token_len_per_gpu)
                           : fixed_micro_batches(mini_rows, *config_.ppo_micro_batch_size_per_gpu);
     optimizer_->zero_grad();
     double mini_batch_loss = 0.0;

@@ -16,6 +16,7 @@
 #include "verl/workers/response_forward.h"
 #include "worker_common.h"
 #include "workers/data_parallel.h"
+#include "workers/fully_sharded.h"
 #include "worker_config_util.h"
 
 namespace verl::workers {
@@ -51,6 +52,7 @@ CriticConfig CriticConfig::from_config(const Config& config, const std::string& 
   auto legacy = get_optional<double>(config, k + "grad_clip");
   if (legacy && *legacy != 1.0 && c.optim.clip_grad == 1.0) c.optim.clip_grad = *legacy;
   c.dtype = get_or(config, k + "fsdp.dtype", c.dtype);
+  c.reshard_after_forward = get_or(config, k + "fsdp.reshard_after_forward", c.reshard_after_forward);
   c.use_remove_padding = get_or(config, k + "model.use_remove_padding", c.use_remove_padding);
   c.enable_gradient_checkpointing =
       get_or(config, k + "model.enable_gradient_checkpointing", c.enable_gradient_checkpointing);
@@ -117,9 +119,10 @@ DataProto CriticWorker::compute_values(const DataProto& data) {
   detail::TensorMap tensors = detail::gather_tensors(data, {"input_ids", "attention_mask", "position_ids"}, device);
   VERL_CHECK_AS(DataError, tensors.count("input_ids") && tensors.count("attention_mask"),
                 "compute_values needs 'input_ids' and 'attention_mask'");
+  const detail::DataParallel dp(data_parallel_);
   RowGroups groups = config_.use_dynamic_bsz
-                         ? dynamic_micro_batches(detail::row_token_counts(tensors["attention_mask"]),
-                                                 config_.forward_max_token_len_per_gpu)
+                         ? dp.dynamic_micro_batches(detail::row_token_counts(tensors["attention_mask"]),
+                                                    config_.forward_max_token_len_per_gpu)
                          : fixed_micro_batches(bs, *config_.forward_micro_batch_size_per_gpu);
   std::vector<torch::Tensor> parts;
   for (const auto& rows : groups) {
@@ -127,6 +130,7 @@ DataProto CriticWorker::compute_values(const DataProto& data) {
     parts.push_back(response_values(model, m["input_ids"], m["attention_mask"], detail::get(m, "position_ids"),
                                     response_length, config_.use_remove_padding));
   }
+  precision_->release();  // ZeRO-3: the root unit stays gathered until the pass ends
   torch::Tensor values = torch::cat(parts);
   values = values.index_select(0, restore_order(groups, bs).to(device));
   DataProto result;
@@ -135,7 +139,8 @@ DataProto CriticWorker::compute_values(const DataProto& data) {
 }
 
 void CriticWorker::set_data_parallel(std::shared_ptr<dist::Communicator> communicator) {
-  optimizer_->shard_over(communicator);
+  precision_->shard_over(communicator, config_.reshard_after_forward);  // ZeRO-3, as the actor's
+  if (precision_->sharding()) optimizer_->shard_over(precision_->sharding());
   data_parallel_ = std::move(communicator);
 }
 
@@ -179,7 +184,7 @@ std::map<std::string, double> CriticWorker::update_critic(const DataProto& data)
     const std::vector<int64_t> mb_seqlens = detail::select_rows(seqlens, mini_batches[step]);
     const double batch_num_tokens = dp.sum(mb["response_mask"].to(torch::kBool).sum().item<double>());
     RowGroups micro = config_.use_dynamic_bsz
-                          ? dynamic_micro_batches(mb_seqlens, config_.ppo_max_token_len_per_gpu)
+                          ? dp.dynamic_micro_batches(mb_seqlens, config_.ppo_max_token_len_per_gpu)
                           : fixed_micro_batches(mini_rows, *config_.ppo_micro_batch_size_per_gpu);
     optimizer_->zero_grad();
     double mini_batch_loss = 0.0;

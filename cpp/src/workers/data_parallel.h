@@ -12,11 +12,13 @@
 
 #include <torch/types.h>
 
+#include "verl/core/export.h"
 #include "verl/dist/communicator.h"
+#include "verl/workers/micro_batch.h"
 
 namespace verl::workers::detail {
 
-class DataParallel {
+class VERL_API DataParallel {
  public:
   DataParallel() = default;
   explicit DataParallel(std::shared_ptr<dist::Communicator> comm) : comm_(std::move(comm)) {}
@@ -27,6 +29,9 @@ class DataParallel {
   // This rank's share of a global mini-batch of `global_rows` rows: ConfigError naming `key` (the
   // ppo_mini_batch_size key) when the ranks cannot share it equally, as verl asserts.
   int64_t local_rows(int64_t global_rows, const std::string& key) const;
+  // dynamic_micro_batches (use_dynamic_bsz) with the same number of micro-batches on every rank -- the most any rank
+  // needs, as verl's rearrange_micro_batches(same_micro_num_in_dp=True) -- since each sharded forward is a collective.
+  RowGroups dynamic_micro_batches(const std::vector<int64_t>& seq_lens, int64_t max_token_len) const;
   // Every rank's `tensors` take rank 0's values (the initial weights of replicas built independently).
   void broadcast_from_controller(const std::vector<torch::Tensor>& tensors) const;
 

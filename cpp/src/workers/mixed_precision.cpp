@@ -10,6 +10,8 @@
 #endif
 
 #include "verl/core/error.h"
+#include "verl/dist/communicator.h"
+#include "workers/fully_sharded.h"
 
 namespace verl::workers {
 
@@ -110,6 +112,8 @@ MixedPrecision::MixedPrecision(std::shared_ptr<model::CausalLM> master, torch::D
 
 torch::Dtype MixedPrecision::compute_dtype() const { return compute_->dtype(); }
 
+bool MixedPrecision::mixed() const { return compute_dtype() != (sharding_ ? sharding_->master_dtype() : master_->dtype()); }
+
 std::vector<std::pair<const void*, int64_t>> MixedPrecision::master_versions() const {
   std::vector<std::pair<const void*, int64_t>> out;
   out.reserve(master_params_.size());
@@ -120,7 +124,7 @@ std::vector<std::pair<const void*, int64_t>> MixedPrecision::master_versions() c
 }
 
 void MixedPrecision::refresh() {
-  if (!mixed()) return;
+  if (!has_copy()) return;
   auto versions = master_versions();
   if (versions == synced_versions_) return;
   // A parameter replaced (module.to(), a new tensor) changes the list; re-read it before copying.
@@ -147,8 +151,43 @@ void MixedPrecision::set_gradient_checkpointing(bool enabled) {
   compute_->set_gradient_checkpointing(enabled);
 }
 
+void MixedPrecision::shard_over(std::shared_ptr<dist::Communicator> communicator, bool reshard_after_forward) {
+  if (communicator == nullptr || communicator->world_size() == 1) return;
+  VERL_CHECK(sharding_ == nullptr, "MixedPrecision::shard_over: already sharded");
+  const torch::Dtype dtype = compute_dtype();
+  // The compute copy goes: the sharded master gathers its units in the compute dtype itself.
+  compute_ = master_;
+  master_params_.clear();
+  compute_params_.clear();
+  synced_versions_.clear();
+  sharding_ = detail::FullyShardedModel::shard(master_, std::move(communicator), dtype, reshard_after_forward);
+  sharding_->set_gradient_scale(1.0 / loss_scale_);
+}
+
+int64_t MixedPrecision::for_each_compute_state(
+    const std::function<void(const std::map<std::string, torch::Tensor>&)>& fn) {
+  if (sharding_) return sharding_->for_each_unit_state(sharding_->compute_dtype(), fn);
+  fn(compute()->named_state());
+  return 0;
+}
+
+int64_t MixedPrecision::weights_version() const {
+  if (sharding_) return static_cast<int64_t>(sharding_->master()._version());
+  int64_t version = 0;
+  for (const auto& p : compute_->parameters()) version += static_cast<int64_t>(p._version());
+  return version;
+}
+
+void MixedPrecision::release() {
+  if (sharding_) sharding_->release();
+}
+
 void MixedPrecision::accumulate_grads() {
-  if (!mixed()) return;
+  if (sharding_) {
+    sharding_->finish_backward();
+    return;
+  }
+  if (!has_copy()) return;
   const double inv_scale = 1.0 / loss_scale_;
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < compute_params_.size(); ++i) {
@@ -176,6 +215,7 @@ void MixedPrecision::update_loss_scale(bool finite) {
     loss_scale_ *= kGrowthFactor;
     finite_steps_ = 0;
   }
+  if (sharding_) sharding_->set_gradient_scale(1.0 / loss_scale_);
 }
 
 }  // namespace verl::workers

@@ -235,12 +235,6 @@ const torch::optim::AdamWOptions& adamw_options(const torch::optim::AdamW& adamw
 }
 
 // Tensors of the parameters' shapes, dtype and device, standing in for them in a one-process optimizer image.
-std::vector<torch::Tensor> stand_ins(const std::vector<torch::Tensor>& parameters) {
-  std::vector<torch::Tensor> out;
-  for (const auto& p : parameters) out.push_back(torch::empty_like(p.detach()));
-  return out;
-}
-
 
 }  // namespace
 
@@ -299,9 +293,7 @@ double Optimizer::lr() const {
 
 void Optimizer::zero_grad() {
   adamw_->zero_grad(/*set_to_none=*/true);
-  if (shard_) {  // the AdamW holds the slice; the parameters' own gradients are dropped too
-    for (auto& p : parameters_) p.mutable_grad() = torch::Tensor();
-  }
+  if (shard_) shard_->drop_gradients();  // the AdamW holds the slice; the gradients kept elsewhere go too
 }
 
 Optimizer::~Optimizer() = default;
@@ -310,9 +302,14 @@ Optimizer& Optimizer::operator=(Optimizer&&) noexcept = default;
 
 void Optimizer::shard_over(std::shared_ptr<dist::Communicator> communicator) {
   if (communicator == nullptr || communicator->world_size() == 1) return;
+  shard_over(std::make_shared<detail::OptimizerShard>(parameters_, std::move(communicator)));
+}
+
+void Optimizer::shard_over(std::shared_ptr<detail::ParameterSharding> sharding) {
+  VERL_CHECK(sharding != nullptr, "Optimizer::shard_over: the sharding is null");
   VERL_CHECK(shard_ == nullptr, "Optimizer::shard_over: already sharded");
   VERL_CHECK(adamw_->state().empty(), "Optimizer::shard_over: call it before the first step");
-  shard_ = std::make_unique<detail::OptimizerShard>(parameters_, std::move(communicator));
+  shard_ = std::move(sharding);
   const torch::optim::AdamWOptions options = adamw_options(*adamw_);
   adamw_ = std::make_unique<torch::optim::AdamW>(std::vector<torch::Tensor>{shard_->master()}, options);
   apply_lr();
@@ -392,7 +389,7 @@ void Optimizer::save(const std::string& path) const {
     if (st.max_exp_avg_sq().defined()) max_exp_avg_sq = shard_->full(st.max_exp_avg_sq());
   }
   if (shard_->rank() != 0) return;
-  std::vector<torch::Tensor> whole = stand_ins(parameters_);
+  std::vector<torch::Tensor> whole = shard_->stand_ins();
   torch::optim::AdamW image(whole, adamw_options(*adamw_));
   for (size_t i = 0; stepped && i < whole.size(); ++i) {
     auto st = std::make_unique<torch::optim::AdamWParamState>();
@@ -412,7 +409,7 @@ void Optimizer::load(const std::string& path) {
     return;
   }
   // The one-process image, then this rank's slice of each moment.
-  std::vector<torch::Tensor> whole = stand_ins(parameters_);
+  std::vector<torch::Tensor> whole = shard_->stand_ins();
   torch::optim::AdamW image(whole, adamw_options(*adamw_));
   std::tie(last_epoch_, skipped_steps_) = read_archive(image, path);
   adamw_->state().clear();

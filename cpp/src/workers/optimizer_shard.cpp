@@ -98,6 +98,16 @@ void OptimizerShard::scatter_weights() {
   }
 }
 
+void OptimizerShard::drop_gradients() {
+  for (auto& p : parameters_) p.mutable_grad() = torch::Tensor();
+}
+
+std::vector<torch::Tensor> OptimizerShard::stand_ins() const {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : parameters_) out.push_back(torch::empty_like(p.detach()));
+  return out;
+}
+
 std::vector<torch::Tensor> OptimizerShard::full(const torch::Tensor& slice_state) const {
   const torch::Tensor flat = comm_->all_gather_flat(slice_state.detach().reshape(-1));
   std::vector<torch::Tensor> out;

@@ -759,6 +759,14 @@ class PPOTrainer:
         models.save_pretrained(wrapper, directory, tokenizer_dir=tokenizer_dir)
 
     @distributed.controller_call
+    def model_state_dict(self, role: str = "actor") -> dict[str, torch.Tensor]:
+        """The whole weights of the ``"actor"`` (``"critic"``, ``"cost_critic"``) model by Hugging Face name, as a
+        checkpoint holds them (copies). Over several ranks the weights are ZeRO-3 shards: every rank takes part in
+        gathering them, and every rank gets them."""
+        module = self._trainer.model_for_checkpoint(role)
+        return {name: tensor.detach().clone() for name, tensor in module.state_dict().items()}
+
+    @distributed.controller_call
     def save_checkpoint(self) -> str:
         """Writes ``trainer.default_local_dir/global_step_N/`` (``actor/`` and ``critic/``: the model in Hugging Face
         format + ``optim.pt`` with the AdamW and scheduler state; ``trainer_state.json``: step, KL coefficient,
@@ -769,14 +777,10 @@ class PPOTrainer:
 
         def write(tmp: str) -> None:
             tok_dir = self._tokenizer_dir()
-            self._write_model(self._trainer.actor_model, os.path.join(tmp, "actor"), tok_dir)
-            self._trainer.save_optimizer("actor", os.path.join(tmp, "actor", "optim.pt"))
-            if self._trainer.critic_model is not None:
-                self._write_model(self._trainer.critic_model, os.path.join(tmp, "critic"), tok_dir)
-                self._trainer.save_optimizer("critic", os.path.join(tmp, "critic", "optim.pt"))
-            if self._trainer.cost_critic_model is not None:
-                self._write_model(self._trainer.cost_critic_model, os.path.join(tmp, "cost_critic"), tok_dir)
-                self._trainer.save_optimizer("cost_critic", os.path.join(tmp, "cost_critic", "optim.pt"))
+            for role in self._trained_roles():
+                # Over several ranks the weights are ZeRO-3 shards: the controller gets them gathered.
+                self._write_model(self._trainer.model_for_checkpoint(role), os.path.join(tmp, role), tok_dir)
+                self._trainer.save_optimizer(role, os.path.join(tmp, role, "optim.pt"))
             write_json(os.path.join(tmp, "trainer_state.json"), {
                 "global_step": step, "epoch": self.epoch, "kl_coef": self._trainer.kl_coef,
                 "safe_rlhf_lambda": self._trainer.safe_rlhf_lambda,
@@ -805,14 +809,10 @@ class PPOTrainer:
         dataloader position."""
         from verl.models import safetensors
 
-        self._cpp_load(self._trainer.actor_model, os.path.join(path, "actor"), safetensors)
-        self._trainer.load_optimizer("actor", os.path.join(path, "actor", "optim.pt"))
-        if self._trainer.critic_model is not None:
-            self._cpp_load(self._trainer.critic_model, os.path.join(path, "critic"), safetensors)
-            self._trainer.load_optimizer("critic", os.path.join(path, "critic", "optim.pt"))
-        if self._trainer.cost_critic_model is not None:
-            self._cpp_load(self._trainer.cost_critic_model, os.path.join(path, "cost_critic"), safetensors)
-            self._trainer.load_optimizer("cost_critic", os.path.join(path, "cost_critic", "optim.pt"))
+        for role in self._trained_roles():
+            # Every rank reads the whole weights and keeps what it holds (its shards over several ranks).
+            self._trainer.load_model_state(role, safetensors.load_checkpoint_dir(os.path.join(path, role)))
+            self._trainer.load_optimizer(role, os.path.join(path, role, "optim.pt"))
         state = read_json(os.path.join(path, "trainer_state.json"))
         self._trainer.global_step = int(state["global_step"])
         self._trainer.kl_coef = float(state["kl_coef"])
@@ -823,9 +823,11 @@ class PPOTrainer:
         if state.get("dataloader") is not None and self.train_dataloader is not None:
             self.train_dataloader.load_state_dict(state["dataloader"])
 
-    @staticmethod
-    def _cpp_load(module: Any, directory: str, safetensors: Any) -> None:
-        module.load_state_dict(safetensors.load_checkpoint_dir(directory), True)
+    def _trained_roles(self) -> list[str]:
+        """The models a checkpoint holds, in its directory names."""
+        return ["actor"] + [role for role, model in (("critic", self._trainer.critic_model),
+                                                     ("cost_critic", self._trainer.cost_critic_model))
+                            if model is not None]
 
     def _load_checkpoint(self) -> None:
         path = self._resume_dir()

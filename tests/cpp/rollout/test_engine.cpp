@@ -331,6 +331,24 @@ TEST_CASE("requests added while the engine runs; sleep, wake_up and update_weigh
   CHECK(tokens_of(engine.generate({ps[0]}, {params[0]}))[0] == other_expect[0]);
   CHECK(model->named_state().at("model.norm.weight").equal(other->named_state().at("model.norm.weight")));
   CHECK_THROWS_WITH(engine.update_weights({{"model.nope", torch::zeros({1})}}), Catch::Contains("model.nope"));
+
+  // Sleeping without the weights (the ZeRO-3 rollout copy): they hold no memory until update_weights has given every
+  // one back -- a layer at a time is fine -- and generation refuses to run on a partial model.
+  const int64_t kept = model->named_state().at("model.embed_tokens.weight").storage().nbytes();
+  engine.sleep(/*release_weights=*/true);
+  CHECK(engine.weights_released());
+  CHECK(model->named_state().at("model.embed_tokens.weight").storage().nbytes() == 0);
+  engine.wake_up();
+  CHECK_THROWS_WITH(engine.generate({ps[0]}, {params[0]}), Catch::Contains("update_weights first"));
+  std::map<std::string, torch::Tensor> root, layers;
+  for (const auto& [name, t] : other->named_state()) (name.rfind("model.layers.", 0) == 0 ? layers : root)[name] = t;
+  engine.update_weights(root);
+  CHECK(engine.weights_released());
+  CHECK_THROWS_WITH(engine.generate({ps[0]}, {params[0]}), Catch::Contains("update_weights first"));
+  engine.update_weights(layers);
+  CHECK_FALSE(engine.weights_released());
+  CHECK(model->named_state().at("model.embed_tokens.weight").storage().nbytes() == kept);
+  CHECK(tokens_of(engine.generate({ps[0]}, {params[0]}))[0] == other_expect[0]);
 }
 
 TEST_CASE("EnginePool spreads requests least-loaded first and keeps input order", "[rollout]") {

@@ -1,6 +1,6 @@
 """One data-parallel training job, run under torchrun by test_data_parallel.py (or as one process): the toy GRPO /
-PPO config of the trainer tests for a few steps. Rank 0 writes every step's metrics and the final actor (and critic)
-weights to OUT; every rank checks that it got the controller's results.
+PPO config of the trainer tests for a few steps. Every rank writes the metrics it returned, the final actor (and critic)
+weights gathered from the ranks' ZeRO-3 shards, and the bytes of weights and AdamW state it holds to OUT.rankR.
 
     python dp_job.py OUT key=value ...
 """
@@ -48,15 +48,13 @@ def main() -> None:
     rank = int(os.environ.get("RANK", "0"))
     # Every rank returns the controller's metrics ...
     assert [s["training/global_step"] for s in steps] == list(range(1, len(steps) + 1)), (rank, steps)
-    # ... and writes its replica's weights (the test checks they are the controller's).
-    state = {f"actor.{k}": v.detach().clone() for k, v in trainer.model.state_dict().items()}
-    critic = trainer._trainer.critic_model
-    if critic is not None:
-        state.update({f"critic.{k}": v.detach().clone() for k, v in critic.state_dict().items()})
-    optimizer_bytes = {role: trainer._trainer.optimizer_state_bytes(role)
-                       for role in (("actor", "critic") if critic is not None else ("actor",))}
+    # ... and the weights gathered from the ranks' shards (every rank takes part and gets them), and what it holds.
+    roles = ("actor", "critic") if trainer._trainer.critic_model is not None else ("actor",)
+    state = {f"{role}.{k}": v for role in roles for k, v in trainer.model_state_dict(role).items()}
+    optimizer_bytes = {role: trainer._trainer.optimizer_state_bytes(role) for role in roles}
+    weight_bytes = {role: trainer._trainer.model_weight_bytes(role) for role in roles}
     torch.save({"metrics": steps, "state": state, "world_size": trainer._trainer.world_size,
-                "optimizer_bytes": optimizer_bytes}, f"{out}.rank{rank}")
+                "optimizer_bytes": optimizer_bytes, "weight_bytes": weight_bytes}, f"{out}.rank{rank}")
 
 if __name__ == "__main__":
     main()

@@ -1,6 +1,6 @@
 """Data-parallel training under torchrun (issue 18): N ranks over Gloo take the same steps as one process on the
-same global batch -- same metrics, same final weights (fp32) -- every rank's replica equals the controller's, and
-a layout that does not fit the launch is a ConfigError before any process group forms."""
+same global batch -- same metrics, same final weights (fp32) -- each rank holding 1/N of the weights and of the AdamW
+state (ZeRO-3), and a layout that does not fit the launch is a ConfigError before any process group forms."""
 
 from __future__ import annotations
 
@@ -81,14 +81,28 @@ def assert_same_run(single: dict, ranks: list[dict]) -> None:
     for r, other in enumerate(ranks[1:], start=1):
         assert other["metrics"] == controller["metrics"], f"rank {r} returned other metrics"
         for name, weight in controller["state"].items():
-            assert torch.equal(other["state"][name], weight), f"rank {r}'s replica differs in {name}"
-    # ZeRO-2: each rank holds the AdamW moments (exp_avg, exp_avg_sq: 2 x fp32) of ceil(numel / N) weights.
+            assert torch.equal(other["state"][name], weight), f"rank {r} gathered other weights for {name}"
+    # ZeRO-3: each rank holds ceil(numel_u / N) fp32 master weights of every unit u (a decoder layer, or the root:
+    # embedding, final norm, head) and their AdamW moments (exp_avg, exp_avg_sq) -- 1/N of one process's figure, up
+    # to N - 1 padding elements per unit.
     n = len(ranks)
     for role, single_bytes in single["optimizer_bytes"].items():
-        numel = sum(w.numel() for name, w in single["state"].items() if name.startswith(role + "."))
+        names = [name for name in single["state"] if name.startswith(role + ".")]
+        numel = sum(single["state"][name].numel() for name in names)
+        units = 1 + len({name.split(".")[3] for name in names if name.startswith(role + ".model.layers.")})
         assert single_bytes == 2 * 4 * numel
+        assert single["weight_bytes"][role] == 4 * numel
         for r, other in enumerate(ranks):
-            assert other["optimizer_bytes"][role] == 2 * 4 * -(-numel // n), (role, r, other["optimizer_bytes"])
+            held = other["weight_bytes"][role]
+            assert 4 * numel / n <= held <= 4 * (numel / n + units), (role, r, held, numel, units)
+            assert other["optimizer_bytes"][role] == 2 * held, (role, r, other["optimizer_bytes"])
+    # The rollout's copy is gathered from the actor's shards after every update (float32 compute here): each rank
+    # receives the other N - 1 ranks' shards.
+    if n > 1:
+        for step in controller["metrics"]:
+            assert step["perf/reshard_bytes_per_rank"] == (n - 1) * controller["weight_bytes"]["actor"], step
+    else:
+        assert "perf/reshard_bytes_per_rank" not in controller["metrics"][-1]
 
 
 @pytest.mark.parametrize("estimator", ["grpo", "gae"])
@@ -99,6 +113,19 @@ def test_data_parallel_equals_one_process(job_files, estimator):
         assert_same_run(single, run_job(job_files, estimator, world))
 
 
+def test_zero3_variants_equal_one_process(job_files):
+    """ZeRO-3 with the layers' weights kept from forward to backward (reshard_after_forward=false), the backward
+    recomputing each layer (gradient checkpointing: the gather happens inside the recomputation), and token-budget
+    micro-batches (use_dynamic_bsz: the ranks agree on one micro-batch count, since every sharded forward is a
+    collective) takes the steps one process takes."""
+    extra = ("actor_rollout_ref.actor.fsdp_config.reshard_after_forward=false",
+             "actor_rollout_ref.model.enable_gradient_checkpointing=true",
+             "actor_rollout_ref.actor.use_dynamic_bsz=true", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=40",
+             "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=true",
+             "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=40")
+    assert_same_run(run_job(job_files, "grpo", 1, *extra)[0], run_job(job_files, "grpo", 2, *extra))
+
+
 def test_layout_must_fit_the_launch(job_files, monkeypatch):
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     cfg = verl.load_config(overrides=overrides(job_files, "grpo", 2, job_files["dir"] + "/layout"))
@@ -107,6 +134,18 @@ def test_layout_must_fit_the_launch(job_files, monkeypatch):
     with pytest.raises(verl.ConfigError, match="a world of 4 ranks"):
         distributed.check_layout(cfg, 4)
     distributed.check_layout(cfg, 2)
+
+
+def test_fsdp_size_other_than_all_ranks_is_refused(job_files):
+    """verl's fsdp_size < world is HSDP (shards within groups, replicas across them), which is not implemented: a
+    ConfigError naming the key, not a silently different layout. -1 and the world size both mean all ranks."""
+    for key in ("actor_rollout_ref.actor.fsdp_config.fsdp_size", "critic.fsdp.fsdp_size"):
+        cfg = verl.load_config(overrides=overrides(job_files, "gae", 1, job_files["dir"] + "/fsdp") + [f"{key}=2"])
+        with pytest.raises(verl.ConfigError, match=key.replace(".", r"\.") + r".*\(HSDP\) are not implemented"):
+            verl.PPOTrainer(config=cfg, reward_fn=lambda response: 0.0)
+    cfg = verl.load_config(overrides=overrides(job_files, "gae", 1, job_files["dir"] + "/fsdp1") +
+                           ["actor_rollout_ref.actor.fsdp_config.fsdp_size=1"])
+    verl.PPOTrainer(config=cfg, reward_fn=lambda response: 0.0)
 
 
 def test_launch_env_is_checked():

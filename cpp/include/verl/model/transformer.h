@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -111,6 +112,21 @@ class VERL_API DecoderModel : public torch::nn::Module {
   std::vector<std::shared_ptr<DecoderLayer>> layer_ptrs;
 };
 
+// Parameters that live elsewhere between uses -- sharded over data-parallel ranks (ZeRO-3,
+// verl/workers/fully_sharded.h) -- and are materialised right before the model reads them. Every rank of the group
+// runs the same forwards (and backwards) in the same order: each call may be a collective.
+class VERL_API ParameterGathering {
+ public:
+  virtual ~ParameterGathering() = default;
+  // The parameters outside the decoder layers (embedding, final norm, head), before the model reads them; they stay
+  // until the gathering releases them (after the backward, or when the caller's pass ends).
+  virtual void gather_root() = 0;
+  // Runs decoder layer `layer` on `input`: `forward` computes the layer's output from its argument once the layer's
+  // parameters are in place.
+  virtual torch::Tensor run_layer(int64_t layer, const torch::Tensor& input,
+                                  const std::function<torch::Tensor(const torch::Tensor&)>& forward) = 0;
+};
+
 class VERL_API CausalLM : public torch::nn::Module {
  public:
   // With `tensor_parallel` (a group of t > 1 ranks, verl/model/tensor_parallel.h) this rank holds its 1/t shard of
@@ -164,6 +180,11 @@ class VERL_API CausalLM : public torch::nn::Module {
   // The tensors are the whole model's (config() shapes); a tensor-parallel model keeps its shard of each.
   void load_state_dict(const std::map<std::string, torch::Tensor>& state, bool strict = true);
 
+  // Sharded parameters (ZeRO-3): the model reads its parameters only through `gathering` (null: they are its own).
+  // named_state() and load_state_dict() then throw: a sharded model's weights are gathered by the sharding.
+  void set_parameter_gathering(std::shared_ptr<ParameterGathering> gathering) { gathering_ = std::move(gathering); }
+  const std::shared_ptr<ParameterGathering>& parameter_gathering() const { return gathering_; }
+
   // Recompute each decoder layer in backward instead of keeping its activations.
   void set_gradient_checkpointing(bool enabled) { gradient_checkpointing_ = enabled; }
   bool gradient_checkpointing() const { return gradient_checkpointing_; }
@@ -189,6 +210,7 @@ class VERL_API CausalLM : public torch::nn::Module {
   ModelConfig shard_config_;
   HeadKind head_kind_;
   std::shared_ptr<dist::Communicator> tensor_parallel_;
+  std::shared_ptr<ParameterGathering> gathering_;
   torch::Tensor inv_freq_;  // (head_dim / 2,) float32, a buffer so it follows .to(device)
   bool gradient_checkpointing_ = false;
 };

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -115,14 +116,19 @@ class VERL_API Engine {
                                       const std::vector<SamplingParams>& params,
                                       const std::function<void(size_t, const RequestOutput&)>& on_finished = {});
 
-  // Copies tensors into the bound model by HF name (dtype converted); unknown names throw.
+  // Copies tensors into the bound model by HF name (dtype converted); unknown names throw. A part of the weights at a
+  // time is fine (a sharded trainer hands them over a layer at a time).
   void update_weights(const std::map<std::string, torch::Tensor>& named_tensors);
   // Forgets the prefix cache (EngineConfig::enable_prefix_caching): for weights changed in place, which the engine
   // cannot see (update_weights and sleep clear it themselves).
   void clear_prefix_cache();
-  void sleep();    // releases the KV cache (no request may be in flight)
-  void wake_up();  // re-allocates it
+  // Releases the KV cache (no request may be in flight); with `release_weights` the model's weights too (verl's
+  // rollout sleep level 2): the engine then generates again only after update_weights has given it every weight.
+  void sleep(bool release_weights = false);
+  void wake_up();  // re-allocates the KV cache
   bool sleeping() const;
+  // Weights released by sleep(true) and not yet all given back by update_weights.
+  bool weights_released() const;
 
   EngineStats stats() const;
   const EngineConfig& config() const { return config_; }
@@ -145,6 +151,7 @@ class VERL_API Engine {
   int64_t max_model_len_ = 0;
   std::vector<int64_t> eos_;
   std::unique_ptr<PagedKVCache> cache_;
+  std::set<std::string> released_weights_;  // names released by sleep(true), not yet written by update_weights
   std::unique_ptr<Scheduler> scheduler_;
   std::map<int64_t, std::unique_ptr<Request>> requests_;
   std::vector<std::unique_ptr<Request>> pending_;  // added, not yet seen by the scheduler

@@ -253,6 +253,15 @@ class VERL_API PPOTrainer {
   // Writes that optimizer's state to `path` (atomic) in the one-process layout. Several ranks: the controller
   // dispatches it, every rank's slice of the sharded state gathers to rank 0, which writes the file.
   void save_optimizer(const std::string& role, const std::string& path);
+  // The whole weights of the "actor", "critic" or "cost_critic" model, to write a checkpoint from: the model itself
+  // in one process; over several ranks (ZeRO-3 shards) a new module in the master dtype on the controller, gathered
+  // from every rank's shards (the controller dispatches the gather; null on the other ranks).
+  std::shared_ptr<model::CausalLM> model_for_checkpoint(const std::string& role);
+  // This rank's `role` model takes the whole weights `state` (CausalLM::load_state_dict's names and checks, strict);
+  // over several ranks each keeps its shard, so every rank loads (no collective).
+  void load_model_state(const std::string& role, const std::map<std::string, torch::Tensor>& state);
+  // Bytes of the `role` model's weights this rank holds: its shards over several ranks, the whole model otherwise.
+  int64_t model_weight_bytes(const std::string& role);
   int64_t world_size() const { return workers_->world_size(); }
   void serve();
   void release_workers();
@@ -264,6 +273,8 @@ class VERL_API PPOTrainer {
   workers::CriticWorker* critic() { return critic_.get(); }
   workers::CriticWorker* cost_critic() { return cost_critic_.get(); }
   rollout::Engine& engine() { return *engine_; }
+  // The worker training `role` (InvalidArgument as optimizer()).
+  workers::MixedPrecision& precision(const std::string& role);
   const PPOTrainerModels& models() const { return models_; }
   int64_t pad_token_id() const { return pad_token_id_; }
 
@@ -317,7 +328,12 @@ class VERL_API PPOTrainer {
   bool reward_per_sample_ = false;
   double safe_rlhf_lambda_ = 0.0;
   std::shared_ptr<rollout::Engine> engine_;
-  int64_t handed_over_version_ = -1;  // the compute weights' version sum the engine's own copy was made from
+  int64_t handed_over_version_ = -1;
+  std::shared_ptr<model::CausalLM> gathered_model_;  // the controller's result of the "gather_model" method
+  int64_t hand_over_bytes_ = 0;                      // received by this rank in the last hand-over's gathers
+  // The rollout generates from a copy gathered from the actor's ZeRO-3 shards (several ranks): it sleeps without it.
+  bool rollout_copy_of_shards() { return actor_->precision().sharding() != nullptr; }
+  std::pair<workers::MixedPrecision*, workers::Optimizer*> trained(const std::string& role);  // the compute weights' version sum the engine's own copy was made from
   std::unique_ptr<algo::KLController> kl_ctrl_;
   int64_t global_step_ = 0;
   int64_t validation_count_ = 0;

@@ -68,6 +68,9 @@ struct VERL_API ActorConfig {
   // the optimizer state (verl/workers/mixed_precision.h). float32 turns mixed precision off. The default is
   // ppo_trainer.yaml's.
   std::string dtype = config_default("actor_rollout_ref.actor.fsdp_config.dtype").get<std::string>();
+  // actor_rollout_ref.actor.fsdp_config.reshard_after_forward: over several data-parallel ranks (ZeRO-3), free each
+  // decoder layer's gathered weights after its forward (gathered again for its backward) or keep them until then.
+  bool reshard_after_forward = true;
   // actor_rollout_ref.model
   bool use_remove_padding = true;
   bool enable_gradient_checkpointing = false;
@@ -111,8 +114,12 @@ class VERL_API ActorWorker {
 
   // Data parallelism over the communicator's ranks (null: one process, the default): update_policy() then takes this
   // rank's rows as its share of every mini-batch (ppo_mini_batch_size stays global, as in verl), normalises the
-  // loss by all ranks' tokens and sequences, and the optimizer is sharded over the ranks (ZeRO-2, Optimizer::shard_over:
-  // gradients averaged into each rank's slice, which holds that slice's AdamW state). Before the first update.
+  // loss by all ranks' tokens and sequences, and the model is sharded over the ranks (ZeRO-3, verl's FSDP FULL_SHARD:
+  // MixedPrecision::shard_over): each rank keeps 1/N of the weights and of the AdamW state, gathers each layer's
+  // weights in the compute dtype as it runs, and reduce-scatters the gradients into its shards. Every rank must then
+  // run the same passes with the same number of micro-batches. The model's weights are read and written through
+  // precision() from then on (compute_state(), the sharding's full_state / load_full_state). Before the first update,
+  // with the same weights on every rank.
   void set_data_parallel(std::shared_ptr<dist::Communicator> communicator);
 
   const ActorConfig& config() const { return config_; }

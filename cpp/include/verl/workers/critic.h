@@ -48,6 +48,7 @@ struct VERL_API CriticConfig {
   // master weights and the optimizer state (verl/workers/mixed_precision.h). float32: no mixed precision. The
   // default is ppo_trainer.yaml's.
   std::string dtype = config_default("critic.fsdp.dtype").get<std::string>();
+  bool reshard_after_forward = true;  // critic.fsdp.reshard_after_forward (ZeRO-3, as the actor's)
   bool use_remove_padding = true;  // critic.model.use_remove_padding
   bool enable_gradient_checkpointing = false;
 
@@ -75,8 +76,12 @@ class VERL_API CriticWorker {
 
   // Data parallelism over the communicator's ranks (null: one process, the default): update_critic() then takes this
   // rank's rows as its share of every mini-batch (ppo_mini_batch_size stays global, as in verl), normalises the
-  // loss by all ranks' tokens and sequences, and the optimizer is sharded over the ranks (ZeRO-2, Optimizer::shard_over:
-  // gradients averaged into each rank's slice, which holds that slice's AdamW state). Before the first update.
+  // loss by all ranks' tokens and sequences, and the model is sharded over the ranks (ZeRO-3, verl's FSDP FULL_SHARD:
+  // MixedPrecision::shard_over): each rank keeps 1/N of the weights and of the AdamW state, gathers each layer's
+  // weights in the compute dtype as it runs, and reduce-scatters the gradients into its shards. Every rank must then
+  // run the same passes with the same number of micro-batches. The model's weights are read and written through
+  // precision() from then on (compute_state(), the sharding's full_state / load_full_state). Before the first update,
+  // with the same weights on every rank.
   void set_data_parallel(std::shared_ptr<dist::Communicator> communicator);
 
   const CriticConfig& config() const { return config_; }

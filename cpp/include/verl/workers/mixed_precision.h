@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,7 +25,14 @@
 #include "verl/core/export.h"
 #include "verl/model/transformer.h"
 
+namespace verl::dist {
+class Communicator;
+}  // namespace verl::dist
+
 namespace verl::workers {
+namespace detail {
+class FullyShardedModel;
+}  // namespace detail
 
 // The compute dtype a `fsdp_config.dtype` value names -- bfloat16 / bf16, float16 / fp16, float32 / fp32 (verl's
 // PrecisionType names, any case) -- or nullopt for `auto`, which only a device resolves (resolve_compute_dtype).
@@ -50,7 +59,9 @@ VERL_API torch::Dtype effective_compute_dtype(torch::Dtype model_dtype, torch::D
 VERL_API std::string low_precision_master_warning(torch::Dtype model_dtype, const std::string& model_dtype_key);
 
 // The master model and its compute copy for one worker. When nothing is mixed (the compute dtype equals the
-// master's), compute() is the master itself and every method is a no-op.
+// master's), compute() is the master itself and every method is a no-op. Over data-parallel ranks (shard_over) the
+// master weights are this rank's ZeRO-3 shards and compute() the sharded module, which gathers its units in the
+// compute dtype as it runs (workers/fully_sharded.h).
 class VERL_API MixedPrecision {
  public:
   // `compute_dtype` as given by the config (resolve_compute_dtype); the copy is made in
@@ -58,7 +69,8 @@ class VERL_API MixedPrecision {
   // checkpointing and requires_grad flags.
   MixedPrecision(std::shared_ptr<model::CausalLM> master, torch::Dtype compute_dtype);
 
-  bool mixed() const { return compute_ != master_; }
+  // Whether the compute dtype differs from the master weights' (a compute copy, or sharded units gathered narrower).
+  bool mixed() const;
   torch::Dtype compute_dtype() const;
   const std::shared_ptr<model::CausalLM>& master() const { return master_; }
   // The model to run forward/backward on, its weights equal to the master's rounded to the compute dtype:
@@ -70,13 +82,29 @@ class VERL_API MixedPrecision {
   // Sets gradient checkpointing on both models.
   void set_gradient_checkpointing(bool enabled);
 
+  // ZeRO-3 over `communicator`'s ranks (fsdp_config.reshard_after_forward as given): the master model's weights
+  // become this rank's shards (the same weights on every rank first), the compute copy goes, and compute() is the
+  // sharded master. Every rank must then run the same passes. A null communicator or a world of one changes nothing.
+  void shard_over(std::shared_ptr<dist::Communicator> communicator, bool reshard_after_forward);
+  // The ZeRO-3 sharding (null before shard_over): the optimizer updates its master shards.
+  const std::shared_ptr<detail::FullyShardedModel>& sharding() const { return sharding_; }
+  // The weights compute() runs with, by HF name in the compute dtype -- what the rollout engine generates from --
+  // handed to `fn`: sharded, a unit at a time as gathered from every rank's shards (collective: every rank calls it);
+  // else at once, the compute model's own tensors. Returns the bytes this rank received (0 unsharded).
+  int64_t for_each_compute_state(const std::function<void(const std::map<std::string, torch::Tensor>&)>& fn);
+  // Changes whenever the weights do (an optimizer step, a load, an in-place write): compares hand-overs.
+  int64_t weights_version() const;
+  // The end of a pass without backward: the sharded units gathered for it are freed. No-op unsharded.
+  void release();
+
   // The factor to multiply the loss by before backward(): 1, or the dynamic loss scale of fp16 compute
   // (torch's GradScaler defaults as verl sets them: 2^16 initially, x0.5 after a non-finite gradient,
   // x2 after 400 finite steps in a row).
   double loss_scale() const { return loss_scale_; }
   // Adds the compute copy's gradients (divided by loss_scale()) to the master gradients in the master's
   // dtype and drops them from the copy: call after each micro-batch's backward(), so accumulation over
-  // micro-batches happens in the master dtype.
+  // micro-batches happens in the master dtype. Sharded: the rest of the backward's gradients are reduce-scattered
+  // into the master shards' (FullyShardedModel::finish_backward).
   void accumulate_grads();
   // After each optimizer step: `finite` = the gradient norm was finite (the step was taken). Moves the fp16
   // loss scale; no-op otherwise.
@@ -84,11 +112,13 @@ class VERL_API MixedPrecision {
 
  private:
   std::vector<std::pair<const void*, int64_t>> master_versions() const;
+  bool has_copy() const { return compute_ != master_; }  // unsharded mixed precision: a compute-dtype module
 
   std::shared_ptr<model::CausalLM> master_;
   std::shared_ptr<model::CausalLM> compute_;
   std::vector<torch::Tensor> master_params_, compute_params_;  // same order
   std::vector<std::pair<const void*, int64_t>> synced_versions_;
+  std::shared_ptr<detail::FullyShardedModel> sharding_;
   double loss_scale_ = 1.0;
   int64_t finite_steps_ = 0;
 };

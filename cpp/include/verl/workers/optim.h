@@ -21,7 +21,7 @@ class Communicator;
 
 namespace verl::workers {
 namespace detail {
-class OptimizerShard;
+class ParameterSharding;
 }  // namespace detail
 
 // verl's FSDPOptimizerConfig.
@@ -76,6 +76,9 @@ class VERL_API Optimizer {
   // into every rank's parameters, so each rank ends with the weights one process would have. Every rank must call
   // step() and save() together. Call before the first step(); a world of one changes nothing.
   void shard_over(std::shared_ptr<dist::Communicator> communicator);
+  // ZeRO-3: the parameters themselves are sharded (a FullyShardedModel over this optimizer's parameters, in their
+  // order); the AdamW updates this rank's master shards. Call before the first step.
+  void shard_over(std::shared_ptr<detail::ParameterSharding> sharding);
   bool sharded() const { return shard_ != nullptr; }
   // Bytes of AdamW state (moments) this rank holds.
   int64_t state_bytes() const;
@@ -117,7 +120,7 @@ class VERL_API Optimizer {
   int64_t num_warmup_steps_ = 0;
   int64_t last_epoch_ = 0;
   int64_t skipped_steps_ = 0;
-  std::unique_ptr<detail::OptimizerShard> shard_;
+  std::shared_ptr<detail::ParameterSharding> shard_;
 };
 
 // torch.nn.utils.clip_grad_norm_(parameters, max_norm) (foreach-free, any device): returns the

@@ -1,0 +1,146 @@
+// ZeRO-3 -- FSDP's FULL_SHARD, as verl's actor and critic run under FSDP -- for a CausalLM over the data-parallel
+// ranks of a communicator, written on c10d collectives.
+//
+// The model is cut into units, as verl's FSDP wrap policy cuts it: one per decoder layer, and a root unit with
+// everything else (embedding, final norm, LM or value head). Each unit's parameters are laid end to end in a flat
+// image padded to a multiple of N; rank r keeps elements [r*S, (r+1)*S) of every unit (S = padded / N) as its master
+// weights (the model's dtype: fp32 by default), and the AdamW state of those only (master(): every unit's shard, end
+// to end, is the one tensor the optimizer updates). The module's parameters keep their names and shapes but hold
+// storage only while their unit is gathered:
+//   forward:  a layer's unit is all-gathered in the compute dtype (fsdp_config.dtype) right before the layer runs and
+//             freed after it (reshard_after_forward; otherwise kept until its backward); the root unit is gathered
+//             when the model first reads it and kept until the backward ends or the pass is released;
+//   backward: a hook on the layer's output gathers the unit again before the layer's backward (or its recomputation,
+//             with gradient checkpointing); once the layer's input gradient is done, the unit's gradients are
+//             widened to fp32, reduce-scattered (summed over the ranks) into the master gradient and the unit freed.
+//             finish_backward() does the same for the root unit and anything left.
+// A gathered unit's parameters are views of one flat buffer; freeing it releases the buffer's storage and gathering
+// re-allocates it, so the tensors autograd saved in the forward see the weights again in the backward (FSDP frees
+// and re-allocates the storage of its flat parameter the same way).
+//
+// Every rank must run the same forwards and backwards in the same order (each gather is a collective): the same
+// number of micro-batches on every rank. The rollout engine cannot decode on the sharded module (rows finish at
+// different steps on different ranks); it gets the weights through full_state().
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "verl/core/export.h"
+#include "verl/dist/communicator.h"
+#include "verl/model/transformer.h"
+#include "workers/optimizer_shard.h"
+
+namespace verl::workers::detail {
+
+class VERL_API FullyShardedModel : public model::ParameterGathering,
+                                   public ParameterSharding,
+                                   public std::enable_shared_from_this<FullyShardedModel> {
+ public:
+  // Shards `model` (the whole model in its master dtype, the same on every rank) over `communicator`'s ranks and
+  // installs the sharding in it (CausalLM::set_parameter_gathering). `compute_dtype`: the dtype its units are
+  // gathered in (the master dtype for no mixed precision).
+  static std::shared_ptr<FullyShardedModel> shard(std::shared_ptr<model::CausalLM> model,
+                                                  std::shared_ptr<dist::Communicator> communicator,
+                                                  torch::Dtype compute_dtype, bool reshard_after_forward = true);
+  ~FullyShardedModel() override;
+  FullyShardedModel(const FullyShardedModel&) = delete;
+  FullyShardedModel& operator=(const FullyShardedModel&) = delete;
+
+  // model::ParameterGathering (the model calls these).
+  void gather_root() override;
+  torch::Tensor run_layer(int64_t layer, const torch::Tensor& input,
+                          const std::function<torch::Tensor(const torch::Tensor&)>& forward) override;
+
+  // After a backward (one micro-batch): the gradients of every unit not yet reduced are reduce-scattered into the
+  // master gradient, and every unit is freed.
+  void finish_backward();
+  // Frees every gathered unit: the end of a pass without backward, or weights that changed.
+  void release();
+  // Multiplies the gradients as they are reduced (1 / loss scale for fp16: they arrive scaled).
+  void set_gradient_scale(double scale) { gradient_scale_ = scale; }
+
+  // ParameterSharding: the optimizer's side. Parameter order: the model's parameters() (the one-process optimizer's).
+  torch::Tensor& master() override { return master_; }
+  int64_t rank() const override { return comm_->rank(); }
+  int64_t world_size() const { return comm_->world_size(); }
+  void gather_gradients() override;  // the reduced gradient sum becomes the mean over the ranks
+  double global_norm_sq() const override;
+  void scatter_weights() override;  // the gathered copies are stale: freed
+  void drop_gradients() override;
+  std::vector<torch::Tensor> full(const torch::Tensor& slice_state) const override;
+  torch::Tensor slice(const std::vector<torch::Tensor>& per_parameter) const override;
+  std::vector<torch::Tensor> stand_ins() const override;
+
+  // The whole model's weights by HF name (the master weights, in `dtype` if given), gathered a unit at a time on every
+  // rank (collective). A tied model has no lm_head.weight, as CausalLM::named_state.
+  std::map<std::string, torch::Tensor> full_state(std::optional<torch::Dtype> dtype = std::nullopt) const;
+  // The same a unit at a time (the root first, then each layer): `fn` gets one unit's whole weights, so no more than
+  // one unit is ever gathered beside the caller's copy (the rollout engine takes them so). Returns the bytes this rank
+  // received in the gathers.
+  int64_t for_each_unit_state(torch::Dtype dtype,
+                              const std::function<void(const std::map<std::string, torch::Tensor>&)>& fn) const;
+  // Every rank keeps its slice of the whole model's weights `state` (CausalLM::load_state_dict's names and checks,
+  // strict). Frees the gathered units.
+  void load_full_state(const std::map<std::string, torch::Tensor>& state);
+
+  torch::Dtype compute_dtype() const { return compute_dtype_; }
+  torch::Dtype master_dtype() const { return master_.scalar_type(); }
+  bool reshard_after_forward() const { return reshard_after_forward_; }
+  // Memory: bytes of master weights on this rank; bytes of units gathered now, and the most at once since
+  // reset_peak().
+  int64_t master_bytes() const { return static_cast<int64_t>(master_.nbytes()); }
+  int64_t gathered_bytes() const { return gathered_bytes_; }
+  int64_t peak_gathered_bytes() const { return peak_gathered_bytes_; }
+  void reset_peak() { peak_gathered_bytes_ = gathered_bytes_; }
+  // The unit of the root (index 0) and of decoder layer i (index i + 1): its bytes gathered.
+  int64_t unit_gathered_bytes(size_t unit) const;
+
+  // The autograd hooks' entry points (a unit by index).
+  void gather(size_t unit);
+  void reduce_gradients(size_t unit);
+  void free(size_t unit);
+
+ private:
+  struct Piece {
+    size_t parameter;  // index in the model's parameters()
+    std::string name;
+    torch::Tensor tensor;  // the module's parameter (a view of the unit's buffer)
+    std::vector<int64_t> shape;
+    int64_t offset = 0;  // in the unit's flat image
+    int64_t numel = 0;
+  };
+  struct Unit {
+    std::vector<Piece> pieces;
+    int64_t numel = 0;         // real elements
+    int64_t shard_numel = 0;   // S
+    int64_t master_offset = 0;  // where its shard sits in master_
+    torch::Tensor buffer;      // N * S elements in the compute dtype; storage only while gathered
+    bool gathered = false;
+  };
+
+  FullyShardedModel(std::shared_ptr<model::CausalLM> model, std::shared_ptr<dist::Communicator> communicator,
+                    torch::Dtype compute_dtype, bool reshard_after_forward);
+  torch::Tensor unit_shard(const Unit& u) const { return master_.detach().narrow(0, u.master_offset, u.shard_numel); }
+  // Every rank's shard of `u` in `slice_state` (master()-shaped) concatenated: the unit's padded flat image.
+  torch::Tensor gather_unit(const Unit& u, const torch::Tensor& slice_state) const;
+
+  std::shared_ptr<dist::Communicator> comm_;
+  torch::Dtype compute_dtype_;
+  bool reshard_after_forward_;
+  std::vector<Unit> units_;
+  size_t parameter_count_ = 0;
+  bool tied_lm_head_ = false;
+  torch::Tensor master_;
+  double gradient_scale_ = 1.0;
+  int64_t gathered_bytes_ = 0;
+  int64_t peak_gathered_bytes_ = 0;
+};
+
+}  // namespace verl::workers::detail

@@ -1,0 +1,339 @@
+// ZeRO-3 (workers/fully_sharded.h) over 2 and 4 ranks in one process (threads, dist/thread_group.h), against one
+// process on the whole batch: each rank runs its rows with a loss normalised by the global token count (times N, as
+// verl's dp_size), so the mean of the ranks' gradients is the one-process gradient. Float64 makes the comparisons
+// tight; bf16 compute over fp32 master weights is checked for what mixed precision must keep.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/remove_tree.h"
+#include "dist/thread_group.h"
+#include "verl/core/error.h"
+#include "verl/core/json.h"
+#include "verl/model/model_config.h"
+#include "verl/model/transformer.h"
+#include "verl/workers/optim.h"
+#include "workers/fully_sharded.h"
+
+using verl::dist::Communicator;
+using verl::model::CausalLM;
+using verl::workers::Optimizer;
+using verl::workers::OptimConfig;
+using verl::workers::detail::FullyShardedModel;
+
+namespace {
+
+constexpr int64_t kVocab = 40, kRows = 8, kSeq = 7;
+
+std::shared_ptr<CausalLM> tiny_model(bool tied, torch::Dtype dtype, int64_t seed = 5) {
+  verl::Json j = {{"model_type", "qwen2"},         {"vocab_size", kVocab},      {"hidden_size", 24},
+                  {"intermediate_size", 40},       {"num_hidden_layers", 3},    {"num_attention_heads", 4},
+                  {"num_key_value_heads", 2},      {"rms_norm_eps", 1e-6},      {"rope_theta", 10000.0},
+                  {"max_position_embeddings", 64}, {"tie_word_embeddings", tied}};
+  torch::manual_seed(seed);
+  auto m = std::make_shared<CausalLM>(verl::model::ModelConfig::from_json(j));
+  torch::NoGradGuard no_grad;
+  for (auto& [name, p] : m->named_state()) p.normal_(0.0, 0.2);
+  m->to(dtype);
+  return m;
+}
+
+// The same weights in a separate module.
+std::shared_ptr<CausalLM> copy_of(const CausalLM& m) {
+  auto c = std::make_shared<CausalLM>(m.config(), m.head_kind());
+  c->to(m.dtype());
+  torch::NoGradGuard no_grad;
+  c->load_state_dict(m.named_state());
+  return c;
+}
+
+struct Batch {
+  torch::Tensor ids, mask, targets;
+};
+
+// kRows left-padded rows.
+Batch batch() {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(11);
+  Batch b;
+  b.ids = torch::randint(0, kVocab, {kRows, kSeq}, gen, torch::kLong);
+  b.targets = torch::randint(0, kVocab, {kRows, kSeq}, gen, torch::kLong);
+  torch::Tensor lens = torch::tensor({7, 3, 5, 6, 2, 7, 4, 5}, torch::kLong);
+  b.mask = (torch::arange(kSeq).unsqueeze(0) >= (kSeq - lens).unsqueeze(1)).to(torch::kLong);
+  return b;
+}
+
+// Token log-likelihood loss over `rows` of the batch, normalised by the batch's tokens and scaled by `dp_size`.
+torch::Tensor loss_on(CausalLM& m, const Batch& b, int64_t first, int64_t count, int64_t dp_size, bool packed) {
+  const torch::Tensor ids = b.ids.narrow(0, first, count), mask = b.mask.narrow(0, first, count);
+  const torch::Tensor targets = b.targets.narrow(0, first, count);
+  const double tokens = b.mask.sum().item<double>();
+  torch::Tensor nll;
+  if (packed) {  // the rows' real tokens end to end
+    const torch::Tensor keep = mask.reshape(-1).to(torch::kBool);
+    const torch::Tensor lens = mask.sum(1);
+    torch::Tensor cu = torch::cat({torch::zeros({1}, torch::kLong), lens.cumsum(0)});
+    torch::Tensor logits = m.forward_packed(ids.reshape(-1).masked_select(keep), cu);
+    nll = -torch::log_softmax(logits.to(torch::kDouble), -1)
+               .gather(-1, targets.reshape(-1).masked_select(keep).unsqueeze(-1))
+               .sum();
+  } else {
+    torch::Tensor logits = m.forward(ids, mask);
+    nll = -(torch::log_softmax(logits.to(torch::kDouble), -1).gather(-1, targets.unsqueeze(-1)).squeeze(-1) *
+            mask.to(torch::kDouble))
+               .sum();
+  }
+  return nll * static_cast<double>(dp_size) / tokens;
+}
+
+OptimConfig adamw(double lr) {
+  OptimConfig c;
+  c.lr = lr;
+  c.clip_grad = 0.5;  // the tiny model's gradient norm is larger: clipping is exercised
+  return c;
+}
+
+struct Options {
+  int world = 2;
+  bool tied = false;
+  bool reshard_after_forward = true;
+  bool checkpointing = false;
+  bool packed = false;
+  int steps = 2;
+};
+
+struct RankOutcome {
+  std::vector<torch::Tensor> first_grads;  // full(), per parameter, after the first backward
+  std::map<std::string, torch::Tensor> weights;
+  double first_norm = 0;
+  int64_t master_bytes = 0, state_bytes = 0, peak_gathered = 0, root_bytes = 0, max_layer_bytes = 0;
+};
+
+// `steps` AdamW steps of the sharded model, every rank on its kRows / world rows, with two micro-batches per step.
+std::vector<RankOutcome> run_sharded(const CausalLM& initial, const Options& o) {
+  const Batch b = batch();
+  std::vector<std::shared_ptr<CausalLM>> models;
+  for (int r = 0; r < o.world; ++r) {
+    models.push_back(copy_of(initial));
+    models.back()->set_gradient_checkpointing(o.checkpointing);
+  }
+  std::vector<RankOutcome> out(static_cast<size_t>(o.world));
+  verl::testing::on_thread_ranks(o.world, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
+    std::shared_ptr<CausalLM> m = models[static_cast<size_t>(rank)];
+    Optimizer opt(m->parameters(), adamw(1e-2));
+    auto sharded = FullyShardedModel::shard(m, comm, m->dtype(), o.reshard_after_forward);
+    opt.shard_over(sharded);
+    RankOutcome& res = out[static_cast<size_t>(rank)];
+    const int64_t rows = kRows / o.world, half = rows / 2;
+    for (int step = 0; step < o.steps; ++step) {
+      opt.zero_grad();
+      for (int64_t first : {rank * rows, rank * rows + half}) {
+        loss_on(*m, b, first, half, o.world, o.packed).backward();
+        sharded->finish_backward();
+      }
+      if (step == 0) res.peak_gathered = sharded->peak_gathered_bytes();
+      const double norm = opt.step();
+      if (step == 0) {
+        res.first_norm = norm;
+        // The optimizer divided the reduced sum by N and clipped it: undo the clipping for the raw mean gradient.
+        const double clip = std::min(1.0, 0.5 / (norm + 1e-6));
+        res.first_grads = sharded->full(sharded->master().grad() / clip);
+      }
+    }
+    res.weights = sharded->full_state();
+    res.master_bytes = sharded->master_bytes();
+    res.state_bytes = opt.state_bytes();
+    res.root_bytes = sharded->unit_gathered_bytes(0);
+    for (size_t u = 1; u <= 3; ++u) res.max_layer_bytes = std::max(res.max_layer_bytes, sharded->unit_gathered_bytes(u));
+    CHECK(sharded->gathered_bytes() == 0);  // nothing stays gathered after a step
+  });
+  return out;
+}
+
+struct Reference {
+  std::vector<torch::Tensor> first_grads;
+  std::map<std::string, torch::Tensor> weights;
+  double first_norm = 0;
+  int64_t state_bytes = 0;
+};
+
+Reference run_reference(const CausalLM& initial, const Options& o) {
+  const Batch b = batch();
+  auto m = copy_of(initial);
+  Optimizer opt(m->parameters(), adamw(1e-2));
+  Reference ref;
+  for (int step = 0; step < o.steps; ++step) {
+    opt.zero_grad();
+    loss_on(*m, b, 0, kRows / 2, 1, o.packed).backward();
+    loss_on(*m, b, kRows / 2, kRows / 2, 1, o.packed).backward();
+    if (step == 0)
+      for (const auto& p : m->parameters()) ref.first_grads.push_back(p.grad().clone());
+    const double norm = opt.step();
+    if (step == 0) ref.first_norm = norm;
+  }
+  ref.weights = m->named_state();
+  for (auto& [k, v] : ref.weights) v = v.detach().clone();
+  ref.state_bytes = opt.state_bytes();
+  return ref;
+}
+
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
+}
+
+void check_against_reference(const Options& o) {
+  auto initial = tiny_model(o.tied, torch::kDouble);
+  const Reference ref = run_reference(*initial, o);
+  const std::vector<RankOutcome> ranks = run_sharded(*initial, o);
+  for (int r = 0; r < o.world; ++r) {
+    INFO("rank " << r << " of " << o.world);
+    const RankOutcome& got = ranks[static_cast<size_t>(r)];
+    CHECK(got.first_norm == Approx(ref.first_norm).epsilon(1e-12));
+    REQUIRE(got.first_grads.size() == ref.first_grads.size());
+    for (size_t i = 0; i < ref.first_grads.size(); ++i) {
+      INFO("parameter " << i);
+      CHECK(max_diff(got.first_grads[i], ref.first_grads[i]) < 1e-12);
+    }
+    REQUIRE(got.weights.size() == ref.weights.size());
+    for (const auto& [name, w] : ref.weights) {
+      INFO(name);
+      CHECK(max_diff(got.weights.at(name), w) < 1e-10);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ZeRO-3 takes one process's steps: gradients and weights over 2 and 4 ranks", "[dist][workers]") {
+  for (int world : {2, 4}) {
+    for (bool tied : {false, true}) {
+      INFO("world " << world << ", tied " << tied);
+      check_against_reference(Options{world, tied});
+    }
+  }
+}
+
+TEST_CASE("ZeRO-3 with gradient checkpointing, packed sequences, and kept weights", "[dist][workers]") {
+  SECTION("gradient checkpointing: the backward gathers each layer for its recomputation") {
+    check_against_reference(Options{2, false, true, /*checkpointing=*/true});
+  }
+  SECTION("packed (remove-padding) forward") { check_against_reference(Options{2, false, true, false, /*packed=*/true}); }
+  SECTION("reshard_after_forward=false keeps each layer from its forward to its backward") {
+    check_against_reference(Options{4, true, /*reshard_after_forward=*/false, true});
+  }
+}
+
+TEST_CASE("ZeRO-3 memory: each rank holds 1/N of the weights and of the AdamW state", "[dist][workers]") {
+  auto initial = tiny_model(false, torch::kDouble);
+  int64_t whole = 0;
+  for (const auto& p : initial->parameters()) whole += p.numel();
+  for (int world : {2, 4}) {
+    for (bool reshard : {true, false}) {
+      INFO("world " << world << ", reshard_after_forward " << reshard);
+      Options o{world, false, reshard};
+      o.steps = 1;
+      const std::vector<RankOutcome> ranks = run_sharded(*initial, o);
+      for (const RankOutcome& r : ranks) {
+        // Every unit (root + 3 layers) padded to a multiple of N: at most N - 1 elements each.
+        CHECK(r.master_bytes >= whole * 8 / world);
+        CHECK(r.master_bytes <= (whole / world + 4) * 8);
+        CHECK(r.state_bytes == 2 * r.master_bytes);  // exp_avg and exp_avg_sq of the shard only
+        // Gathered at once: the root and one layer while resharding after forward; everything otherwise.
+        if (reshard) {
+          CHECK(r.peak_gathered == r.root_bytes + r.max_layer_bytes);
+        } else {
+          CHECK(r.peak_gathered == r.root_bytes + 3 * r.max_layer_bytes);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("ZeRO-3 in mixed precision: bf16 compute moves fp32 master weights at lr 1e-6", "[dist][workers]") {
+  auto initial = tiny_model(false, torch::kFloat);
+  const Batch b = batch();
+  std::vector<std::shared_ptr<CausalLM>> models = {copy_of(*initial), copy_of(*initial)};
+  std::vector<double> moved(2), gathered_dtype_ok(2);
+  verl::testing::on_thread_ranks(2, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
+    std::shared_ptr<CausalLM> m = models[static_cast<size_t>(rank)];
+    Optimizer opt(m->parameters(), adamw(1e-6));
+    auto sharded = FullyShardedModel::shard(m, comm, torch::kBFloat16);
+    opt.shard_over(sharded);
+    CHECK(sharded->master().scalar_type() == torch::kFloat);
+    CHECK(m->dtype() == torch::kBFloat16);  // the module computes in bf16
+    opt.zero_grad();
+    loss_on(*m, b, rank * 4, 4, 2, false).backward();
+    sharded->finish_backward();
+    CHECK(sharded->master().grad().scalar_type() == torch::kFloat);  // reduced in fp32
+    opt.step();
+    const auto after = sharded->full_state();
+    double most = 0;
+    for (const auto& [name, w] : initial->named_state()) most = std::max(most, max_diff(after.at(name), w));
+    moved[static_cast<size_t>(rank)] = most;
+    CHECK(after.at("model.norm.weight").scalar_type() == torch::kFloat);
+  });
+  // AdamW's first step moves every weight with a gradient by about lr; bf16 weights (spacing 2^-8 relative) could not.
+  for (double m : moved) {
+    CHECK(m > 5e-7);
+    CHECK(m < 2e-6);
+  }
+}
+
+TEST_CASE("ZeRO-3 state: full_state / load_full_state and the optimizer's one-process checkpoint", "[dist][workers]") {
+  auto initial = tiny_model(true, torch::kDouble);
+  const auto dir = std::filesystem::temp_directory_path() / ("verl_fsdp_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string archive = (dir / "optim.pt").string();
+  const Batch b = batch();
+  std::vector<std::shared_ptr<CausalLM>> models = {copy_of(*initial), copy_of(*initial)};
+  verl::testing::on_thread_ranks(2, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
+    std::shared_ptr<CausalLM> m = models[static_cast<size_t>(rank)];
+    Optimizer opt(m->parameters(), adamw(1e-2));
+    auto sharded = FullyShardedModel::shard(m, comm, m->dtype());
+    opt.shard_over(sharded);
+    CHECK_THROWS_AS(m->named_state(), verl::InvalidArgument);  // the module's own view is not the weights
+    // Round trip: the initial weights come back whole on every rank.
+    auto state = sharded->full_state();
+    CHECK(state.count("lm_head.weight") == 0);  // tied
+    for (const auto& [name, w] : initial->named_state()) CHECK(max_diff(state.at(name), w) == 0.0);
+    state["model.norm.weight"] = state["model.norm.weight"] * 2.0;
+    state["lm_head.weight"] = state["model.embed_tokens.weight"];  // a tied HF checkpoint's alias is accepted
+    sharded->load_full_state(state);
+    CHECK(max_diff(sharded->full_state().at("model.norm.weight"), initial->named_state().at("model.norm.weight") * 2.0) == 0.0);
+    state.erase("model.norm.weight");
+    CHECK_THROWS_AS(sharded->load_full_state(state), verl::CheckpointError);
+    state["model.norm.weight"] = torch::zeros({3});
+    CHECK_THROWS_WITH(sharded->load_full_state(state), Catch::Contains("model.norm.weight"));
+    sharded->load_full_state(initial->named_state());
+    // One step, then the optimizer writes the one-process archive (rank 0).
+    opt.zero_grad();
+    loss_on(*m, b, rank * 4, 4, 2, false).backward();
+    sharded->finish_backward();
+    opt.step();
+    opt.save(archive);
+  });
+  // The one-process optimizer on the same batch holds the same moments as the archive.
+  auto ref_model = copy_of(*initial);
+  Optimizer ref(ref_model->parameters(), adamw(1e-2));
+  ref.zero_grad();
+  loss_on(*ref_model, b, 0, kRows, 1, false).backward();
+  ref.step();
+  auto loaded_model = copy_of(*initial);
+  Optimizer loaded(loaded_model->parameters(), adamw(1e-2));
+  loaded.load(archive);
+  const auto params = ref_model->parameters();
+  for (const auto& p : params) {
+    const auto& a = static_cast<const torch::optim::AdamWParamState&>(*ref.adamw().state().at(p.unsafeGetTensorImpl()));
+    const auto lp = loaded_model->parameters()[static_cast<size_t>(&p - params.data())];
+    const auto& b2 = static_cast<const torch::optim::AdamWParamState&>(*loaded.adamw().state().at(lp.unsafeGetTensorImpl()));
+    CHECK(a.step() == b2.step());
+    CHECK(max_diff(a.exp_avg(), b2.exp_avg()) < 1e-12);
+    CHECK(max_diff(a.exp_avg_sq(), b2.exp_avg_sq()) < 1e-12);
+  }
+  verl::remove_tree(dir);
+}
