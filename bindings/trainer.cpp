@@ -166,7 +166,8 @@ void register_trainer(py::module_& m) {
                        std::shared_ptr<rollout::Engine> engine, std::optional<int64_t> pad_token_id,
                        std::vector<int64_t> eos_token_ids, std::optional<int64_t> total_training_steps,
                        uint64_t init_seed, std::shared_ptr<dist::Communicator> communicator,
-                       std::shared_ptr<dist::Communicator> tensor_parallel, py::object cost_fn,
+                       std::shared_ptr<dist::Communicator> tensor_parallel,
+                       std::shared_ptr<dist::Communicator> tensor_parallel_slice, py::object cost_fn,
                        std::shared_ptr<model::CausalLM> cost_critic, py::object rollout_fn, bool reward_per_sample) {
              trainer::PPOTrainerModels models{std::move(actor), std::move(ref), std::move(critic), std::move(engine)};
              trainer::PPOTrainerOptions options;
@@ -176,6 +177,7 @@ void register_trainer(py::module_& m) {
              options.init_seed = init_seed;
              options.communicator = std::move(communicator);
              options.tensor_parallel = std::move(tensor_parallel);
+             options.tensor_parallel_slice = std::move(tensor_parallel_slice);
              if (!cost_fn.is_none()) options.cost_fn = wrap_reward(cost_fn.cast<py::function>());
              models.cost_critic = std::move(cost_critic);
              if (!rollout_fn.is_none()) options.rollout_fn = wrap_rollout(rollout_fn.cast<py::function>());
@@ -188,7 +190,7 @@ void register_trainer(py::module_& m) {
            py::arg("critic") = nullptr, py::arg("engine") = nullptr, py::arg("pad_token_id") = py::none(),
            py::arg("eos_token_ids") = std::vector<int64_t>{}, py::arg("total_training_steps") = py::none(),
            py::arg("init_seed") = 0, py::arg("communicator") = nullptr, py::arg("tensor_parallel") = nullptr,
-           py::arg("cost_fn") = py::none(), py::arg("cost_critic") = nullptr, py::arg("rollout_fn") = py::none(),
+           py::arg("tensor_parallel_slice") = nullptr, py::arg("cost_fn") = py::none(), py::arg("cost_critic") = nullptr, py::arg("rollout_fn") = py::none(),
            py::arg("reward_per_sample") = false)
       .def("step", &PPOTrainer::step, py::arg("prompts"), Release())
       .def_property_readonly("is_controller", &PPOTrainer::is_controller)

@@ -461,6 +461,29 @@ std::map<std::string, torch::Tensor> CausalLM::named_state() const {
   return out;
 }
 
+void CausalLM::load_shard_state_dict(const std::map<std::string, torch::Tensor>& shards) {
+  VERL_CHECK(!gathering_, "CausalLM.load_shard_state_dict: the parameters are sharded over data-parallel ranks "
+             "(ZeRO-3)");
+  auto params = named_parameters(true);
+  std::vector<std::string> bad;
+  for (const auto& [name, tensor] : shards) {
+    const torch::Tensor* p = params.find(name);
+    if (p == nullptr || p->sizes() != tensor.sizes()) {
+      std::ostringstream s;
+      s << untrusted::escape(name) << " (given " << tensor.sizes();
+      if (p != nullptr) s << ", this rank's " << p->sizes();
+      s << ")";
+      bad.push_back(s.str());
+    }
+  }
+  if (!bad.empty()) VERL_FAIL(CheckpointError, "CausalLM.load_shard_state_dict: unknown or misshapen: [", join(bad), "]");
+  torch::NoGradGuard no_grad;
+  for (auto& item : params) {
+    auto it = shards.find(item.key());
+    if (it != shards.end()) item.value().copy_(it->second);
+  }
+}
+
 void CausalLM::load_state_dict(const std::map<std::string, torch::Tensor>& state, bool strict) {
   VERL_CHECK(!gathering_, "CausalLM.load_state_dict: the parameters are sharded over data-parallel ranks (ZeRO-3); "
              "load them with PPOTrainer::load_model_state (Python: verl.PPOTrainer.load_checkpoint())");

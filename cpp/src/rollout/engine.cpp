@@ -409,6 +409,14 @@ std::vector<RequestOutput> Engine::generate(const std::vector<std::vector<int64_
 }
 
 void Engine::update_weights(const std::map<std::string, torch::Tensor>& named_tensors) {
+  write_weights(named_tensors, /*shards=*/false);
+}
+
+void Engine::update_weight_shards(const std::map<std::string, torch::Tensor>& shards) {
+  write_weights(shards, /*shards=*/true);
+}
+
+void Engine::write_weights(const std::map<std::string, torch::Tensor>& named_tensors, bool shards) {
   std::unique_lock<std::mutex> step_lock = lock_between_steps();
   auto params = model_->named_parameters(true);
   std::vector<std::string> unknown;
@@ -427,7 +435,11 @@ void Engine::update_weights(const std::map<std::string, torch::Tensor>& named_te
       verl::detail::reallocate_storage(item.value(), item.value().numel() * item.value().element_size());
     }
   }
-  model_->load_state_dict(named_tensors, /*strict=*/false);
+  if (shards) {
+    model_->load_shard_state_dict(named_tensors);
+  } else {
+    model_->load_state_dict(named_tensors, /*strict=*/false);
+  }
   scheduler_->blocks().clear_prefix_cache();  // keys/values of the old weights
 }
 

@@ -641,7 +641,17 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
       for (auto& [name, t] : model->named_state()) state.push_back(t);
       dp.broadcast_from_controller(state);
     }
-    actor_->set_data_parallel(options.communicator);
+    const int64_t tp = settings_.rollout_tensor_parallel_size;
+    if (tp > 1) {
+      VERL_CHECK_AS(ConfigError,
+                    options.tensor_parallel_slice && options.tensor_parallel_slice->world_size() * tp == workers_->world_size(),
+                    "actor_rollout_ref.rollout.tensor_model_parallel_size = ", tp, " over ", workers_->world_size(),
+                    " ranks needs this rank's group of the ", workers_->world_size() / tp,
+                    " ranks with its TP rank (PPOTrainerOptions::tensor_parallel_slice)");
+      tensor_parallel_ = options.tensor_parallel;
+      tensor_parallel_slice_ = options.tensor_parallel_slice;
+    }
+    actor_->set_data_parallel(options.communicator, /*generation_tp=*/tp);
     if (critic_) critic_->set_data_parallel(options.communicator);
     if (cost_critic_) cost_critic_->set_data_parallel(options.communicator);
     // The rollout copy was made before rank 0's weights arrived; every rank hands them over now, together (later
@@ -1060,8 +1070,16 @@ void PPOTrainer::hand_over_weights() {
   const int64_t version = actor_->precision().weights_version();
   if (version == handed_over_version_ && !engine_->weights_released()) return;
   torch::NoGradGuard no_grad;
-  hand_over_bytes_ = actor_->precision().for_each_compute_state(
-      [&](const std::map<std::string, torch::Tensor>& part) { engine_->update_weights(part); });
+  const auto& sharding = actor_->precision().sharding();
+  if (sharding && sharding->generation_tp() > 1) {
+    // The 3D-HybridEngine: this rank's tensor-parallel shards from the ranks that keep its slice, never a whole weight.
+    hand_over_bytes_ = sharding->for_each_unit_tp_shard(
+        sharding->compute_dtype(), *tensor_parallel_slice_, *tensor_parallel_,
+        [&](const std::map<std::string, torch::Tensor>& part) { engine_->update_weight_shards(part); });
+  } else {
+    hand_over_bytes_ = actor_->precision().for_each_compute_state(
+        [&](const std::map<std::string, torch::Tensor>& part) { engine_->update_weights(part); });
+  }
   handed_over_version_ = version;
 }
 

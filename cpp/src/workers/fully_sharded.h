@@ -20,7 +20,16 @@
 //
 // Every rank must run the same forwards and backwards in the same order (each gather is a collective): the same
 // number of micro-batches on every rank. The rollout engine cannot decode on the sharded module (rows finish at
-// different steps on different ranks); it gets the weights through full_state().
+// different steps on different ranks); it gets the weights through for_each_unit_state().
+//
+// The generation layout (the 3D-HybridEngine, DESIGN.md section 8). With a rollout of tensor-parallel size t (t | N,
+// g = N / t; rank r has TP rank k = r % t in micro-DP group j = r / t, the groups of tensor_parallel.h), a unit's
+// flat image is laid out by TP slice: block k holds slice k of every parameter (verl/model/tensor_parallel.h's
+// shard for the split ones; a 1/t flat chunk of the replicated ones and of a row-parallel bias), and rank (k, j)
+// keeps piece j of block k. Training gathers all N pieces and puts the slices back in place (a copy; with t = 1 the
+// image is the natural one and the parameters view it directly). The hand-over to the generation layout
+// (for_each_unit_tp_shard) is one all-gather among the g ranks sharing TP rank k: every rank receives about
+// (1/t - 1/N) of the weights' bytes and never holds more than one unit's TP slice beside its own copy.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +43,7 @@
 
 #include "verl/core/export.h"
 #include "verl/dist/communicator.h"
+#include "verl/model/tensor_parallel.h"
 #include "verl/model/transformer.h"
 #include "workers/optimizer_shard.h"
 
@@ -46,9 +56,11 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
   // Shards `model` (the whole model in its master dtype, the same on every rank) over `communicator`'s ranks and
   // installs the sharding in it (CausalLM::set_parameter_gathering). `compute_dtype`: the dtype its units are
   // gathered in (the master dtype for no mixed precision).
+  // `generation_tp`: the rollout's tensor-parallel size t (the layout above; 1: the natural image).
   static std::shared_ptr<FullyShardedModel> shard(std::shared_ptr<model::CausalLM> model,
                                                   std::shared_ptr<dist::Communicator> communicator,
-                                                  torch::Dtype compute_dtype, bool reshard_after_forward = true);
+                                                  torch::Dtype compute_dtype, bool reshard_after_forward = true,
+                                                  int64_t generation_tp = 1);
   ~FullyShardedModel() override;
   FullyShardedModel(const FullyShardedModel&) = delete;
   FullyShardedModel& operator=(const FullyShardedModel&) = delete;
@@ -86,6 +98,14 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
   // received in the gathers.
   int64_t for_each_unit_state(torch::Dtype dtype,
                               const std::function<void(const std::map<std::string, torch::Tensor>&)>& fn) const;
+  // The generation layout's hand-over: `fn` gets this rank's tensor-parallel shards (tensor_parallel_shard(name, W,
+  // k, t) of every weight W, in `dtype`), a unit at a time. `slice_group`: the g ranks sharing this rank's TP rank k,
+  // ordered by micro-DP group; `tensor_parallel`: this rank's t ranks, ordered by TP rank (both collective). Returns
+  // the bytes this rank received.
+  int64_t for_each_unit_tp_shard(torch::Dtype dtype, dist::Communicator& slice_group,
+                                 dist::Communicator& tensor_parallel,
+                                 const std::function<void(const std::map<std::string, torch::Tensor>&)>& fn) const;
+  int64_t generation_tp() const { return tp_; }
   // Every rank keeps its slice of the whole model's weights `state` (CausalLM::load_state_dict's names and checks,
   // strict). Frees the gathered units.
   void load_full_state(const std::map<std::string, torch::Tensor>& state);
@@ -113,25 +133,38 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
     std::string name;
     torch::Tensor tensor;  // the module's parameter (a view of the unit's buffer)
     std::vector<int64_t> shape;
-    int64_t offset = 0;  // in the unit's flat image
+    int64_t offset = 0;  // in the unit's natural (parameter after parameter) image: the buffer
     int64_t numel = 0;
+    model::ShardDim dim = model::ShardDim::kReplicated;
+    bool chunked = false;             // stored as t flat chunks (replicated parameters, a row-parallel bias)
+    std::vector<int64_t> slice_shape;  // of its slice in each block (t = 1: its shape)
+    int64_t slice_numel = 0;
+    int64_t block_offset = 0;  // of its slice in each block
   };
   struct Unit {
     std::vector<Piece> pieces;
-    int64_t numel = 0;         // real elements
-    int64_t shard_numel = 0;   // S
+    int64_t numel = 0;          // real elements
+    int64_t block_numel = 0;    // elements of one block (all t blocks are alike)
+    int64_t shard_numel = 0;    // S: g * S >= block_numel
     int64_t master_offset = 0;  // where its shard sits in master_
-    torch::Tensor buffer;      // N * S elements in the compute dtype; storage only while gathered
+    torch::Tensor buffer;       // the natural image in the compute dtype; storage only while gathered
     bool gathered = false;
   };
 
   FullyShardedModel(std::shared_ptr<model::CausalLM> model, std::shared_ptr<dist::Communicator> communicator,
-                    torch::Dtype compute_dtype, bool reshard_after_forward);
+                    torch::Dtype compute_dtype, bool reshard_after_forward, int64_t generation_tp);
   torch::Tensor unit_shard(const Unit& u) const { return master_.detach().narrow(0, u.master_offset, u.shard_numel); }
-  // Every rank's shard of `u` in `slice_state` (master()-shaped) concatenated: the unit's padded flat image.
-  torch::Tensor gather_unit(const Unit& u, const torch::Tensor& slice_state) const;
+  // Every rank's shard of `u` in `slice_state` (master()-shaped) concatenated in rank order (the laid-out image),
+  // in `dtype` (16-bit floats gathered as int16).
+  torch::Tensor gather_unit(const Unit& u, const torch::Tensor& slice_state, torch::Dtype dtype) const;
+  // The laid-out image (N * S elements, `dtype`) of per-parameter tensors `whole(piece)` (the parameters' shapes).
+  torch::Tensor pack(const Unit& u, const std::function<torch::Tensor(const Piece&)>& whole,
+                     torch::Dtype dtype) const;
+  // Writes the laid-out image `image` back into per-parameter tensors `whole(piece)` (the parameters' shapes).
+  void unpack(const Unit& u, const torch::Tensor& image, const std::function<torch::Tensor(const Piece&)>& whole) const;
 
   std::shared_ptr<dist::Communicator> comm_;
+  int64_t tp_ = 1;
   torch::Dtype compute_dtype_;
   bool reshard_after_forward_;
   std::vector<Unit> units_;

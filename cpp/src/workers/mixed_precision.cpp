@@ -151,7 +151,8 @@ void MixedPrecision::set_gradient_checkpointing(bool enabled) {
   compute_->set_gradient_checkpointing(enabled);
 }
 
-void MixedPrecision::shard_over(std::shared_ptr<dist::Communicator> communicator, bool reshard_after_forward) {
+void MixedPrecision::shard_over(std::shared_ptr<dist::Communicator> communicator, bool reshard_after_forward,
+                                int64_t generation_tp) {
   if (communicator == nullptr || communicator->world_size() == 1) return;
   VERL_CHECK(sharding_ == nullptr, "MixedPrecision::shard_over: already sharded");
   const torch::Dtype dtype = compute_dtype();
@@ -160,7 +161,8 @@ void MixedPrecision::shard_over(std::shared_ptr<dist::Communicator> communicator
   master_params_.clear();
   compute_params_.clear();
   synced_versions_.clear();
-  sharding_ = detail::FullyShardedModel::shard(master_, std::move(communicator), dtype, reshard_after_forward);
+  sharding_ = detail::FullyShardedModel::shard(master_, std::move(communicator), dtype, reshard_after_forward,
+                                               generation_tp);
   sharding_->set_gradient_scale(1.0 / loss_scale_);
 }
 

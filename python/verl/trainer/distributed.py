@@ -123,25 +123,35 @@ def communicator(config: Any, device: str, launch: LaunchEnv | None = None) -> A
     return _C.dist.Communicator(dist.group.WORLD, device=str(device), timeout_s=timeout)
 
 
-def tensor_parallel_communicator(config: Any, communicator: Any) -> Any:
-    """This rank's rollout tensor-parallel group (``verl._C.dist.Communicator`` over ranks ``[g*t, (g+1)*t)``, t =
-    ``actor_rollout_ref.rollout.tensor_model_parallel_size``), None when t is 1. Every rank creates every group, as
-    torch.distributed.new_group requires, in the same order."""
+def tensor_parallel_communicators(config: Any, communicator: Any) -> tuple[Any, Any]:
+    """This rank's rollout tensor-parallel group (``verl._C.dist.Communicator`` over ranks ``[j*t, (j+1)*t)``, t =
+    ``actor_rollout_ref.rollout.tensor_model_parallel_size``) and its slice group (the ranks ``k, k + t, ...`` that
+    share its TP rank k, between which the 3D-HybridEngine re-shards the actor); (None, None) when t is 1. Every rank
+    creates every group, as torch.distributed.new_group requires, in the same order."""
     world = communicator.world_size if communicator is not None else 1
     tp = rollout_tensor_parallel_size(config, world)
     if tp == 1:
-        return None
+        return None, None
     import torch.distributed as dist
 
     from .. import _C
 
-    timeout = timeout_seconds(config)
-    mine = None
+    timeout = datetime.timedelta(seconds=timeout_seconds(config))
+    rank = communicator.rank
+    mine = mine_slice = None
     for first in range(0, world, tp):
-        group = dist.new_group(list(range(first, first + tp)), timeout=datetime.timedelta(seconds=timeout))
-        if first <= communicator.rank < first + tp:
+        group = dist.new_group(list(range(first, first + tp)), timeout=timeout)
+        if first <= rank < first + tp:
             mine = group
-    return _C.dist.Communicator(mine, device=communicator.device, timeout_s=timeout)
+    for k in range(tp):
+        group = dist.new_group(list(range(k, world, tp)), timeout=timeout)
+        if rank % tp == k:
+            mine_slice = group
+
+    def wrap(group: Any) -> Any:
+        return _C.dist.Communicator(group, device=communicator.device, timeout_s=timeout_seconds(config))
+
+    return wrap(mine), wrap(mine_slice)
 
 
 def _destroy_process_group() -> None:

@@ -252,7 +252,8 @@ class PPOTrainer:
         #: the job's communicator under torchrun (None in one process): see verl.trainer.distributed
         self.communicator = distributed.communicator(cfg, self.device)
         #: this rank's rollout tensor-parallel group (rollout.tensor_model_parallel_size > 1), else None
-        self.tensor_parallel = distributed.tensor_parallel_communicator(cfg, self.communicator)
+        self.tensor_parallel, self.tensor_parallel_slice = distributed.tensor_parallel_communicators(
+            cfg, self.communicator)
         self._trainer = _C.trainer.PPOTrainer(
             cfg.cpp, _cpp_module(model, "model"), self._reward_callback, ref=_cpp_module(ref_model, "ref_model"),
             critic=_cpp_module(critic_model, "critic_model"),
@@ -260,7 +261,7 @@ class PPOTrainer:
             eos_token_ids=[eos] if eos is not None else [],
             total_training_steps=self.total_training_steps,
             init_seed=int(cfg.get("actor_rollout_ref.rollout.seed") or 0), communicator=self.communicator,
-            tensor_parallel=self.tensor_parallel,
+            tensor_parallel=self.tensor_parallel, tensor_parallel_slice=self.tensor_parallel_slice,
             cost_fn=self._cost_callback if self.cost_fn is not None or self.cost_worker is not None else None,
             cost_critic=_cpp_module(cost_critic_model, "cost_critic_model"),
             rollout_fn=self._agent_rollout_call if agent_rollout_enabled(cfg) else None,

@@ -102,6 +102,16 @@ class ThreadBackend : public c10d::Backend {
   std::shared_ptr<ThreadExchange> hub_;
 };
 
+// The communicator of rank `rank` in a group of `size` threads that meet at `hub` (one hub per group, shared by its
+// members): a subgroup of the ranks of on_thread_ranks gets a hub of its own.
+inline std::shared_ptr<dist::Communicator> thread_communicator(int rank, int size, std::shared_ptr<ThreadExchange> hub) {
+  auto group = c10::make_intrusive<c10d::ProcessGroup>(rank, size);
+  group->setDefaultBackend(c10d::ProcessGroup::BackendType::CUSTOM);
+  group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::CUSTOM,
+                    c10::make_intrusive<ThreadBackend>(rank, size, std::move(hub)));
+  return std::make_shared<dist::Communicator>(group, torch::kCPU, std::chrono::seconds(60));
+}
+
 // Runs fn(rank, communicator) on `world` threads, the ranks of one group; rethrows the first rank's exception.
 inline void on_thread_ranks(int world, const std::function<void(int64_t, std::shared_ptr<dist::Communicator>)>& fn) {
   auto hub = std::make_shared<ThreadExchange>(world);
@@ -110,11 +120,7 @@ inline void on_thread_ranks(int world, const std::function<void(int64_t, std::sh
   for (int rank = 0; rank < world; ++rank) {
     threads.emplace_back([&, rank] {
       try {
-        auto group = c10::make_intrusive<c10d::ProcessGroup>(rank, world);
-        group->setDefaultBackend(c10d::ProcessGroup::BackendType::CUSTOM);
-        group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::CUSTOM,
-                          c10::make_intrusive<ThreadBackend>(rank, world, hub));
-        fn(rank, std::make_shared<dist::Communicator>(group, torch::kCPU, std::chrono::seconds(60)));
+        fn(rank, thread_communicator(rank, world, hub));
       } catch (...) {
         errors[static_cast<size_t>(rank)] = std::current_exception();
       }

@@ -105,6 +105,7 @@ struct Options {
   bool checkpointing = false;
   bool packed = false;
   int steps = 2;
+  int64_t tp = 1;  // the generation layout's tensor-parallel size
 };
 
 struct RankOutcome {
@@ -126,7 +127,7 @@ std::vector<RankOutcome> run_sharded(const CausalLM& initial, const Options& o) 
   verl::testing::on_thread_ranks(o.world, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
     std::shared_ptr<CausalLM> m = models[static_cast<size_t>(rank)];
     Optimizer opt(m->parameters(), adamw(1e-2));
-    auto sharded = FullyShardedModel::shard(m, comm, m->dtype(), o.reshard_after_forward);
+    auto sharded = FullyShardedModel::shard(m, comm, m->dtype(), o.reshard_after_forward, o.tp);
     opt.shard_over(sharded);
     RankOutcome& res = out[static_cast<size_t>(rank)];
     const int64_t rows = kRows / o.world, half = rows / 2;
@@ -225,6 +226,73 @@ TEST_CASE("ZeRO-3 with gradient checkpointing, packed sequences, and kept weight
   SECTION("packed (remove-padding) forward") { check_against_reference(Options{2, false, true, false, /*packed=*/true}); }
   SECTION("reshard_after_forward=false keeps each layer from its forward to its backward") {
     check_against_reference(Options{4, true, /*reshard_after_forward=*/false, true});
+  }
+}
+
+TEST_CASE("ZeRO-3 laid out for a tensor-parallel rollout (3D-HybridEngine) takes the same steps", "[dist][workers]") {
+  for (int world : {2, 4}) {
+    for (bool tied : {false, true}) {
+      INFO("world " << world << ", t 2, tied " << tied);
+      Options o{world, tied};
+      o.tp = 2;
+      check_against_reference(o);
+    }
+  }
+  Options o{4, false, true, /*checkpointing=*/true, /*packed=*/true};
+  o.tp = 2;
+  check_against_reference(o);
+}
+
+TEST_CASE("3D-HybridEngine hand-over: each rank gets its tensor-parallel shards from its slice group alone",
+          "[dist][workers]") {
+  constexpr int kWorld = 4, kTp = 2, kG = kWorld / kTp;
+  for (bool tied : {false, true}) {
+    INFO("tied " << tied);
+    auto initial = tiny_model(tied, torch::kDouble);
+    const auto whole = initial->named_state();
+    std::vector<std::shared_ptr<CausalLM>> models;
+    for (int r = 0; r < kWorld; ++r) models.push_back(copy_of(*initial));
+    // Rank r: TP rank k = r % t in micro-DP group j = r / t; slice group k = {k, k + t, ...}, TP group j.
+    std::vector<std::shared_ptr<verl::testing::ThreadExchange>> slice_hubs, tp_hubs;
+    for (int k = 0; k < kTp; ++k) slice_hubs.push_back(std::make_shared<verl::testing::ThreadExchange>(kG));
+    for (int j = 0; j < kG; ++j) tp_hubs.push_back(std::make_shared<verl::testing::ThreadExchange>(kTp));
+    std::vector<std::map<std::string, torch::Tensor>> shards(kWorld);
+    std::vector<int64_t> received(kWorld), naive(kWorld), largest_unit(kWorld);
+    verl::testing::on_thread_ranks(kWorld, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
+      const int k = static_cast<int>(rank) % kTp, j = static_cast<int>(rank) / kTp;
+      auto slice_group = verl::testing::thread_communicator(j, kG, slice_hubs[static_cast<size_t>(k)]);
+      auto tensor_parallel = verl::testing::thread_communicator(k, kTp, tp_hubs[static_cast<size_t>(j)]);
+      auto sharded = FullyShardedModel::shard(models[static_cast<size_t>(rank)], comm, torch::kDouble, true, kTp);
+      auto& mine = shards[static_cast<size_t>(rank)];
+      received[static_cast<size_t>(rank)] = sharded->for_each_unit_tp_shard(
+          torch::kDouble, *slice_group, *tensor_parallel, [&](const std::map<std::string, torch::Tensor>& unit) {
+            int64_t bytes = 0;
+            for (const auto& [name, t] : unit) {
+              mine[name] = t.clone();
+              bytes += static_cast<int64_t>(t.nbytes());
+            }
+            largest_unit[static_cast<size_t>(rank)] = std::max(largest_unit[static_cast<size_t>(rank)], bytes);
+          });
+      naive[static_cast<size_t>(rank)] = sharded->for_each_unit_state(torch::kDouble, [](const auto&) {});
+    });
+    int64_t weight_bytes = 0;
+    for (const auto& [name, w] : whole) weight_bytes += static_cast<int64_t>(w.nbytes());
+    for (int r = 0; r < kWorld; ++r) {
+      INFO("rank " << r);
+      const auto& mine = shards[static_cast<size_t>(r)];
+      REQUIRE(mine.size() == whole.size());
+      for (const auto& [name, w] : whole) {
+        INFO(name);
+        CHECK(torch::equal(mine.at(name), verl::model::tensor_parallel_shard(name, w, r % kTp, kTp)));  // bitwise
+      }
+      // DESIGN.md section 8: (1/t - 1/N) of the weights' bytes, plus the padding of each unit's pieces and the
+      // replicated weights' chunks (norms; a few hundred bytes here) -- against (N - 1)/N for a full all-gather.
+      const double ideal = (1.0 / kTp - 1.0 / kWorld) * static_cast<double>(weight_bytes);
+      CHECK(received[static_cast<size_t>(r)] >= ideal);
+      CHECK(received[static_cast<size_t>(r)] <= ideal + 0.03 * weight_bytes);
+      CHECK(naive[static_cast<size_t>(r)] >= (kWorld - 1.0) / kWorld * static_cast<double>(weight_bytes));
+      CHECK(largest_unit[static_cast<size_t>(r)] < weight_bytes / kTp);  // a unit's TP shards at a time
+    }
   }
 }
 

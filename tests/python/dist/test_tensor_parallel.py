@@ -40,10 +40,13 @@ def test_tensor_parallel_model_and_engine_equal_one_copy(tmp_path, world, t):
 
 
 def test_grpo_with_tensor_parallel_rollout_equals_one_process(job_files):
+    """4 ranks = 2 rollout replicas of 2 ranks each (training stays ZeRO-3 over the 4, its shards laid out so that
+    each rank's tensor-parallel shard comes from the one other rank with its TP rank); 2 ranks = one replica (each
+    rank's shard is its TP slice already: only the norms move)."""
     single = run_job(job_files, "grpo", 1)[0]
-    # 4 ranks = 2 rollout replicas of 2 ranks each; training stays data parallel over the 4.
-    ranks = run_job(job_files, "grpo", 4, "actor_rollout_ref.rollout.tensor_model_parallel_size=2")
-    assert_same_run(single, ranks)
+    for world in (4, 2):
+        ranks = run_job(job_files, "grpo", world, "actor_rollout_ref.rollout.tensor_model_parallel_size=2")
+        assert_same_run(single, ranks, tp=2)
 
 
 def test_layouts_that_do_not_fit_are_refused_before_any_process_group():

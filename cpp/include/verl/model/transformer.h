@@ -179,6 +179,10 @@ class VERL_API CausalLM : public torch::nn::Module {
   // listing every offending name. A tied model also accepts (and checks nothing of) lm_head.weight.
   // The tensors are the whole model's (config() shapes); a tensor-parallel model keeps its shard of each.
   void load_state_dict(const std::map<std::string, torch::Tensor>& state, bool strict = true);
+  // Copies this rank's own tensors in by HF name (a tensor-parallel model's shards, as tensor_parallel_shard cuts
+  // them; the whole tensors otherwise), not strict: names absent from `shards` keep their values. CheckpointError
+  // naming every unknown name or shape that differs from the parameter's.
+  void load_shard_state_dict(const std::map<std::string, torch::Tensor>& shards);
 
   // Sharded parameters (ZeRO-3): the model reads its parameters only through `gathering` (null: they are its own).
   // named_state() and load_state_dict() then throw: a sharded model's weights are gathered by the sharding.

@@ -119,6 +119,9 @@ class VERL_API Engine {
   // Copies tensors into the bound model by HF name (dtype converted); unknown names throw. A part of the weights at a
   // time is fine (a sharded trainer hands them over a layer at a time).
   void update_weights(const std::map<std::string, torch::Tensor>& named_tensors);
+  // The same with this rank's tensor-parallel shards (tensor_parallel_shard's, the model's own shapes) instead of the
+  // whole tensors: the 3D-HybridEngine's hand-over, which never gathers a whole weight.
+  void update_weight_shards(const std::map<std::string, torch::Tensor>& shards);
   // Forgets the prefix cache (EngineConfig::enable_prefix_caching): for weights changed in place, which the engine
   // cannot see (update_weights and sleep clear it themselves).
   void clear_prefix_cache();
@@ -143,6 +146,7 @@ class VERL_API Engine {
   // Runs the model over `chunks` (one forward) and returns the logits (chunks, vocab) of each
   // chunk's last token.
   torch::Tensor run(const std::vector<Chunk>& chunks);
+  void write_weights(const std::map<std::string, torch::Tensor>& named_tensors, bool shards);
   // Appends a sampled token; true when the sequence finished.
   bool append(Sequence* seq, int64_t token, float logprob);
 

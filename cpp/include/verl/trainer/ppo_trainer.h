@@ -97,6 +97,10 @@ struct VERL_API PPOTrainerOptions {
   // (verl/model/tensor_parallel.h), which generates as one tensor-parallel replica of the actor; the job's
   // world_size / t replicas each generate their share of the batch. Required exactly when t > 1.
   std::shared_ptr<dist::Communicator> tensor_parallel;
+  // With t > 1 over several ranks: the world_size / t ranks that share this rank's TP rank (r % t), ordered by group
+  // (r / t). The actor's ZeRO-3 shards are laid out so that one all-gather among them gives this rank its
+  // tensor-parallel shard of every weight (the 3D-HybridEngine). Required exactly when t > 1 and world > 1.
+  std::shared_ptr<dist::Communicator> tensor_parallel_slice;
   // Safe-RLHF's cost callback, the reward callback's form (the cost on each token, a sequence's on its last):
   // required exactly when algorithm.safe_rlhf.enable (ConfigError otherwise).
   RewardFn cost_fn;
@@ -331,6 +335,8 @@ class VERL_API PPOTrainer {
   int64_t handed_over_version_ = -1;
   std::shared_ptr<model::CausalLM> gathered_model_;  // the controller's result of the "gather_model" method
   int64_t hand_over_bytes_ = 0;                      // received by this rank in the last hand-over's gathers
+  // PPOTrainerOptions' tensor_parallel / tensor_parallel_slice, with t > 1 over several ranks.
+  std::shared_ptr<dist::Communicator> tensor_parallel_, tensor_parallel_slice_;
   // The rollout generates from a copy gathered from the actor's ZeRO-3 shards (several ranks): it sleeps without it.
   bool rollout_copy_of_shards() { return actor_->precision().sharding() != nullptr; }
   std::pair<workers::MixedPrecision*, workers::Optimizer*> trained(const std::string& role);  // the compute weights' version sum the engine's own copy was made from

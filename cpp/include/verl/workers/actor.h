@@ -118,9 +118,10 @@ class VERL_API ActorWorker {
   // MixedPrecision::shard_over): each rank keeps 1/N of the weights and of the AdamW state, gathers each layer's
   // weights in the compute dtype as it runs, and reduce-scatters the gradients into its shards. Every rank must then
   // run the same passes with the same number of micro-batches. The model's weights are read and written through
-  // precision() from then on (compute_state(), the sharding's full_state / load_full_state). Before the first update,
-  // with the same weights on every rank.
-  void set_data_parallel(std::shared_ptr<dist::Communicator> communicator);
+  // precision() from then on (for_each_compute_state(), the sharding's full_state / load_full_state). Before the first
+  // update, with the same weights on every rank. `generation_tp` > 1 lays the shards out for a tensor-parallel
+  // rollout of that size (the 3D-HybridEngine, workers/fully_sharded.h).
+  void set_data_parallel(std::shared_ptr<dist::Communicator> communicator, int64_t generation_tp = 1);
 
   const ActorConfig& config() const { return config_; }
   PolicyRole role() const { return role_; }

@@ -80,8 +80,8 @@ class VERL_API CriticWorker {
   // MixedPrecision::shard_over): each rank keeps 1/N of the weights and of the AdamW state, gathers each layer's
   // weights in the compute dtype as it runs, and reduce-scatters the gradients into its shards. Every rank must then
   // run the same passes with the same number of micro-batches. The model's weights are read and written through
-  // precision() from then on (compute_state(), the sharding's full_state / load_full_state). Before the first update,
-  // with the same weights on every rank.
+  // precision() from then on (the sharding's full_state / load_full_state). Before the first update, with the same
+  // weights on every rank.
   void set_data_parallel(std::shared_ptr<dist::Communicator> communicator);
 
   const CriticConfig& config() const { return config_; }

@@ -85,7 +85,9 @@ class VERL_API MixedPrecision {
   // ZeRO-3 over `communicator`'s ranks (fsdp_config.reshard_after_forward as given): the master model's weights
   // become this rank's shards (the same weights on every rank first), the compute copy goes, and compute() is the
   // sharded master. Every rank must then run the same passes. A null communicator or a world of one changes nothing.
-  void shard_over(std::shared_ptr<dist::Communicator> communicator, bool reshard_after_forward);
+  // `generation_tp` > 1: the layout for a tensor-parallel rollout of that size (workers/fully_sharded.h).
+  void shard_over(std::shared_ptr<dist::Communicator> communicator, bool reshard_after_forward,
+                  int64_t generation_tp = 1);
   // The ZeRO-3 sharding (null before shard_over): the optimizer updates its master shards.
   const std::shared_ptr<detail::FullyShardedModel>& sharding() const { return sharding_; }
   // The weights compute() runs with, by HF name in the compute dtype -- what the rollout engine generates from --
