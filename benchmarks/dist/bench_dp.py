@@ -4,7 +4,11 @@ in one run. Prints step time, tokens/s and the N-rank throughput over the one-pr
 N = 2: each rank generates and trains on half of the rows; the gradient all-reduce and the controller's dispatch are
 the cost).
 
-    python benchmarks/dist/bench_dp.py [--ranks 2] [--steps 4] [--results-json out.json]
+It also reports the re-shard after each update (the ZeRO-3 shards handed to the rollout's copy): bytes received per
+rank against a full all-gather's, and its time against the step's; --tp t runs the N ranks with a tensor-parallel
+rollout of size t (the 3D-HybridEngine's layout: 1/t - 1/N of the weights per rank).
+
+    python benchmarks/dist/bench_dp.py [--ranks 2] [--tp 1] [--steps 4] [--results-json out.json]
 """
 
 from __future__ import annotations
@@ -76,7 +80,8 @@ def overrides(args: argparse.Namespace, model: str, data: str, ranks: int, out_d
             "actor_rollout_ref.model.enable_gradient_checkpointing=false", "trainer.logger=[console]",
             "trainer.val_before_train=false", f"trainer.total_training_steps={args.warmup + args.steps}",
             "trainer.total_epochs=1000", f"trainer.default_local_dir={out_dir}/ckpt", "trainer.device=cpu",
-            "trainer.save_freq=-1", f"trainer.n_gpus_per_node={ranks}"]
+            "trainer.save_freq=-1", f"trainer.n_gpus_per_node={ranks}",
+            f"actor_rollout_ref.rollout.tensor_model_parallel_size={args.tp if ranks > 1 else 1}"]
 
 
 def run(args: argparse.Namespace, model: str, data: str, ranks: int, work: str) -> dict:
@@ -95,6 +100,7 @@ def run(args: argparse.Namespace, model: str, data: str, ranks: int, work: str) 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--tp", type=int, default=1, help="the N-rank run's rollout tensor_model_parallel_size")
     p.add_argument("--prompts", type=int, default=16)
     p.add_argument("--n", type=int, default=4)
     p.add_argument("--response-length", type=int, default=32)
@@ -128,6 +134,14 @@ def main() -> int:
         if k in many["stages"]:
             lines.append(f"  {k:28s} {statistics.median(one['stages'][k]):8.3f} "
                          f"{statistics.median(many['stages'][k]):8.3f}")
+    # The re-shard after each update (ZeRO-3 shards -> the rollout's copy): bytes each rank receives, against the
+    # full all-gather's (N-1)/N of the weights, and its time against the step's.
+    n, whole = args.ranks, many["actor_weight_bytes"]
+    reshard = statistics.median(many["reshard_bytes"])
+    update_s = statistics.median(many["stages"].get("timing_s/update_weights", [0.0]))
+    lines.append(f"re-shard (t = {args.tp}): {reshard / 1e6:.2f} MB received per rank = {reshard / whole:.3f} of the "
+                 f"weights (full all-gather: {(n - 1) / n:.3f}; DESIGN.md: 1/t - 1/N = {1 / args.tp - 1 / n:.3f}); "
+                 f"update_weights {update_s:.3f} s = {100 * update_s / stepn:.1f} % of the step")
     report = "\n".join(lines)
     print(report)
     if args.results_json:

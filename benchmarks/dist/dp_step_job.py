@@ -35,6 +35,8 @@ def main() -> None:
             json.dump({"world_size": trainer._trainer.world_size,
                        "step_s": [s["timing_s/step"] for s in timed],
                        "tokens": [s["perf/total_num_tokens"] for s in timed],
+                       "reshard_bytes": [s.get("perf/reshard_bytes_per_rank", 0) for s in timed],
+                       "actor_weight_bytes": trainer._trainer.model_weight_bytes("actor") * trainer._trainer.world_size,
                        "stages": {k: [s[k] for s in timed] for k in timed[0] if k.startswith("timing_s/")}}, f)
 
 
