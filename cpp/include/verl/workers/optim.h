@@ -74,7 +74,8 @@ class VERL_API Optimizer {
   // then holds the AdamW state of 1/N of the weights only; step() averages the gradients over the ranks into that
   // slice (reduce-scatter), clips by the norm of the whole gradient, updates the slice and all-gathers the weights
   // into every rank's parameters, so each rank ends with the weights one process would have. Every rank must call
-  // step() and save() together. Call before the first step(); a world of one changes nothing.
+  // step() and save() together. Call before the first step(); a world of one changes nothing. (The PPO workers shard
+  // the weights too, ZeRO-3, through the overload below; this one serves a model every rank keeps whole.)
   void shard_over(std::shared_ptr<dist::Communicator> communicator);
   // ZeRO-3: the parameters themselves are sharded (a FullyShardedModel over this optimizer's parameters, in their
   // order); the AdamW updates this rank's master shards. Call before the first step.
@@ -112,7 +113,7 @@ class VERL_API Optimizer {
  private:
   void apply_lr();
   double local_step();    // one process
-  double sharded_step();  // ZeRO-2
+  double sharded_step();  // ZeRO-2 (OptimizerShard) or ZeRO-3 (FullyShardedModel)
 
   OptimConfig config_;
   std::vector<torch::Tensor> parameters_;
