@@ -484,26 +484,24 @@ void CausalLM::load_shard_state_dict(const std::map<std::string, torch::Tensor>&
   }
 }
 
-void CausalLM::load_state_dict(const std::map<std::string, torch::Tensor>& state, bool strict) {
-  VERL_CHECK(!gathering_, "CausalLM.load_state_dict: the parameters are sharded over data-parallel ranks (ZeRO-3); "
-             "load them with PPOTrainer::load_model_state (Python: verl.PPOTrainer.load_checkpoint())");
-  auto params = named_parameters(true);
-  std::vector<std::string> missing, unexpected, mismatched;
-  // The whole model's shapes (this rank's own under tensor parallelism are its shards' shapes).
+void check_state_dict(const ModelConfig& config, HeadKind head, const std::map<std::string, torch::Tensor>& state,
+                      bool strict, const std::string& who) {
+  // The whole model's names and shapes (a tensor-parallel rank's own are its shards' shapes).
   std::map<std::string, std::vector<int64_t>> whole_shapes;
-  for (auto& [name, shape] : parameter_shapes(config_, head_kind_)) whole_shapes.emplace(name, std::move(shape));
-  for (const auto& item : params)
-    if (state.find(item.key()) == state.end()) missing.push_back(item.key());
+  for (auto& [name, shape] : parameter_shapes(config, head)) whole_shapes.emplace(name, std::move(shape));
+  std::vector<std::string> missing, unexpected, mismatched;
+  for (const auto& [name, shape] : whole_shapes)
+    if (state.find(name) == state.end()) missing.push_back(name);
   for (const auto& [name, tensor] : state) {
-    const torch::Tensor* p = params.find(name);
-    if (p == nullptr) {
+    auto expected = whole_shapes.find(name);
+    if (expected == whole_shapes.end()) {
       // HF state dicts of tied models carry lm_head.weight as an alias of the embedding.
-      if (!(name == "lm_head.weight" && config_.tie_word_embeddings && head_kind_ == HeadKind::kLanguageModel))
+      if (!(name == "lm_head.weight" && config.tie_word_embeddings && head == HeadKind::kLanguageModel))
         unexpected.push_back(untrusted::escape(name));  // a checkpoint's name: any bytes
-    } else if (whole_shapes.at(name) != tensor.sizes()) {
+    } else if (expected->second != tensor.sizes()) {
       std::ostringstream s;
       s << untrusted::escape(name) << " (checkpoint " << tensor.sizes() << ", model "
-        << torch::IntArrayRef(whole_shapes.at(name)) << ")";
+        << torch::IntArrayRef(expected->second) << ")";
       mismatched.push_back(s.str());
     }
   }
@@ -511,7 +509,14 @@ void CausalLM::load_state_dict(const std::map<std::string, torch::Tensor>& state
   if (strict && !missing.empty()) err << " missing: [" << join(missing) << "];";
   if (strict && !unexpected.empty()) err << " unexpected: [" << join(unexpected) << "];";
   if (!mismatched.empty()) err << " shape mismatch: [" << join(mismatched) << "];";
-  if (!err.str().empty()) VERL_FAIL(CheckpointError, "CausalLM.load_state_dict:", err.str());
+  if (!err.str().empty()) VERL_FAIL(CheckpointError, who, ":", err.str());
+}
+
+void CausalLM::load_state_dict(const std::map<std::string, torch::Tensor>& state, bool strict) {
+  VERL_CHECK(!gathering_, "CausalLM.load_state_dict: the parameters are sharded over data-parallel ranks (ZeRO-3); "
+             "load them with PPOTrainer::load_model_state (Python: verl.PPOTrainer.load_checkpoint())");
+  check_state_dict(config_, head_kind_, state, strict, "CausalLM.load_state_dict");
+  auto params = named_parameters(true);
   torch::NoGradGuard no_grad;
   const int64_t t = tensor_parallel_size(), rank = tensor_parallel_ ? tensor_parallel_->rank() : 0;
   for (auto& item : params) {

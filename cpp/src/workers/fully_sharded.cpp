@@ -2,8 +2,6 @@
 #include "workers/fully_sharded.h"
 
 #include <algorithm>
-#include <set>
-#include <sstream>
 #include <utility>
 
 #include "core/tensor_storage.h"
@@ -113,8 +111,8 @@ FullyShardedModel::FullyShardedModel(std::shared_ptr<model::CausalLM> model,
     u.pieces.push_back(std::move(piece));
   }
   parameter_count_ = named.size();
-  // HF state dicts of tied models carry lm_head.weight as an alias of the embedding (CausalLM::load_state_dict).
-  tied_lm_head_ = model->head_kind() == model::HeadKind::kLanguageModel && model->config().tie_word_embeddings;
+  config_ = model->config();
+  head_kind_ = model->head_kind();
   int64_t total = 0;
   for (Unit& u : units_) {
     u.shard_numel = (u.block_numel + g - 1) / g;
@@ -399,40 +397,10 @@ int64_t FullyShardedModel::for_each_unit_tp_shard(
 }
 
 void FullyShardedModel::load_full_state(const std::map<std::string, torch::Tensor>& state) {
+  model::check_state_dict(config_, head_kind_, state, /*strict=*/true, "FullyShardedModel.load_full_state");
   std::vector<torch::Tensor> whole(parameter_count_);
-  std::vector<std::string> missing, mismatched;
-  std::set<std::string> known;
-  for (const Unit& u : units_) {
-    for (const Piece& piece : u.pieces) {
-      known.insert(piece.name);
-      auto it = state.find(piece.name);
-      if (it == state.end()) {
-        missing.push_back(piece.name);
-      } else if (it->second.sizes() != torch::IntArrayRef(piece.shape)) {
-        std::ostringstream s;
-        s << piece.name << " (given " << it->second.sizes() << ", model " << torch::IntArrayRef(piece.shape) << ")";
-        mismatched.push_back(s.str());
-      } else {
-        whole[piece.parameter] = it->second;
-      }
-    }
-  }
-  std::vector<std::string> unexpected;
-  for (const auto& [name, t] : state)
-    if (!known.count(name) && !(name == "lm_head.weight" && tied_lm_head_)) unexpected.push_back(name);
-  if (!missing.empty() || !mismatched.empty() || !unexpected.empty()) {
-    std::ostringstream err;
-    auto list = [&](const char* what, const std::vector<std::string>& names) {
-      if (names.empty()) return;
-      err << " " << what << ": [";
-      for (size_t i = 0; i < names.size(); ++i) err << (i ? ", " : "") << names[i];
-      err << "];";
-    };
-    list("missing", missing);
-    list("unexpected", unexpected);
-    list("shape mismatch", mismatched);
-    VERL_FAIL(CheckpointError, "FullyShardedModel.load_full_state:", err.str());
-  }
+  for (const Unit& u : units_)
+    for (const Piece& piece : u.pieces) whole[piece.parameter] = state.at(piece.name);
   torch::NoGradGuard no_grad;
   master_.detach().copy_(slice(whole));
   release();  // the gathered copies hold the old weights

@@ -169,7 +169,8 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
   bool reshard_after_forward_;
   std::vector<Unit> units_;
   size_t parameter_count_ = 0;
-  bool tied_lm_head_ = false;
+  model::ModelConfig config_;  // the model's, for load_full_state's checks
+  model::HeadKind head_kind_ = model::HeadKind::kLanguageModel;
   torch::Tensor master_;
   double gradient_scale_ = 1.0;
   int64_t gathered_bytes_ = 0;

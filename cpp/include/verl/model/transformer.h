@@ -219,6 +219,12 @@ class VERL_API CausalLM : public torch::nn::Module {
   bool gradient_checkpointing_ = false;
 };
 
+// CheckpointError (message starting with `who`) when `state`, by HF name, does not fit the whole model of `config` and
+// `head`: names missing or unexpected (when `strict`; a tied model accepts, and ignores, lm_head.weight) and shapes
+// that differ (always). CausalLM::load_state_dict's check, also applied to weights loaded into ZeRO-3 shards.
+VERL_API void check_state_dict(const ModelConfig& config, HeadKind head,
+                               const std::map<std::string, torch::Tensor>& state, bool strict, const std::string& who);
+
 // The llama3-scaled (or plain) RoPE inverse frequencies (head_dim / 2,) float32.
 VERL_API torch::Tensor rope_inv_freq(const ModelConfig& c);
 
