@@ -3,7 +3,7 @@
 //
 // The model is cut into units, as verl's FSDP wrap policy cuts it: one per decoder layer, and a root unit with
 // everything else (embedding, final norm, LM or value head). Each unit's parameters are laid end to end in a flat
-// image padded to a multiple of N; rank r keeps elements [r*S, (r+1)*S) of every unit (S = padded / N) as its master
+// image padded to a multiple of N (workers/shard_layout.h); rank r keeps elements [r*S, (r+1)*S) of every unit as its master
 // weights (the model's dtype: fp32 by default), and the AdamW state of those only (master(): every unit's shard, end
 // to end, is the one tensor the optimizer updates). The module's parameters keep their names and shapes but hold
 // storage only while their unit is gathered:
@@ -22,14 +22,12 @@
 // number of micro-batches on every rank. The rollout engine cannot decode on the sharded module (rows finish at
 // different steps on different ranks); it gets the weights through for_each_unit_state().
 //
-// The generation layout (the 3D-HybridEngine, DESIGN.md section 8). With a rollout of tensor-parallel size t (t | N,
-// g = N / t; rank r has TP rank k = r % t in micro-DP group j = r / t, the groups of tensor_parallel.h), a unit's
-// flat image is laid out by TP slice: block k holds slice k of every parameter (verl/model/tensor_parallel.h's
-// shard for the split ones; a 1/t flat chunk of the replicated ones and of a row-parallel bias), and rank (k, j)
-// keeps piece j of block k. Training gathers all N pieces and puts the slices back in place (a copy; with t = 1 the
-// image is the natural one and the parameters view it directly). The hand-over to the generation layout
-// (for_each_unit_tp_shard) is one all-gather among the g ranks sharing TP rank k: every rank receives about
-// (1/t - 1/N) of the weights' bytes and never holds more than one unit's TP slice beside its own copy.
+// The generation layout (the 3D-HybridEngine, DESIGN.md section 8; workers/shard_layout.h defines it). With a
+// rollout of tensor-parallel size t, a unit's flat image is laid out by TP slice, and rank (k, j) keeps piece j of
+// block k. Training gathers all N pieces and puts the slices back in place (a copy; with t = 1 the image is the
+// natural one and the parameters view it directly). The hand-over to the generation layout (for_each_unit_tp_shard)
+// is one all-gather among the g = N / t ranks sharing TP rank k: every rank receives about (1/t - 1/N) of the
+// weights' bytes and never holds more than one unit's TP slice beside its own copy.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +44,7 @@
 #include "verl/model/tensor_parallel.h"
 #include "verl/model/transformer.h"
 #include "workers/optimizer_shard.h"
+#include "workers/shard_layout.h"
 
 namespace verl::workers::detail {
 
@@ -106,6 +105,8 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
                                  dist::Communicator& tensor_parallel,
                                  const std::function<void(const std::map<std::string, torch::Tensor>&)>& fn) const;
   int64_t generation_tp() const { return tp_; }
+  // Where every weight sits in the shards (the per-rank checkpoint files record it).
+  const ShardLayout& layout() const { return layout_; }
   // Every rank keeps its slice of the whole model's weights `state` (CausalLM::load_state_dict's names and checks,
   // strict). Frees the gathered units.
   void load_full_state(const std::map<std::string, torch::Tensor>& state);
@@ -128,26 +129,11 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
   void free(size_t unit);
 
  private:
-  struct Piece {
-    size_t parameter;  // index in the model's parameters()
-    std::string name;
-    torch::Tensor tensor;  // the module's parameter (a view of the unit's buffer)
-    std::vector<int64_t> shape;
-    int64_t offset = 0;  // in the unit's natural (parameter after parameter) image: the buffer
-    int64_t numel = 0;
-    model::ShardDim dim = model::ShardDim::kReplicated;
-    bool chunked = false;             // stored as t flat chunks (replicated parameters, a row-parallel bias)
-    std::vector<int64_t> slice_shape;  // of its slice in each block (t = 1: its shape)
-    int64_t slice_numel = 0;
-    int64_t block_offset = 0;  // of its slice in each block
-  };
-  struct Unit {
-    std::vector<Piece> pieces;
-    int64_t numel = 0;          // real elements
-    int64_t block_numel = 0;    // elements of one block (all t blocks are alike)
-    int64_t shard_numel = 0;    // S: g * S >= block_numel
-    int64_t master_offset = 0;  // where its shard sits in master_
-    torch::Tensor buffer;       // the natural image in the compute dtype; storage only while gathered
+  using Unit = ShardLayout::Unit;
+  using Piece = ShardLayout::Piece;
+  // A unit's gathered weights: the natural image in the compute dtype, with storage only while gathered.
+  struct UnitBuffer {
+    torch::Tensor buffer;
     bool gathered = false;
   };
 
@@ -157,18 +143,16 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
   // Every rank's shard of `u` in `slice_state` (master()-shaped) concatenated in rank order (the laid-out image),
   // in `dtype` (16-bit floats gathered as int16).
   torch::Tensor gather_unit(const Unit& u, const torch::Tensor& slice_state, torch::Dtype dtype) const;
-  // The laid-out image (N * S elements, `dtype`) of per-parameter tensors `whole(piece)` (the parameters' shapes).
-  torch::Tensor pack(const Unit& u, const std::function<torch::Tensor(const Piece&)>& whole,
-                     torch::Dtype dtype) const;
-  // Writes the laid-out image `image` back into per-parameter tensors `whole(piece)` (the parameters' shapes).
-  void unpack(const Unit& u, const torch::Tensor& image, const std::function<torch::Tensor(const Piece&)>& whole) const;
+  // The module's parameter of a piece (a view of its unit's buffer).
+  const torch::Tensor& parameter(const Piece& piece) const { return parameters_[piece.parameter]; }
 
   std::shared_ptr<dist::Communicator> comm_;
+  ShardLayout layout_;
   int64_t tp_ = 1;
   torch::Dtype compute_dtype_;
   bool reshard_after_forward_;
-  std::vector<Unit> units_;
-  size_t parameter_count_ = 0;
+  std::vector<torch::Tensor> parameters_;  // the module's, in parameters() order
+  std::vector<UnitBuffer> buffers_;        // one per unit of layout_
   model::ModelConfig config_;  // the model's, for load_full_state's checks
   model::HeadKind head_kind_ = model::HeadKind::kLanguageModel;
   torch::Tensor master_;
