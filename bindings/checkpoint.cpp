@@ -11,6 +11,7 @@
 #include "json_cast.h"
 #include "verl/core/error.h"
 #include "verl/model/checkpoint.h"
+#include "verl/workers/sharded_checkpoint.h"
 
 namespace verl::bindings {
 namespace {
@@ -42,6 +43,22 @@ void register_checkpoint(py::module_& m) {
       },
       py::arg("dir"), py::arg("dtype") = py::none(), py::arg("device") = "cpu", py::arg("value_head") = false,
       "A CausalLM from an HF checkpoint directory (dtype None/'auto' = the config's torch_dtype).");
+
+  mm.def("is_sharded_checkpoint", &workers::is_sharded_checkpoint, py::arg("dir"),
+         "Whether dir holds per-rank shard files (model_world_size_N_rank_r.safetensors), as a multi-rank trainer "
+         "writes them.");
+  mm.def(
+      "load_sharded_pretrained",
+      [](const fs::path& dir, const std::optional<std::string>& dtype, const std::string& device, bool value_head) {
+        const auto d = dtype_arg(dtype);
+        const torch::Device dev(device);
+        py::gil_scoped_release release;
+        return workers::load_sharded_pretrained(dir, d, dev,
+                                                value_head ? model::HeadKind::kValue : model::HeadKind::kLanguageModel);
+      },
+      py::arg("dir"), py::arg("dtype") = py::none(), py::arg("device") = "cpu", py::arg("value_head") = false,
+      "A CausalLM from a sharded checkpoint directory: config.json and every rank's shard file joined "
+      "(dtype None/'auto' = the saved master dtype).");
 
   mm.def("pretrained_config_json",
          [](const model::CausalLM& c) { return to_python(model::pretrained_config_json(c)); }, py::arg("model"),

@@ -254,6 +254,26 @@ void register_trainer(py::module_& m) {
           },
           py::arg("role"), py::arg("state_dict"),
           "The role's model takes the whole weights (strict HF names); over several ranks each rank keeps its shard.")
+      .def("model_sharded", &PPOTrainer::model_sharded, py::arg("role"),
+           "Whether the role's model is ZeRO-3 sharded (several ranks): its checkpoints are per-rank files.")
+      .def(
+          "save_model_shards",
+          [](PPOTrainer& p, const std::string& role, const std::string& dir,
+             const std::optional<std::string>& tokenizer_dir) {
+            py::gil_scoped_release release;
+            p.save_model_shards(role, dir, tokenizer_dir);
+          },
+          py::arg("role"), py::arg("dir"), py::arg("tokenizer_dir") = py::none(),
+          "Controller: writes the role's sharded checkpoint directory (config, tokenizer files, every rank's "
+          "model_world_size_N_rank_r / optim_world_size_N_rank_r files).")
+      .def(
+          "load_model_shards",
+          [](PPOTrainer& p, const std::string& role, const std::string& dir) {
+            py::gil_scoped_release release;
+            p.load_model_shards(role, dir);
+          },
+          py::arg("role"), py::arg("dir"),
+          "Every rank: the role's model and optimizer from a sharded checkpoint directory written at any N.")
       .def("model_weight_bytes", &PPOTrainer::model_weight_bytes, py::arg("role"),
            "Bytes of the role's weights this rank holds (its ZeRO-3 shards over several ranks).")
       .def(

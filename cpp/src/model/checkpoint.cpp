@@ -287,16 +287,20 @@ std::vector<fs::path> save_pretrained(const CausalLM& model, const fs::path& dir
   };
 
   const fs::path config_path = staging.path / kConfigName;
-  write_synced(config_path, pretrained_config_json(model).dump(2) + "\n");
+  Json config = pretrained_config_json(model);
+  if (options.config_dtype) config["torch_dtype"] = config["dtype"] = dtype_name(*options.config_dtype);
+  write_synced(config_path, config.dump(2) + "\n");
   done(config_path);
 
-  // Registration order is transformers' state_dict order, so shards split where HF's would.
-  NamedTensors tensors;
-  for (const auto& item : model.named_parameters(true)) tensors.emplace_back(item.key(), item.value().detach());
-  try {
-    for (const fs::path& file : save_sharded(staging.path, tensors, options.max_shard_bytes)) done(file);
-  } catch (const InvalidArgument& e) {
-    VERL_FAIL(CheckpointError, "cannot save weights to '", display_path(staging.path), "': ", e.what());
+  if (options.write_weights) {
+    // Registration order is transformers' state_dict order, so shards split where HF's would.
+    NamedTensors tensors;
+    for (const auto& item : model.named_parameters(true)) tensors.emplace_back(item.key(), item.value().detach());
+    try {
+      for (const fs::path& file : save_sharded(staging.path, tensors, options.max_shard_bytes)) done(file);
+    } catch (const InvalidArgument& e) {
+      VERL_FAIL(CheckpointError, "cannot save weights to '", display_path(staging.path), "': ", e.what());
+    }
   }
 
   if (tokenizer_src) {

@@ -30,6 +30,8 @@
 #include "algo/rollout_correction_config.h"
 #include "workers/data_parallel.h"
 #include "workers/fully_sharded.h"
+#include "verl/model/checkpoint.h"
+#include "workers/sharded_checkpoint.h"
 #include "trainer/one_step_off_policy.h"
 #include "trainer/reference_policy.h"
 #include "trainer/streaming_reward.h"
@@ -712,6 +714,12 @@ void PPOTrainer::register_worker_methods() {
     }
     return DataProto();
   });
+  workers_->register_method("save_shards", [this](const DataProto& request) {
+    const std::string role = request.meta_info().at("role").get<std::string>();
+    workers::detail::save_shard(request.meta_info().at("dir").get<std::string>(), *precision(role).sharding(),
+                                optimizer(role));
+    return DataProto();
+  });
   workers_->register_method("update_weights", [this](const DataProto&) {
     hand_over_weights();
     return DataProto();
@@ -764,6 +772,30 @@ int64_t PPOTrainer::model_weight_bytes(const std::string& role) {
   int64_t bytes = 0;
   for (const auto& t : p.master()->parameters()) bytes += static_cast<int64_t>(t.nbytes());
   return bytes;
+}
+
+void PPOTrainer::save_model_shards(const std::string& role, const std::string& dir,
+                                   const std::optional<std::string>& tokenizer_dir) {
+  workers::MixedPrecision& p = precision(role);
+  VERL_CHECK(p.sharding() != nullptr, "save_model_shards: the ", role, " model is not sharded (one rank)");
+  model::SaveOptions options;
+  options.write_weights = false;
+  options.config_dtype = p.sharding()->master_dtype();
+  if (tokenizer_dir) options.tokenizer_dir = *tokenizer_dir;
+  model::save_pretrained(*p.master(), dir, options);
+  DataProto request;
+  request.meta_info()["role"] = role;
+  request.meta_info()["dir"] = dir;
+  dispatch("save_shards", request, dist::Dispatch::kBroadcast);
+}
+
+void PPOTrainer::load_model_shards(const std::string& role, const std::string& dir) {
+  workers::MixedPrecision& p = precision(role);
+  if (p.sharding()) {
+    workers::detail::load_shard(dir, *p.sharding(), optimizer(role));
+  } else {
+    workers::detail::load_shard(dir, *p.master(), optimizer(role));
+  }
 }
 
 void PPOTrainer::save_optimizer(const std::string& role, const std::string& path) {

@@ -308,4 +308,12 @@ void FullyShardedModel::load_full_state(const std::map<std::string, torch::Tenso
   release();  // the gathered copies hold the old weights
 }
 
+void FullyShardedModel::load_master(const torch::Tensor& shard) {
+  VERL_CHECK_AS(CheckpointError, shard.dim() == 1 && shard.numel() == master_.numel(), "FullyShardedModel: a shard of ",
+                shard.numel(), " elements for master weights of ", master_.numel());
+  torch::NoGradGuard no_grad;
+  master_.detach().copy_(shard);
+  release();  // the gathered copies hold the old weights
+}
+
 }  // namespace verl::workers::detail

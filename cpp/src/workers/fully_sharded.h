@@ -110,6 +110,9 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
   // Every rank keeps its slice of the whole model's weights `state` (CausalLM::load_state_dict's names and checks,
   // strict). Frees the gathered units.
   void load_full_state(const std::map<std::string, torch::Tensor>& state);
+  // Every rank's own master weights as layout() places them (a flat tensor of master().numel() elements: what a
+  // per-rank checkpoint file of the same layout holds). Frees the gathered units.
+  void load_master(const torch::Tensor& shard);
 
   torch::Dtype compute_dtype() const { return compute_dtype_; }
   torch::Dtype master_dtype() const { return master_.scalar_type(); }

@@ -411,9 +411,8 @@ void Optimizer::load(const std::string& path) {
   // The one-process image, then this rank's slice of each moment.
   std::vector<torch::Tensor> whole = shard_->stand_ins();
   torch::optim::AdamW image(whole, adamw_options(*adamw_));
-  std::tie(last_epoch_, skipped_steps_) = read_archive(image, path);
-  adamw_->state().clear();
-  std::vector<torch::Tensor> exp_avg, exp_avg_sq, max_exp_avg_sq;
+  const auto [last_epoch, skipped] = read_archive(image, path);
+  AdamWMoments moments;
   int64_t step = -1;
   for (const auto& p : whole) {
     auto it = image.state().find(p.unsafeGetTensorImpl());
@@ -423,21 +422,89 @@ void Optimizer::load(const std::string& path) {
                   "': the parameters' step counts differ (", step, " vs ", st.step(), "), which one sharded AdamW "
                   "state cannot hold");
     step = st.step();
-    exp_avg.push_back(st.exp_avg());
-    exp_avg_sq.push_back(st.exp_avg_sq());
-    if (st.max_exp_avg_sq().defined()) max_exp_avg_sq.push_back(st.max_exp_avg_sq());
+    moments.exp_avg.push_back(st.exp_avg());
+    moments.exp_avg_sq.push_back(st.exp_avg_sq());
+    if (st.max_exp_avg_sq().defined()) moments.max_exp_avg_sq.push_back(st.max_exp_avg_sq());
   }
-  if (!exp_avg.empty()) {
-    VERL_CHECK_AS(CheckpointError, exp_avg.size() == whole.size(), "optimizer state '", path,
-                  "' holds moments for ", exp_avg.size(), " of ", whole.size(), " parameters");
-    auto st = std::make_unique<torch::optim::AdamWParamState>();
-    st->step(step);
-    st->exp_avg(shard_->slice(exp_avg));
-    st->exp_avg_sq(shard_->slice(exp_avg_sq));
-    if (max_exp_avg_sq.size() == whole.size()) st->max_exp_avg_sq(shard_->slice(max_exp_avg_sq));
-    adamw_->state()[shard_->master().unsafeGetTensorImpl()] = std::move(st);
-  }
+  moments.step = std::max<int64_t>(step, 0);
+  load_moments(moments, "optimizer state '" + path + "'");
+  last_epoch_ = last_epoch;
+  skipped_steps_ = skipped;
   apply_lr();
+}
+
+namespace {
+
+// AdamW's state of one tensor from `m`'s i-th moments, copied to the parameter's dtype and device.
+std::unique_ptr<torch::optim::AdamWParamState> param_state(const AdamWMoments& m, size_t i, const torch::Tensor& p,
+                                                           bool amsgrad, const std::string& source) {
+  VERL_CHECK_AS(CheckpointError, m.step >= 0, source, ": step count ", m.step, " < 0");
+  auto fits = [&](const torch::Tensor& t, const char* what) {
+    VERL_CHECK_AS(CheckpointError, t.defined() && t.sizes() == p.sizes(), source, ": ", what, " of tensor ", i,
+                  " has shape ", t.defined() ? t.sizes() : c10::IntArrayRef{}, ", the parameter ", p.sizes());
+    return t.detach().to(p.options(), /*non_blocking=*/false, /*copy=*/true);
+  };
+  auto st = std::make_unique<torch::optim::AdamWParamState>();
+  st->step(m.step);
+  st->exp_avg(fits(m.exp_avg[i], "exp_avg"));
+  st->exp_avg_sq(fits(m.exp_avg_sq[i], "exp_avg_sq"));
+  if (amsgrad) {
+    VERL_CHECK_AS(CheckpointError, m.max_exp_avg_sq.size() == m.exp_avg.size(), source,
+                  ": no max_exp_avg_sq, which optim.amsgrad needs");
+    st->max_exp_avg_sq(fits(m.max_exp_avg_sq[i], "max_exp_avg_sq"));
+  }
+  return st;
+}
+
+void check_counts(const AdamWMoments& m, size_t expected, const std::string& source) {
+  VERL_CHECK_AS(CheckpointError, m.exp_avg.size() == expected && m.exp_avg_sq.size() == expected, source,
+                " holds moments for ", m.exp_avg.size(), " of ", expected, " tensors");
+}
+
+}  // namespace
+
+void Optimizer::load_moments(const AdamWMoments& whole, const std::string& source) {
+  adamw_->state().clear();
+  if (whole.empty()) return;
+  const bool amsgrad = config_.amsgrad;
+  if (!shard_) {
+    check_counts(whole, parameters_.size(), source);
+    for (size_t i = 0; i < parameters_.size(); ++i)
+      adamw_->state()[parameters_[i].unsafeGetTensorImpl()] = param_state(whole, i, parameters_[i], amsgrad, source);
+    return;
+  }
+  check_counts(whole, shard_->stand_ins().size(), source);
+  AdamWMoments slice{whole.step, {shard_->slice(whole.exp_avg)}, {shard_->slice(whole.exp_avg_sq)}, {}};
+  if (amsgrad && whole.max_exp_avg_sq.size() == whole.exp_avg.size())
+    slice.max_exp_avg_sq.push_back(shard_->slice(whole.max_exp_avg_sq));
+  adamw_->state()[shard_->master().unsafeGetTensorImpl()] = param_state(slice, 0, shard_->master(), amsgrad, source);
+}
+
+AdamWMoments Optimizer::shard_moments() const {
+  VERL_CHECK(shard_ != nullptr, "Optimizer::shard_moments: the optimizer is not sharded");
+  AdamWMoments out;
+  const auto it = adamw_->state().find(shard_->master().unsafeGetTensorImpl());
+  if (it == adamw_->state().end()) return out;
+  const auto& st = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+  out.step = st.step();
+  out.exp_avg = {st.exp_avg()};
+  out.exp_avg_sq = {st.exp_avg_sq()};
+  if (st.max_exp_avg_sq().defined()) out.max_exp_avg_sq = {st.max_exp_avg_sq()};
+  return out;
+}
+
+void Optimizer::load_shard_moments(const AdamWMoments& slice, const std::string& source) {
+  VERL_CHECK(shard_ != nullptr, "Optimizer::load_shard_moments: the optimizer is not sharded");
+  adamw_->state().clear();
+  if (slice.empty()) return;
+  check_counts(slice, 1, source);
+  adamw_->state()[shard_->master().unsafeGetTensorImpl()] =
+      param_state(slice, 0, shard_->master(), config_.amsgrad, source);
+}
+
+void Optimizer::set_skipped_steps(int64_t count) {
+  VERL_CHECK(count >= 0, "skipped step count must be >= 0, got ", count);
+  skipped_steps_ = count;
 }
 
 }  // namespace verl::workers

@@ -19,18 +19,19 @@
 
 #include <torch/torch.h>
 
+#include "verl/core/export.h"
 #include "verl/core/json.h"
 #include "verl/model/tensor_parallel.h"
 
 namespace verl::workers::detail {
 
-struct ShardedParameter {
+struct VERL_API ShardedParameter {
   std::string name;  // HF name
   std::vector<int64_t> shape;
   bool operator==(const ShardedParameter&) const = default;
 };
 
-class ShardLayout {
+class VERL_API ShardLayout {
  public:
   struct Piece {
     size_t parameter = 0;  // index in parameters()

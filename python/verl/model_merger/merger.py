@@ -1,12 +1,13 @@
 """verl's model merger for verl-cpp's checkpoints.
 
 verl's FSDP trainer saves each rank's parameter shard (``model_world_size_N_rank_r.pt``) and ``python -m
-verl.model_merger merge`` stitches them into a Hugging Face checkpoint. verl-cpp's trainers gather the shards when
-they save (rank 0 writes the whole model, in Hugging Face's safetensors layout, with ``optim.pt`` beside it), so a
-step's ``actor/`` (or ``critic/``) directory already loads in transformers; ``merge`` keeps verl's command working
-for scripts that run it: it reads the checkpoint through verl-cpp's checked loader (every tensor name and shape
-against config.json) and writes a clean Hugging Face directory -- weights, config.json, generation_config.json and
-the tokenizer files -- without the optimizer state. ``test`` compares a checkpoint with a reference Hugging Face
+verl.model_merger merge`` stitches them into a Hugging Face checkpoint. verl-cpp's trainers do the same over several
+ranks: every rank writes ``model_world_size_N_rank_r.safetensors`` (its ZeRO-3 shard of the master weights; the
+layout in its metadata) beside rank 0's config.json, and ``merge`` joins them (verl._C's
+``load_sharded_pretrained``, the trainer's own layout code). A one-process checkpoint is already a Hugging Face
+directory; ``merge`` then reads it through verl-cpp's checked loader. Either way every tensor name and shape is
+checked against config.json, and the output is a clean Hugging Face directory -- weights, config.json,
+generation_config.json and the tokenizer files -- without the optimizer state. ``test`` compares a checkpoint with a reference Hugging Face
 directory (``--test_hf_dir``), tensor by tensor, as verl's ``test`` operation does.
 
 The arguments are verl 0.9.1's (verl/model_merger/base_model_merger.py). ``--backend megatron`` (verl-cpp writes no
@@ -80,8 +81,13 @@ def _check(config: ModelMergerConfig) -> None:
 
 
 def _load(directory: str, value_head: bool):
+    from .. import _C
     from ..models.checkpoint import load_model
+    from ..models.transformer import CausalLM, ValueModel
 
+    if _C.model.is_sharded_checkpoint(directory):
+        module = _C.model.load_sharded_pretrained(directory, "auto", "cpu", value_head)
+        return (ValueModel if value_head else CausalLM)._from_module(module)
     return load_model(directory, dtype="auto", value_head=value_head)
 
 

@@ -769,19 +769,29 @@ class PPOTrainer:
 
     @distributed.controller_call
     def save_checkpoint(self) -> str:
-        """Writes ``trainer.default_local_dir/global_step_N/`` (``actor/`` and ``critic/``: the model in Hugging Face
-        format + ``optim.pt`` with the AdamW and scheduler state; ``trainer_state.json``: step, KL coefficient,
-        dataloader position) into a temporary directory renamed into place, then
+        """Writes ``trainer.default_local_dir/global_step_N/`` (``actor/`` and ``critic/``; ``trainer_state.json``:
+        step, KL coefficient, dataloader position) into a temporary directory renamed into place, then
         ``latest_checkpointed_iteration.txt``; keeps ``trainer.max_actor_ckpt_to_keep`` checkpoints. A crash mid-save
-        leaves the previous checkpoint and the iteration file as they were. Returns the checkpoint directory."""
+        leaves the previous checkpoint and the iteration file as they were. Returns the checkpoint directory.
+
+        In one process a model's directory is a Hugging Face checkpoint (transformers loads it) with ``optim.pt``
+        (the AdamW and scheduler state) beside it. Over several ranks, as verl's FSDP checkpoints, every rank writes
+        its own shard -- ``model_world_size_N_rank_r.safetensors`` and ``optim_world_size_N_rank_r.safetensors`` --
+        beside rank 0's config.json and tokenizer files, and nothing gathers the model; the step directory is renamed
+        into place once every rank has written. ``python -m verl.model_merger merge --backend fsdp --local_dir
+        .../actor --target_dir hf/`` joins the shards into a Hugging Face checkpoint. Either kind resumes at any
+        number of ranks."""
         step = self.global_steps
 
         def write(tmp: str) -> None:
             tok_dir = self._tokenizer_dir()
             for role in self._trained_roles():
-                # Over several ranks the weights are ZeRO-3 shards: the controller gets them gathered.
-                self._write_model(self._trainer.model_for_checkpoint(role), os.path.join(tmp, role), tok_dir)
-                self._trainer.save_optimizer(role, os.path.join(tmp, role, "optim.pt"))
+                role_dir = os.path.join(tmp, role)
+                if self._trainer.model_sharded(role):
+                    self._trainer.save_model_shards(role, role_dir, tok_dir)
+                    continue
+                self._write_model(self._trainer.model_for_checkpoint(role), role_dir, tok_dir)
+                self._trainer.save_optimizer(role, os.path.join(role_dir, "optim.pt"))
             write_json(os.path.join(tmp, "trainer_state.json"), {
                 "global_step": step, "epoch": self.epoch, "kl_coef": self._trainer.kl_coef,
                 "safe_rlhf_lambda": self._trainer.safe_rlhf_lambda,
@@ -811,9 +821,15 @@ class PPOTrainer:
         from verl.models import safetensors
 
         for role in self._trained_roles():
+            role_dir = os.path.join(path, role)
+            if _C.model.is_sharded_checkpoint(role_dir):
+                # Per-rank files: at this job's layout every rank reads its own; else each joins them and keeps its
+                # slice.
+                self._trainer.load_model_shards(role, role_dir)
+                continue
             # Every rank reads the whole weights and keeps what it holds (its shards over several ranks).
-            self._trainer.load_model_state(role, safetensors.load_checkpoint_dir(os.path.join(path, role)))
-            self._trainer.load_optimizer(role, os.path.join(path, role, "optim.pt"))
+            self._trainer.load_model_state(role, safetensors.load_checkpoint_dir(role_dir))
+            self._trainer.load_optimizer(role, os.path.join(role_dir, "optim.pt"))
         state = read_json(os.path.join(path, "trainer_state.json"))
         self._trainer.global_step = int(state["global_step"])
         self._trainer.kl_coef = float(state["kl_coef"])

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -19,7 +20,11 @@
 #include "verl/model/model_config.h"
 #include "verl/model/transformer.h"
 #include "verl/workers/optim.h"
+#include "verl/model/checkpoint.h"
+#include "verl/model/safetensors.h"
+#include "verl/workers/sharded_checkpoint.h"
 #include "workers/fully_sharded.h"
+#include "workers/sharded_checkpoint.h"
 
 using verl::dist::Communicator;
 using verl::model::CausalLM;
@@ -106,6 +111,8 @@ struct Options {
   bool packed = false;
   int steps = 2;
   int64_t tp = 1;  // the generation layout's tensor-parallel size
+  // Called on every rank after the steps (a checkpoint written, say).
+  std::function<void(int64_t rank, FullyShardedModel&, Optimizer&)> after;
 };
 
 struct RankOutcome {
@@ -152,6 +159,7 @@ std::vector<RankOutcome> run_sharded(const CausalLM& initial, const Options& o) 
     res.root_bytes = sharded->unit_gathered_bytes(0);
     for (size_t u = 1; u <= 3; ++u) res.max_layer_bytes = std::max(res.max_layer_bytes, sharded->unit_gathered_bytes(u));
     CHECK(sharded->gathered_bytes() == 0);  // nothing stays gathered after a step
+    if (o.after) o.after(rank, *sharded, opt);
   });
   return out;
 }
@@ -402,6 +410,164 @@ TEST_CASE("ZeRO-3 state: full_state / load_full_state and the optimizer's one-pr
     CHECK(a.step() == b2.step());
     CHECK(max_diff(a.exp_avg(), b2.exp_avg()) < 1e-12);
     CHECK(max_diff(a.exp_avg_sq(), b2.exp_avg_sq()) < 1e-12);
+  }
+  verl::remove_tree(dir);
+}
+
+namespace {
+
+// The moments of a sharded optimizer, whole (every rank calls it).
+std::vector<torch::Tensor> full_moment(FullyShardedModel& sharded, const Optimizer& opt, bool squared) {
+  const verl::workers::AdamWMoments m = opt.shard_moments();
+  return sharded.full(squared ? m.exp_avg_sq.front() : m.exp_avg.front());
+}
+
+// What a sharded run saved: whole weights and moments, and each rank's own slices.
+struct Saved {
+  std::map<std::string, torch::Tensor> weights;
+  std::vector<torch::Tensor> exp_avg, exp_avg_sq;
+  std::vector<torch::Tensor> masters, rank_exp_avg;
+  int64_t scheduler_steps = 0;
+};
+
+// Loads `dir` at `world` ranks with a rollout layout of `tp` into fresh (other) weights; checks every rank ends with
+// the saved whole weights and moments, bit for bit (a copy, however it is re-sliced). Returns rank 0's master.
+void check_loads_at(const std::filesystem::path& dir, const Saved& saved, int world, int64_t tp,
+                    std::vector<torch::Tensor>* masters = nullptr) {
+  auto other = tiny_model(false, torch::kDouble, /*seed=*/99);
+  std::vector<std::shared_ptr<CausalLM>> models;
+  for (int r = 0; r < world; ++r) models.push_back(copy_of(*other));
+  if (masters) masters->assign(static_cast<size_t>(world), torch::Tensor());
+  verl::testing::on_thread_ranks(world, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
+    INFO("loaded at N = " << world << ", t = " << tp << ", rank " << rank);
+    std::shared_ptr<CausalLM> m = models[static_cast<size_t>(rank)];
+    Optimizer opt(m->parameters(), adamw(1e-2));
+    auto sharded = FullyShardedModel::shard(m, comm, m->dtype(), true, tp);
+    opt.shard_over(sharded);
+    verl::workers::detail::load_shard(dir, *sharded, opt);
+    for (const auto& [name, w] : sharded->full_state()) CHECK(torch::equal(w, saved.weights.at(name)));
+    const auto exp_avg = full_moment(*sharded, opt, false), exp_avg_sq = full_moment(*sharded, opt, true);
+    for (size_t i = 0; i < exp_avg.size(); ++i) {
+      CHECK(torch::equal(exp_avg[i], saved.exp_avg[i]));
+      CHECK(torch::equal(exp_avg_sq[i], saved.exp_avg_sq[i]));
+    }
+    CHECK(opt.scheduler_step_count() == saved.scheduler_steps);
+    CHECK(opt.shard_moments().step == 2);
+    if (masters) (*masters)[static_cast<size_t>(rank)] = sharded->master().detach().clone();
+  });
+}
+
+}  // namespace
+
+TEST_CASE("ZeRO-3 checkpoints: every rank writes its shard; they load at any N and t and merge whole",
+          "[dist][workers]") {
+  auto initial = tiny_model(false, torch::kDouble);
+  const auto dir = std::filesystem::temp_directory_path() / ("verl_fsdp_shards_" + std::to_string(::getpid()));
+  verl::remove_tree(dir);
+  // Rank 0's part first, as the trainer writes it: config.json (naming the master dtype) and no weights.
+  verl::model::SaveOptions config_only;
+  config_only.write_weights = false;
+  config_only.config_dtype = torch::kDouble;
+  verl::model::save_pretrained(*initial, dir, config_only);
+  CHECK_FALSE(std::filesystem::exists(dir / "model.safetensors"));
+  CHECK_FALSE(verl::workers::is_sharded_checkpoint(dir));
+
+  // Two steps at N = 2 laid out for a TP-2 rollout (the TP-slice image), then every rank writes its files.
+  Saved saved;
+  saved.masters.resize(2);
+  saved.rank_exp_avg.resize(2);
+  Options o;
+  o.world = 2;
+  o.tp = 2;
+  o.after = [&](int64_t rank, FullyShardedModel& sharded, Optimizer& opt) {
+    opt.scheduler_step();
+    verl::workers::detail::save_shard(dir, sharded, opt);
+    const auto exp_avg = full_moment(sharded, opt, false), exp_avg_sq = full_moment(sharded, opt, true);
+    saved.masters[static_cast<size_t>(rank)] = sharded.master().detach().clone();
+    saved.rank_exp_avg[static_cast<size_t>(rank)] = opt.shard_moments().exp_avg.front().clone();
+    if (rank == 0) {
+      saved.exp_avg = exp_avg;
+      saved.exp_avg_sq = exp_avg_sq;
+      saved.scheduler_steps = opt.scheduler_step_count();
+    }
+  };
+  const std::vector<RankOutcome> trained = run_sharded(*initial, o);
+  saved.weights = trained[0].weights;
+  for (const char* f : {"model_world_size_2_rank_0.safetensors", "model_world_size_2_rank_1.safetensors",
+                        "optim_world_size_2_rank_0.safetensors", "optim_world_size_2_rank_1.safetensors"})
+    CHECK(std::filesystem::exists(dir / f));
+  CHECK(verl::workers::is_sharded_checkpoint(dir));
+  // No rank's file holds the whole model: each holds its half (the weights, no padding to speak of).
+  int64_t whole_bytes = 0;
+  for (const auto& [name, w] : saved.weights) whole_bytes += static_cast<int64_t>(w.nbytes());
+  for (int r = 0; r < 2; ++r) {
+    const auto bytes = static_cast<int64_t>(std::filesystem::file_size(dir / verl::workers::model_shard_file_name(2, r)));
+    CHECK(bytes < whole_bytes * 6 / 10);
+    CHECK(bytes > whole_bytes * 4 / 10);
+  }
+
+  SECTION("joined: the weights the ranks gather, and a model from config.json") {
+    const auto joined = verl::workers::load_sharded_weights(dir);
+    REQUIRE(joined.size() == saved.weights.size());
+    for (const auto& [name, w] : saved.weights) CHECK(torch::equal(joined.at(name), w));
+    auto model = verl::workers::load_sharded_pretrained(dir);
+    CHECK(model->dtype() == torch::kDouble);
+    for (const auto& [name, w] : model->named_state()) CHECK(torch::equal(w, saved.weights.at(name)));
+  }
+  SECTION("the same layout reads its own files: masters and moments bit for bit") {
+    std::vector<torch::Tensor> masters;
+    check_loads_at(dir, saved, 2, 2, &masters);
+    for (size_t r = 0; r < 2; ++r) CHECK(torch::equal(masters[r], saved.masters[r]));
+  }
+  SECTION("other layouts re-slice on load: N = 4 with t = 1 and t = 2, N = 1") {
+    check_loads_at(dir, saved, 4, 1);
+    check_loads_at(dir, saved, 4, 2);
+    auto m = tiny_model(false, torch::kDouble, 99);
+    Optimizer opt(m->parameters(), adamw(1e-2));
+    verl::workers::detail::load_shard(dir, *m, opt);
+    for (const auto& [name, w] : m->named_state()) CHECK(torch::equal(w, saved.weights.at(name)));
+    const auto params = m->parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      const auto& st = static_cast<const torch::optim::AdamWParamState&>(
+          *opt.adamw().state().at(params[i].unsafeGetTensorImpl()));
+      CHECK(st.step() == 2);
+      CHECK(torch::equal(st.exp_avg(), saved.exp_avg[i]));
+      CHECK(torch::equal(st.exp_avg_sq(), saved.exp_avg_sq[i]));
+    }
+    CHECK(opt.scheduler_step_count() == saved.scheduler_steps);
+  }
+  SECTION("a missing, inconsistent or foreign file is a CheckpointError naming it") {
+    auto m = tiny_model(false, torch::kDouble, 99);
+    Optimizer opt(m->parameters(), adamw(1e-2));
+    const auto rank1 = dir / "model_world_size_2_rank_1.safetensors";
+    const auto moved = dir / "elsewhere";
+    std::filesystem::rename(rank1, moved);
+    CHECK_THROWS_WITH(verl::workers::detail::load_shard(dir, *m, opt),
+                      Catch::Contains("lacks 'model_world_size_2_rank_1.safetensors'") &&
+                          Catch::Contains("written by 2 ranks"));
+    // Rank 0's weights where rank 1's belong: its metadata names rank 0.
+    std::filesystem::copy_file(dir / "model_world_size_2_rank_0.safetensors", rank1);
+    CHECK_THROWS_WITH(verl::workers::load_sharded_weights(dir), Catch::Contains("names another rank"));
+    std::filesystem::remove(rank1);
+    // A shard of the wrong size.
+    verl::model::save_file(rank1, verl::model::NamedTensors{{"weights", torch::zeros({3}, torch::kDouble)}},
+                           verl::model::SafeTensorsFile(moved).metadata());
+    CHECK_THROWS_WITH(verl::workers::load_sharded_weights(dir), Catch::Contains("rank_1.safetensors") &&
+                                                                    Catch::Contains("the layout needs"));
+    std::filesystem::rename(moved, rank1);
+    // A model of another shape (two layers, not three).
+    verl::Json shallow = initial->config().to_json();
+    shallow["num_hidden_layers"] = 2;
+    auto two = std::make_shared<CausalLM>(verl::model::ModelConfig::from_json(shallow));
+    two->to(torch::kDouble);
+    Optimizer two_opt(two->parameters(), adamw(1e-2));
+    CHECK_THROWS_WITH(verl::workers::detail::load_shard(dir, *two, two_opt), Catch::Contains("model.layers.2"));
+    // A malformed layout.
+    auto meta = verl::model::SafeTensorsFile(dir / "model_world_size_2_rank_0.safetensors").metadata();
+    meta["verl_cpp_shard_layout"] = R"({"world_size": 2, "generation_tp": 2, "parameters": [["lm_head.weight", [3, 5]]]})";
+    verl::model::save_file(dir / "model_world_size_2_rank_0.safetensors",
+                           verl::model::NamedTensors{{"weights", saved.masters[0]}}, meta);
+    CHECK_THROWS_AS(verl::workers::load_sharded_weights(dir), verl::CheckpointError);
   }
   verl::remove_tree(dir);
 }

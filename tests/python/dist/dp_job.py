@@ -53,8 +53,11 @@ def main() -> None:
     state = {f"{role}.{k}": v for role in roles for k, v in trainer.model_state_dict(role).items()}
     optimizer_bytes = {role: trainer._trainer.optimizer_state_bytes(role) for role in roles}
     weight_bytes = {role: trainer._trainer.model_weight_bytes(role) for role in roles}
+    # VERL_DP_JOB_SAVE: a checkpoint of the final state too (the sharded-checkpoint test merges it).
+    checkpoint = trainer.save_checkpoint() if os.environ.get("VERL_DP_JOB_SAVE") else None
     torch.save({"metrics": steps, "state": state, "world_size": trainer._trainer.world_size,
-                "optimizer_bytes": optimizer_bytes, "weight_bytes": weight_bytes}, f"{out}.rank{rank}")
+                "optimizer_bytes": optimizer_bytes, "weight_bytes": weight_bytes, "checkpoint": checkpoint},
+               f"{out}.rank{rank}")
 
 if __name__ == "__main__":
     main()

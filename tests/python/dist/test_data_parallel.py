@@ -52,11 +52,15 @@ def overrides(files: dict[str, str], estimator: str, world: int, out: str) -> li
     return o
 
 
-def run_job(files: dict[str, str], estimator: str, world: int, *extra: str) -> list[dict]:
-    """The toy job at `world` ranks (`extra`: more overrides); every rank's saved result."""
-    out = os.path.join(files["dir"], f"{estimator}-{world}{'-' + str(abs(hash(extra))) if extra else ''}.pt")
+def run_job(files: dict[str, str], estimator: str, world: int, *extra: str, save: bool = False) -> list[dict]:
+    """The toy job at `world` ranks (`extra`: more overrides; `save`: a checkpoint at the end); every rank's saved
+    result."""
+    tag = f"-{abs(hash(extra))}" if extra else ""
+    out = os.path.join(files["dir"], f"{estimator}-{world}{tag}{'-saved' if save else ''}.pt")
     args = [os.path.join(HERE, "dp_job.py"), out, *overrides(files, estimator, world, out + ".d"), *extra]
     env = dict(os.environ, OMP_NUM_THREADS="1")
+    if save:
+        env["VERL_DP_JOB_SAVE"] = "1"
     if world == 1:
         cmd = [sys.executable, *args]
     else:
@@ -241,8 +245,13 @@ def test_resume_at_the_same_world_size_continues_exactly(job_files, tmp_path):
             if not key.startswith(wall_clock):
                 assert b[step][key] == value, (step, key, value, b[step][key])
 
-    # The checkpoint (one-process layout, whatever N wrote it) resumes at N = 1 and N = 4: the sharded optimizer state
-    # re-shards on load, and steps 3-4 match (to summation order: another N adds the gradients in another order).
+    # N = 2 wrote per-rank shard files (read back each by its own rank above). They resume at N = 1 (joined into the
+    # whole model) and N = 4 (joined and re-sliced), and steps 3-4 match (to summation order: another N adds the
+    # gradients in another order).
+    for role in ("actor", "critic"):
+        files = set(os.listdir(tmp_path / "b" / "ckpt" / "global_step_2" / role))
+        assert {f"{kind}_world_size_2_rank_{r}.safetensors" for kind in ("model", "optim") for r in (0, 1)} <= files
+        assert "model.safetensors" not in files and "optim.pt" not in files, files
     import shutil
 
     for world in (1, 4):
@@ -313,3 +322,39 @@ def test_mini_batches_that_do_not_split_over_the_ranks_are_refused_at_start(job_
     assert proc.returncode != 0
     assert proc.stdout.count("refused: config key 'actor_rollout_ref.actor.ppo_mini_batch_size' gives mini-batches "
                              "of 3 rows") == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def test_every_rank_writes_its_shard_and_the_merger_joins_them(job_files, tmp_path):
+    """GAE at N = 2, the actor laid out for a TP-2 rollout (the 3D-HybridEngine's TP-slice image): the checkpoint is
+    every rank's own shard -- about half the model each, nothing gathered -- and verl's merger command joins them into
+    a Hugging Face checkpoint holding exactly the weights the ranks gather, which transformers loads with our logits."""
+    from safetensors.torch import load_file
+
+    ranks = run_job(job_files, "gae", 2, "actor_rollout_ref.rollout.tensor_model_parallel_size=2", save=True)
+    checkpoint = ranks[0]["checkpoint"]
+    state = ranks[0]["state"]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    for role, value in (("actor", False), ("critic", True)):
+        role_dir = os.path.join(checkpoint, role)
+        files = set(os.listdir(role_dir))
+        assert {"config.json", "tokenizer.json"} <= files and "model.safetensors" not in files, files
+        whole = sum(w.numel() * w.element_size() for name, w in state.items() if name.startswith(role + "."))
+        for r in (0, 1):
+            size = os.path.getsize(os.path.join(role_dir, f"model_world_size_2_rank_{r}.safetensors"))
+            assert 0.4 * whole < size < 0.6 * whole, (role, r, size, whole)
+        target = tmp_path / f"{role}-hf"
+        cmd = [sys.executable, "-m", "verl.model_merger", "merge", "--backend", "fsdp", "--local_dir", role_dir,
+               "--target_dir", str(target)] + (["--is-value-model"] if value else [])
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        merged = load_file(str(target / "model.safetensors"))
+        expected = {name[len(role) + 1:]: w for name, w in state.items() if name.startswith(role + ".")}
+        assert sorted(merged) == sorted(expected)
+        for name, w in expected.items():
+            assert torch.equal(merged[name], w), (role, name)
+    transformers = pytest.importorskip("transformers")
+    hf = transformers.AutoModelForCausalLM.from_pretrained(str(tmp_path / "actor-hf"), torch_dtype=torch.float32)
+    ids = torch.tensor([[3, 17, 5, 9, 30, 2]])
+    ours = verl.models.load_model(str(tmp_path / "actor-hf"))
+    with torch.no_grad():
+        torch.testing.assert_close(ours(ids), hf(ids).logits, rtol=1e-5, atol=1e-5)

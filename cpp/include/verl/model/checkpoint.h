@@ -51,6 +51,11 @@ struct VERL_API SaveOptions {
   // staging directory replaces the target. Throwing aborts the save and leaves the target as it
   // was (tests use it to simulate a crash mid-write).
   std::function<void(const std::filesystem::path&)> on_file_written;
+  // false: config.json and the tokenizer files only -- the directory of a sharded checkpoint, whose ranks write the
+  // weights beside them (verl/workers/sharded_checkpoint.h).
+  bool write_weights = true;
+  // config.json's torch_dtype when not the parameters' (a sharded model's master weights).
+  std::optional<torch::Dtype> config_dtype;
 };
 
 // The config.json save_pretrained writes: the model's config (keeping the unknown keys of the
@@ -58,7 +63,7 @@ struct VERL_API SaveOptions {
 // Qwen2ForTokenClassification with id2label {"0": "LABEL_0"}), torch_dtype/dtype of its parameters.
 VERL_API Json pretrained_config_json(const CausalLM& model);
 
-// Writes config.json, the safetensors weights (HF names, the parameters' dtype; no lm_head.weight
+// Writes config.json, the safetensors weights (unless !options.write_weights) (HF names, the parameters' dtype; no lm_head.weight
 // when embeddings are tied, as transformers) and the tokenizer files into a temporary sibling of
 // `dir`, fsyncs them, then swaps it in for `dir` (renameat2 RENAME_EXCHANGE where the filesystem
 // has it, else two renames): a crash or an error leaves the previous `dir` (if any) intact, and

@@ -266,6 +266,17 @@ class VERL_API PPOTrainer {
   void load_model_state(const std::string& role, const std::map<std::string, torch::Tensor>& state);
   // Bytes of the `role` model's weights this rank holds: its shards over several ranks, the whole model otherwise.
   int64_t model_weight_bytes(const std::string& role);
+  // Whether the `role` model is ZeRO-3 sharded (several ranks): its checkpoints are then per-rank files
+  // (verl/workers/sharded_checkpoint.h), written without ever gathering the model.
+  bool model_sharded(const std::string& role) { return precision(role).sharding() != nullptr; }
+  // Controller of a sharded model: writes the `role` checkpoint directory `dir` -- config.json and the tokenizer
+  // files of `tokenizer_dir` (rank 0), then every rank's model and optimizer shard files (dispatched; each rank
+  // fsyncs its own). `dir`'s parent must be on a file system every rank sees.
+  void save_model_shards(const std::string& role, const std::string& dir,
+                         const std::optional<std::string>& tokenizer_dir);
+  // Every rank, no collective: the `role` model and its optimizer (moments and schedule) from a sharded checkpoint
+  // directory written at any number of ranks; at this job's layout each rank reads its own files only.
+  void load_model_shards(const std::string& role, const std::string& dir);
   int64_t world_size() const { return workers_->world_size(); }
   void serve();
   void release_workers();

@@ -60,6 +60,15 @@ VERL_API double constant_schedule_with_warmup(int64_t step, int64_t num_warmup_s
 VERL_API double cosine_schedule_with_warmup(int64_t step, int64_t num_warmup_steps, int64_t num_training_steps,
                                             double min_lr_ratio, double num_cycles, bool zero_indexed_step = true);
 
+// AdamW's moments (torch's AdamWParamState): a tensor per parameter (the one-process layout), or a sharded
+// optimizer's slice (one flat tensor each). Empty before the first step.
+struct VERL_API AdamWMoments {
+  int64_t step = 0;  // every parameter's (one optimizer steps them together)
+  std::vector<torch::Tensor> exp_avg, exp_avg_sq;
+  std::vector<torch::Tensor> max_exp_avg_sq;  // amsgrad only
+  bool empty() const { return exp_avg.empty(); }
+};
+
 // AdamW + clipping + schedule for one set of parameters. The LR follows torch's LambdaLR: the
 // first optimizer step runs at lr * factor(0) and each scheduler_step() advances one step.
 class VERL_API Optimizer {
@@ -106,6 +115,14 @@ class VERL_API Optimizer {
   // checkpoint loads at any number of ranks.
   void save(const std::string& path) const;
   void load(const std::string& path);
+  // The moments in the one-process layout, a tensor per parameter (a sharded optimizer keeps its slice of them);
+  // CheckpointError naming `source` when they do not fit the parameters. Empty moments: not stepped yet.
+  void load_moments(const AdamWMoments& whole, const std::string& source);
+  // A sharded optimizer's own slice of the moments, as it holds them (per-rank checkpoint files), and its inverse:
+  // the slice of the same layout, CheckpointError naming `source` when its size differs.
+  AdamWMoments shard_moments() const;
+  void load_shard_moments(const AdamWMoments& slice, const std::string& source);
+  void set_skipped_steps(int64_t count);
   const OptimConfig& config() const { return config_; }
   torch::optim::AdamW& adamw() { return *adamw_; }
   const std::vector<torch::Tensor>& parameters() const { return parameters_; }
