@@ -113,6 +113,25 @@ def main() -> None:
              "torch_dtype": "float32", "hidden_act": "silu"}
     k["config_qwen2.json"] = b"\1" + json.dumps(qwen2).encode()
     k["config_huge_layers.json"] = b"\1" + json.dumps(dict(qwen2, num_hidden_layers=1_000_000_000)).encode()
+    # ZeRO-3 shard layouts (first byte 2 mod 4): a tiny Qwen2's parameters at N = 4 laid out for a TP-2 rollout, and
+    # bounds a file must not get past.
+    params = [["model.embed_tokens.weight", [17, 8]], ["model.layers.0.self_attn.q_proj.weight", [8, 8]],
+              ["model.layers.0.self_attn.q_proj.bias", [8]], ["model.layers.0.self_attn.o_proj.weight", [8, 8]],
+              ["model.layers.0.mlp.down_proj.weight", [8, 12]], ["model.layers.0.input_layernorm.weight", [8]],
+              ["model.norm.weight", [8]], ["lm_head.weight", [17, 8]]]
+    k["layout_tp2.json"] = b"\2" + json.dumps({"world_size": 4, "generation_tp": 2, "parameters": params}).encode()
+    k["layout_tp1.json"] = b"\2" + json.dumps({"world_size": 3, "generation_tp": 1, "parameters": params}).encode()
+    k["layout_tp_not_dividing.json"] = b"\2" + json.dumps({"world_size": 4, "generation_tp": 3, "parameters": params}).encode()
+    k["layout_huge_layer.json"] = b"\2" + json.dumps({"world_size": 2, "generation_tp": 1, "parameters": [
+        ["model.layers.99999999999999999999.w", [2]]]}).encode()
+    # Fuzzing finds of the layout reader: a 1-D vocabulary weight (tensor_parallel_shard needs 2-D rows), and a
+    # parameter named twice.
+    k["layout_1d_vocab.json"] = b"\2" + json.dumps({"world_size": 4, "generation_tp": 2, "parameters": [
+        ["lm_head.weight", [8]]]}).encode()
+    k["layout_twice.json"] = b"\2" + json.dumps({"world_size": 2, "generation_tp": 1, "parameters": [
+        ["model.norm.weight", [8]], ["model.norm.weight", [8]]]}).encode()
+    k["layout_overflow.json"] = b"\2" + json.dumps({"world_size": 2, "generation_tp": 1, "parameters": [
+        ["w", [2 ** 40, 2 ** 40]]]}).encode()
     k["config_huge_vocab.json"] = b"\1" + json.dumps(dict(qwen2, vocab_size=2**62, hidden_size=2**40)).encode()
     k["config_deep.json"] = b"\1" + json.dumps(dict(qwen2, rope_scaling=None)).encode().replace(
         b'"rope_scaling": null', b'"rope_scaling": ' + b"[" * 1000 + b"]" * 1000)

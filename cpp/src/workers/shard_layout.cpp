@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 #include <utility>
 
 #include "verl/core/error.h"
@@ -70,6 +71,9 @@ ShardLayout::ShardLayout(std::vector<ShardedParameter> parameters, int64_t world
   VERL_CHECK_AS(InvalidArgument, static_cast<int64_t>(parameters_.size()) <= kMaxParameters, "ShardLayout: ",
                 parameters_.size(), " parameters");
   const int64_t g = world_size_ / tp_;
+  std::set<std::string> names;
+  for (const ShardedParameter& p : parameters_)
+    VERL_CHECK_AS(InvalidArgument, names.insert(p.name).second, "ShardLayout: parameter '", p.name, "' twice");
   size_t unit_count = 1;
   for (const ShardedParameter& p : parameters_) unit_count = std::max(unit_count, unit_of(p.name) + 1);
   units_.resize(unit_count);
@@ -89,9 +93,13 @@ ShardLayout::ShardLayout(std::vector<ShardedParameter> parameters, int64_t world
                                 (piece.dim == model::ShardDim::kRow && ends_with(p.name, ".bias")));
     piece.slice_shape = piece.shape;
     if (!piece.chunked && piece.dim != model::ShardDim::kReplicated) {
+      // What tensor_parallel_shard splits: a column-parallel weight or bias (2-D or 1-D), a row-parallel weight and
+      // the vocabulary's rows (2-D).
       const size_t axis = piece.dim == model::ShardDim::kRow ? 1 : 0;
-      VERL_CHECK_AS(InvalidArgument, piece.shape.size() > axis, "ShardLayout: parameter '", p.name, "' of shape ",
-                    c10::IntArrayRef(p.shape), " has no dimension ", axis, " to split");
+      const size_t rank = piece.shape.size();
+      VERL_CHECK_AS(InvalidArgument, rank == 2 || (rank == 1 && piece.dim == model::ShardDim::kColumn),
+                    "ShardLayout: parameter '", p.name, "' of shape ", c10::IntArrayRef(p.shape),
+                    " is not a tensor-parallel split weight");
       if (piece.dim == model::ShardDim::kVocab) {
         piece.slice_shape[0] = model::vocab_rows_per_rank(piece.shape[0], tp_);
       } else {
