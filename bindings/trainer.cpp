@@ -168,7 +168,11 @@ void register_trainer(py::module_& m) {
                        uint64_t init_seed, std::shared_ptr<dist::Communicator> communicator,
                        std::shared_ptr<dist::Communicator> tensor_parallel,
                        std::shared_ptr<dist::Communicator> tensor_parallel_slice, py::object cost_fn,
-                       std::shared_ptr<model::CausalLM> cost_critic, py::object rollout_fn, bool reward_per_sample) {
+                       std::shared_ptr<model::CausalLM> cost_critic, py::object rollout_fn, bool reward_per_sample,
+                       std::shared_ptr<dist::Communicator> actor_shard_group,
+                       std::shared_ptr<dist::Communicator> actor_replica_group,
+                       std::shared_ptr<dist::Communicator> critic_shard_group,
+                       std::shared_ptr<dist::Communicator> critic_replica_group) {
              trainer::PPOTrainerModels models{std::move(actor), std::move(ref), std::move(critic), std::move(engine)};
              trainer::PPOTrainerOptions options;
              options.pad_token_id = pad_token_id;
@@ -182,6 +186,8 @@ void register_trainer(py::module_& m) {
              models.cost_critic = std::move(cost_critic);
              if (!rollout_fn.is_none()) options.rollout_fn = wrap_rollout(rollout_fn.cast<py::function>());
              options.reward_per_sample = reward_per_sample;
+             options.actor_shard_groups = {std::move(actor_shard_group), std::move(actor_replica_group)};
+             options.critic_shard_groups = {std::move(critic_shard_group), std::move(critic_replica_group)};
              trainer::RewardFn fn = wrap_reward(std::move(reward_fn));
              py::gil_scoped_release release;
              return TrainerHolder(new PPOTrainer(config, std::move(models), std::move(fn), options));
@@ -191,7 +197,9 @@ void register_trainer(py::module_& m) {
            py::arg("eos_token_ids") = std::vector<int64_t>{}, py::arg("total_training_steps") = py::none(),
            py::arg("init_seed") = 0, py::arg("communicator") = nullptr, py::arg("tensor_parallel") = nullptr,
            py::arg("tensor_parallel_slice") = nullptr, py::arg("cost_fn") = py::none(), py::arg("cost_critic") = nullptr, py::arg("rollout_fn") = py::none(),
-           py::arg("reward_per_sample") = false)
+           py::arg("reward_per_sample") = false, py::arg("actor_shard_group") = nullptr,
+           py::arg("actor_replica_group") = nullptr, py::arg("critic_shard_group") = nullptr,
+           py::arg("critic_replica_group") = nullptr)
       .def("step", &PPOTrainer::step, py::arg("prompts"), Release())
       .def_property_readonly("is_controller", &PPOTrainer::is_controller)
       .def_property_readonly("world_size", &PPOTrainer::world_size)

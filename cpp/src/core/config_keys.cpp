@@ -110,8 +110,9 @@ std::vector<KeyEntry> fsdp(const std::string& p, bool actor, bool trained = true
                   "its forward and gathers them again for its backward; false keeps them until then (more memory, "
                   "one all-gather fewer per layer)")
               : N(p + ".reshard_after_forward", replicated),
-      trained ? H(p + ".fsdp_size", "-1 (or the world size): shard over every data-parallel rank; another value "
-                                    "(HSDP groups) is a ConfigError")
+      trained ? H(p + ".fsdp_size", "-1 (or the world size): shard over every data-parallel rank; a divisor of it "
+                                    "(HSDP, FSDP's HYBRID_SHARD): shard within groups of that many consecutive "
+                                    "ranks, replicated across the groups, gradients averaged over all ranks")
               : N(p + ".fsdp_size", replicated),
       N(p + ".forward_prefetch", kFsdp),
       actor ? H(p + ".model_dtype", "fp32 / bf16 / fp16: the dtype of the master weights and the optimizer state "

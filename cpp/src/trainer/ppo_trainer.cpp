@@ -616,17 +616,30 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
   }
 
   workers_ = dist::make_worker_group(options.communicator);
-  // verl's fsdp_size: the ranks one copy of the weights is sharded over (-1: all of them). Fewer would be HSDP
-  // (sharded within groups, replicated across them), which is not implemented.
-  for (const char* key : {"actor_rollout_ref.actor.fsdp_config.fsdp_size", "critic.fsdp.fsdp_size"}) {
-    if (!config_.has(key)) continue;
-    const Json value = config_.get(key);
-    if (!value.is_number_integer()) continue;  // Config::validate checks the type
-    const int64_t fsdp_size = value.get<int64_t>();
-    VERL_CHECK_AS(ConfigError, fsdp_size == -1 || fsdp_size == workers_->world_size(), "config key '", key, "' = ",
-                  fsdp_size, ": verl-cpp shards the weights over all ", workers_->world_size(),
-                  " data-parallel ranks (-1); sharding groups of another size (HSDP) are not implemented");
-  }
+  // verl's fsdp_size: the ranks one copy of the weights is sharded over (-1: all of them); fewer is HSDP, sharded
+  // within groups of fsdp_size consecutive ranks and replicated across them.
+  const int64_t world = workers_->world_size();
+  auto shard_group_size = [&](const char* key, const workers::ShardGroups& groups, const char* option) {
+    int64_t fsdp_size = -1;
+    if (config_.has(key) && config_.get(key).is_number_integer()) fsdp_size = config_.get(key).get<int64_t>();
+    if (fsdp_size == -1) fsdp_size = world;
+    VERL_CHECK_AS(ConfigError, fsdp_size >= 1 && world % fsdp_size == 0, "config key '", key, "' = ", fsdp_size,
+                  " does not divide the job's ", world, " ranks (-1: shard over all of them)");
+    if (fsdp_size == world) return fsdp_size;
+    VERL_CHECK_AS(ConfigError,
+                  groups.shard && groups.shard->world_size() == fsdp_size && groups.replicas &&
+                      groups.replicas->world_size() == world / fsdp_size,
+                  "config key '", key, "' = ", fsdp_size, " (HSDP) needs this rank's shard group of ", fsdp_size,
+                  " ranks and replica group of ", world / fsdp_size, " (PPOTrainerOptions::", option, ")");
+    return fsdp_size;
+  };
+  const int64_t actor_fsdp = shard_group_size("actor_rollout_ref.actor.fsdp_config.fsdp_size",
+                                              options.actor_shard_groups, "actor_shard_groups");
+  const bool has_critic = critic_ || cost_critic_;
+  const int64_t critic_fsdp =
+      has_critic ? shard_group_size("critic.fsdp.fsdp_size", options.critic_shard_groups, "critic_shard_groups") : world;
+  const workers::ShardGroups actor_groups = actor_fsdp == world ? workers::ShardGroups{} : options.actor_shard_groups;
+  const workers::ShardGroups critic_groups = critic_fsdp == world ? workers::ShardGroups{} : options.critic_shard_groups;
   if (workers_->world_size() > 1) {
     settings_.n_gpus = workers_->world_size();
     const workers::detail::DataParallel dp(options.communicator);
@@ -645,17 +658,20 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     }
     const int64_t tp = settings_.rollout_tensor_parallel_size;
     if (tp > 1) {
+      // The actor's shards are laid out for the rollout within each shard group (the 3D-HybridEngine).
+      VERL_CHECK_AS(ConfigError, actor_fsdp % tp == 0, "actor_rollout_ref.rollout.tensor_model_parallel_size = ", tp,
+                    " does not divide actor_rollout_ref.actor.fsdp_config.fsdp_size = ", actor_fsdp);
       VERL_CHECK_AS(ConfigError,
-                    options.tensor_parallel_slice && options.tensor_parallel_slice->world_size() * tp == workers_->world_size(),
-                    "actor_rollout_ref.rollout.tensor_model_parallel_size = ", tp, " over ", workers_->world_size(),
-                    " ranks needs this rank's group of the ", workers_->world_size() / tp,
+                    options.tensor_parallel_slice && options.tensor_parallel_slice->world_size() * tp == actor_fsdp,
+                    "actor_rollout_ref.rollout.tensor_model_parallel_size = ", tp, " over ", actor_fsdp,
+                    " ranks needs this rank's group of the ", actor_fsdp / tp,
                     " ranks with its TP rank (PPOTrainerOptions::tensor_parallel_slice)");
       tensor_parallel_ = options.tensor_parallel;
       tensor_parallel_slice_ = options.tensor_parallel_slice;
     }
-    actor_->set_data_parallel(options.communicator, /*generation_tp=*/tp);
-    if (critic_) critic_->set_data_parallel(options.communicator);
-    if (cost_critic_) cost_critic_->set_data_parallel(options.communicator);
+    actor_->set_data_parallel(options.communicator, /*generation_tp=*/tp, actor_groups);
+    if (critic_) critic_->set_data_parallel(options.communicator, critic_groups);
+    if (cost_critic_) cost_critic_->set_data_parallel(options.communicator, critic_groups);
     // The rollout copy was made before rank 0's weights arrived; every rank hands them over now, together (later
     // hand-overs happen in dispatched work only: update_weights, generate).
     hand_over_weights();

@@ -212,10 +212,11 @@ ActorWorker::ActorWorker(ActorConfig config, std::shared_ptr<model::CausalLM> mo
   device_peak_flops(model_->device(), precision_->compute_dtype());
 }
 
-void ActorWorker::set_data_parallel(std::shared_ptr<dist::Communicator> communicator, int64_t generation_tp) {
+void ActorWorker::set_data_parallel(std::shared_ptr<dist::Communicator> communicator, int64_t generation_tp,
+                                    const ShardGroups& groups) {
   VERL_CHECK(role_ == PolicyRole::kActor, "set_data_parallel: the reference policy does not train");
   // ZeRO-3: the weights themselves are sharded, and the optimizer updates this rank's master shards.
-  precision_->shard_over(communicator, config_.reshard_after_forward, generation_tp);
+  precision_->shard_over(communicator, config_.reshard_after_forward, generation_tp, groups);
   if (precision_->sharding()) optimizer_->shard_over(precision_->sharding());
   data_parallel_ = std::move(communicator);
 }

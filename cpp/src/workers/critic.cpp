@@ -138,8 +138,8 @@ DataProto CriticWorker::compute_values(const DataProto& data) {
   return result;
 }
 
-void CriticWorker::set_data_parallel(std::shared_ptr<dist::Communicator> communicator) {
-  precision_->shard_over(communicator, config_.reshard_after_forward);  // ZeRO-3, as the actor's
+void CriticWorker::set_data_parallel(std::shared_ptr<dist::Communicator> communicator, const ShardGroups& groups) {
+  precision_->shard_over(communicator, config_.reshard_after_forward, /*generation_tp=*/1, groups);  // as the actor's
   if (precision_->sharding()) optimizer_->shard_over(precision_->sharding());
   data_parallel_ = std::move(communicator);
 }

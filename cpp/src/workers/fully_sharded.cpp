@@ -61,19 +61,23 @@ struct ReduceAfterBackward : public torch::autograd::Function<ReduceAfterBackwar
 std::shared_ptr<FullyShardedModel> FullyShardedModel::shard(std::shared_ptr<model::CausalLM> model,
                                                             std::shared_ptr<dist::Communicator> communicator,
                                                             torch::Dtype compute_dtype, bool reshard_after_forward,
-                                                            int64_t generation_tp) {
+                                                            int64_t generation_tp,
+                                                            std::shared_ptr<dist::Communicator> replicas) {
   VERL_CHECK(model != nullptr, "FullyShardedModel: the model is null");
   VERL_CHECK(model->parameter_gathering() == nullptr, "FullyShardedModel: the model is already sharded");
   std::shared_ptr<FullyShardedModel> sharded(
-      new FullyShardedModel(model, std::move(communicator), compute_dtype, reshard_after_forward, generation_tp));
+      new FullyShardedModel(model, std::move(communicator), compute_dtype, reshard_after_forward, generation_tp,
+                            std::move(replicas)));
   model->set_parameter_gathering(sharded);
   return sharded;
 }
 
 FullyShardedModel::FullyShardedModel(std::shared_ptr<model::CausalLM> model,
                                      std::shared_ptr<dist::Communicator> communicator, torch::Dtype compute_dtype,
-                                     bool reshard_after_forward, int64_t generation_tp)
+                                     bool reshard_after_forward, int64_t generation_tp,
+                                     std::shared_ptr<dist::Communicator> replicas)
     : comm_(std::move(communicator)),
+      replicas_(std::move(replicas)),
       layout_(parameter_specs(*model), checked_world_size(comm_, generation_tp), generation_tp),
       tp_(generation_tp),
       compute_dtype_(compute_dtype),
@@ -199,9 +203,10 @@ void FullyShardedModel::finish_backward() {
 void FullyShardedModel::gather_gradients() {
   finish_backward();  // anything a caller left
   torch::Tensor& grad = master_.mutable_grad();
-  if (grad.defined()) {
+  if (grad.defined()) {  // on every rank alike: they ran the same backward
     torch::NoGradGuard no_grad;
-    grad.div_(static_cast<double>(world_size()));  // the mean over ranks, as FSDP averages
+    if (replicas_ && replicas_->world_size() > 1) replicas_->all_reduce_sum_(grad);
+    grad.div_(static_cast<double>(world_size() * replica_count()));  // the mean over ranks, as FSDP averages
   }
 }
 

@@ -56,10 +56,14 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
   // installs the sharding in it (CausalLM::set_parameter_gathering). `compute_dtype`: the dtype its units are
   // gathered in (the master dtype for no mixed precision).
   // `generation_tp`: the rollout's tensor-parallel size t (the layout above; 1: the natural image).
+  // `replicas` (HSDP, verl's fsdp_size < N): the ranks that hold this rank's shard in the other shard groups; the
+  // gradients reduce-scattered within the group are then summed over them too (the mean over all N ranks), as FSDP's
+  // HYBRID_SHARD does. Null: `communicator` is every data-parallel rank.
   static std::shared_ptr<FullyShardedModel> shard(std::shared_ptr<model::CausalLM> model,
                                                   std::shared_ptr<dist::Communicator> communicator,
                                                   torch::Dtype compute_dtype, bool reshard_after_forward = true,
-                                                  int64_t generation_tp = 1);
+                                                  int64_t generation_tp = 1,
+                                                  std::shared_ptr<dist::Communicator> replicas = nullptr);
   ~FullyShardedModel() override;
   FullyShardedModel(const FullyShardedModel&) = delete;
   FullyShardedModel& operator=(const FullyShardedModel&) = delete;
@@ -80,8 +84,12 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
   // ParameterSharding: the optimizer's side. Parameter order: the model's parameters() (the one-process optimizer's).
   torch::Tensor& master() override { return master_; }
   int64_t rank() const override { return comm_->rank(); }
-  int64_t world_size() const { return comm_->world_size(); }
-  void gather_gradients() override;  // the reduced gradient sum becomes the mean over the ranks
+  int64_t world_size() const { return comm_->world_size(); }  // of the shard group
+  // HSDP: which copy of the shards this rank holds (0 without replicas), and how many there are.
+  int64_t replica_rank() const { return replicas_ ? replicas_->rank() : 0; }
+  int64_t replica_count() const { return replicas_ ? replicas_->world_size() : 1; }
+  // The reduced gradient sum (over the shard group, then the replicas) becomes the mean over all the ranks.
+  void gather_gradients() override;
   double global_norm_sq() const override;
   void scatter_weights() override;  // the gathered copies are stale: freed
   void drop_gradients() override;
@@ -141,7 +149,8 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
   };
 
   FullyShardedModel(std::shared_ptr<model::CausalLM> model, std::shared_ptr<dist::Communicator> communicator,
-                    torch::Dtype compute_dtype, bool reshard_after_forward, int64_t generation_tp);
+                    torch::Dtype compute_dtype, bool reshard_after_forward, int64_t generation_tp,
+                    std::shared_ptr<dist::Communicator> replicas);
   torch::Tensor unit_shard(const Unit& u) const { return master_.detach().narrow(0, u.master_offset, u.shard_numel); }
   // Every rank's shard of `u` in `slice_state` (master()-shaped) concatenated in rank order (the laid-out image),
   // in `dtype` (16-bit floats gathered as int16).
@@ -150,6 +159,7 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
   const torch::Tensor& parameter(const Piece& piece) const { return parameters_[piece.parameter]; }
 
   std::shared_ptr<dist::Communicator> comm_;
+  std::shared_ptr<dist::Communicator> replicas_;  // HSDP; null otherwise
   ShardLayout layout_;
   int64_t tp_ = 1;
   torch::Dtype compute_dtype_;

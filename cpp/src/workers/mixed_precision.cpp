@@ -152,8 +152,10 @@ void MixedPrecision::set_gradient_checkpointing(bool enabled) {
 }
 
 void MixedPrecision::shard_over(std::shared_ptr<dist::Communicator> communicator, bool reshard_after_forward,
-                                int64_t generation_tp) {
-  if (communicator == nullptr || communicator->world_size() == 1) return;
+                                int64_t generation_tp, const ShardGroups& groups) {
+  if (groups.shard) communicator = groups.shard;
+  const bool replicated = groups.replicas && groups.replicas->world_size() > 1;
+  if (communicator == nullptr || (communicator->world_size() == 1 && !replicated)) return;
   VERL_CHECK(sharding_ == nullptr, "MixedPrecision::shard_over: already sharded");
   const torch::Dtype dtype = compute_dtype();
   // The compute copy goes: the sharded master gathers its units in the compute dtype itself.
@@ -162,7 +164,7 @@ void MixedPrecision::shard_over(std::shared_ptr<dist::Communicator> communicator
   compute_params_.clear();
   synced_versions_.clear();
   sharding_ = detail::FullyShardedModel::shard(master_, std::move(communicator), dtype, reshard_after_forward,
-                                               generation_tp);
+                                               generation_tp, replicated ? groups.replicas : nullptr);
   sharding_->set_gradient_scale(1.0 / loss_scale_);
 }
 

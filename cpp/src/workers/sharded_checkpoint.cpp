@@ -240,6 +240,7 @@ std::shared_ptr<model::CausalLM> load_sharded_pretrained(const fs::path& dir, st
 namespace detail {
 
 void save_shard(const fs::path& dir, FullyShardedModel& model, const Optimizer& optimizer) {
+  if (model.replica_rank() != 0) return;  // HSDP: the first shard group's files hold every replica's state
   std::error_code ec;
   VERL_CHECK_AS(CheckpointError, fs::is_directory(dir, ec), "rank ", model.rank(), ": checkpoint directory '",
                 display_path(dir), "' does not exist here; over several nodes trainer.default_local_dir must be on a "

@@ -12,8 +12,9 @@
 
 namespace verl::workers::detail {
 
-// This rank's files (model_world_size_N_rank_r / optim_...) into `dir`, which must exist; each is written to a
-// temporary file, fsynced and renamed. No collective: every rank writes its own. `optimizer`: the model's (sharded
+// This rank's files (model_world_size_N_rank_r / optim_...: N the shard group's size, r the rank in it) into `dir`,
+// which must exist; each is written to a temporary file, fsynced and renamed. No collective: every rank of the first
+// shard group writes its own (with HSDP the other groups hold the same shards and write nothing). `optimizer`: the model's (sharded
 // over it).
 VERL_API void save_shard(const std::filesystem::path& dir, FullyShardedModel& model, const Optimizer& optimizer);
 

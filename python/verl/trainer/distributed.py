@@ -89,6 +89,59 @@ def rollout_tensor_parallel_size(config: Any, world_size: int) -> int:
     return tp
 
 
+FSDP_SIZE_KEYS = {"actor": "actor_rollout_ref.actor.fsdp_config.fsdp_size", "critic": "critic.fsdp.fsdp_size"}
+
+
+def fsdp_size(config: Any, role: str, world_size: int) -> int:
+    """verl's ``fsdp_size`` of ``role`` ("actor" or "critic"): the ranks one copy of its weights is sharded over (-1:
+    all of them; fewer: HSDP, sharded within groups of that many consecutive ranks and replicated across the groups).
+    ConfigError unless it divides the job's ranks, and for the actor unless the rollout's tensor-parallel size divides
+    it (the 3D-HybridEngine lays the shards out within each group)."""
+    key = FSDP_SIZE_KEYS[role]
+    size = config.get(key)
+    if size is None or size == -1:
+        size = world_size
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1 or world_size % size:
+        raise ConfigError(f"{key} = {config.get(key)!r} does not divide the job's {world_size} ranks (-1: shard over "
+                          "all of them)")
+    if role == "actor":
+        tp = rollout_tensor_parallel_size(config, world_size)
+        if size % tp:
+            raise ConfigError(f"actor_rollout_ref.rollout.tensor_model_parallel_size = {tp} does not divide {key} = "
+                              f"{size}: each shard group must hold whole tensor-parallel groups")
+    return size
+
+
+def shard_groups(config: Any, communicator: Any, role: str) -> tuple[Any, Any]:
+    """HSDP (``fsdp_size`` below the world size): this rank's shard group -- the ``fsdp_size`` consecutive ranks of
+    verl's device mesh ``(N / fsdp_size, fsdp_size)`` -- and its replica group (the ranks at its position in every
+    shard group), as ``verl._C.dist.Communicator``; (None, None) otherwise. Every rank creates every group, in the
+    same order."""
+    world = communicator.world_size if communicator is not None else 1
+    size = fsdp_size(config, role, world)
+    if size == world:
+        return None, None
+    shard = _new_groups(config, communicator, [list(range(first, first + size)) for first in range(0, world, size)])
+    replicas = _new_groups(config, communicator, [list(range(k, world, size)) for k in range(size)])
+    return shard, replicas
+
+
+def _new_groups(config: Any, communicator: Any, groups: list[list[int]]) -> Any:
+    """Creates every group of ``groups`` (all ranks take part, as torch.distributed.new_group requires) and returns
+    this rank's, as a ``verl._C.dist.Communicator``."""
+    import torch.distributed as dist
+
+    from .. import _C
+
+    timeout = datetime.timedelta(seconds=timeout_seconds(config))
+    mine = None
+    for ranks in groups:
+        group = dist.new_group(ranks, timeout=timeout)
+        if communicator.rank in ranks:
+            mine = group
+    return _C.dist.Communicator(mine, device=communicator.device, timeout_s=timeout_seconds(config))
+
+
 def timeout_seconds(config: Any) -> float:
     value = config.get("actor_rollout_ref.nccl_timeout")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
@@ -103,6 +156,8 @@ def communicator(config: Any, device: str, launch: LaunchEnv | None = None) -> A
     launch = launch or LaunchEnv.from_environ()
     check_layout(config, launch.world_size)
     rollout_tensor_parallel_size(config, launch.world_size)
+    for role in FSDP_SIZE_KEYS:
+        fsdp_size(config, role, launch.world_size)
     if launch.world_size == 1:
         return None
     import torch
@@ -125,33 +180,17 @@ def communicator(config: Any, device: str, launch: LaunchEnv | None = None) -> A
 
 def tensor_parallel_communicators(config: Any, communicator: Any) -> tuple[Any, Any]:
     """This rank's rollout tensor-parallel group (``verl._C.dist.Communicator`` over ranks ``[j*t, (j+1)*t)``, t =
-    ``actor_rollout_ref.rollout.tensor_model_parallel_size``) and its slice group (the ranks ``k, k + t, ...`` that
-    share its TP rank k, between which the 3D-HybridEngine re-shards the actor); (None, None) when t is 1. Every rank
-    creates every group, as torch.distributed.new_group requires, in the same order."""
+    ``actor_rollout_ref.rollout.tensor_model_parallel_size``) and its slice group (the ranks ``k, k + t, ...`` of its
+    actor shard group -- every rank without HSDP -- that share its TP rank k, between which the 3D-HybridEngine
+    re-shards the actor); (None, None) when t is 1. Every rank creates every group, in the same order."""
     world = communicator.world_size if communicator is not None else 1
     tp = rollout_tensor_parallel_size(config, world)
     if tp == 1:
         return None, None
-    import torch.distributed as dist
-
-    from .. import _C
-
-    timeout = datetime.timedelta(seconds=timeout_seconds(config))
-    rank = communicator.rank
-    mine = mine_slice = None
-    for first in range(0, world, tp):
-        group = dist.new_group(list(range(first, first + tp)), timeout=timeout)
-        if first <= rank < first + tp:
-            mine = group
-    for k in range(tp):
-        group = dist.new_group(list(range(k, world, tp)), timeout=timeout)
-        if rank % tp == k:
-            mine_slice = group
-
-    def wrap(group: Any) -> Any:
-        return _C.dist.Communicator(group, device=communicator.device, timeout_s=timeout_seconds(config))
-
-    return wrap(mine), wrap(mine_slice)
+    size = fsdp_size(config, "actor", world)
+    tensor_parallel = _new_groups(config, communicator, [list(range(first, first + tp)) for first in range(0, world, tp)])
+    slices = [list(range(first + k, first + size, tp)) for first in range(0, world, size) for k in range(tp)]
+    return tensor_parallel, _new_groups(config, communicator, slices)
 
 
 def _destroy_process_group() -> None:

@@ -254,6 +254,9 @@ class PPOTrainer:
         #: this rank's rollout tensor-parallel group (rollout.tensor_model_parallel_size > 1), else None
         self.tensor_parallel, self.tensor_parallel_slice = distributed.tensor_parallel_communicators(
             cfg, self.communicator)
+        #: HSDP (fsdp_size below the world size): each model's shard and replica groups, else (None, None)
+        self.actor_shard_groups = distributed.shard_groups(cfg, self.communicator, "actor")
+        self.critic_shard_groups = distributed.shard_groups(cfg, self.communicator, "critic")
         self._trainer = _C.trainer.PPOTrainer(
             cfg.cpp, _cpp_module(model, "model"), self._reward_callback, ref=_cpp_module(ref_model, "ref_model"),
             critic=_cpp_module(critic_model, "critic_model"),
@@ -265,7 +268,9 @@ class PPOTrainer:
             cost_fn=self._cost_callback if self.cost_fn is not None or self.cost_worker is not None else None,
             cost_critic=_cpp_module(cost_critic_model, "cost_critic_model"),
             rollout_fn=self._agent_rollout_call if agent_rollout_enabled(cfg) else None,
-            reward_per_sample=self._reward_is_per_sample())
+            reward_per_sample=self._reward_is_per_sample(),
+            actor_shard_group=self.actor_shard_groups[0], actor_replica_group=self.actor_shard_groups[1],
+            critic_shard_group=self.critic_shard_groups[0], critic_replica_group=self.critic_shard_groups[1])
         #: the agent loops that generate when actor_rollout_ref.rollout.multi_turn.enable (else None)
         self.agent_rollout = AgentRollout(self._trainer.engine, tokenizer, cfg, self._trainer.pad_token_id,
                                           tools=tools) if agent_rollout_enabled(cfg) else None

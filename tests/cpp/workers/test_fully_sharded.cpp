@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/remove_tree.h"
@@ -111,6 +112,7 @@ struct Options {
   bool packed = false;
   int steps = 2;
   int64_t tp = 1;  // the generation layout's tensor-parallel size
+  int64_t fsdp = 0;  // HSDP: the shard groups' size (0: all ranks one group)
   // Called on every rank after the steps (a checkpoint written, say).
   std::function<void(int64_t rank, FullyShardedModel&, Optimizer&)> after;
 };
@@ -131,10 +133,22 @@ std::vector<RankOutcome> run_sharded(const CausalLM& initial, const Options& o) 
     models.back()->set_gradient_checkpointing(o.checkpointing);
   }
   std::vector<RankOutcome> out(static_cast<size_t>(o.world));
+  // HSDP: shard groups of F consecutive ranks, replica groups of the ranks at the same place in each.
+  const int64_t F = o.fsdp > 0 ? o.fsdp : o.world;
+  std::vector<std::shared_ptr<verl::testing::ThreadExchange>> shard_hubs, replica_hubs;
+  for (int64_t i = 0; i < o.world / F; ++i) shard_hubs.push_back(std::make_shared<verl::testing::ThreadExchange>(F));
+  for (int64_t i = 0; i < F; ++i) replica_hubs.push_back(std::make_shared<verl::testing::ThreadExchange>(o.world / F));
   verl::testing::on_thread_ranks(o.world, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
     std::shared_ptr<CausalLM> m = models[static_cast<size_t>(rank)];
     Optimizer opt(m->parameters(), adamw(1e-2));
-    auto sharded = FullyShardedModel::shard(m, comm, m->dtype(), o.reshard_after_forward, o.tp);
+    std::shared_ptr<Communicator> replicas;
+    if (F < o.world) {
+      comm = verl::testing::thread_communicator(static_cast<int>(rank % F), static_cast<int>(F),
+                                                shard_hubs[static_cast<size_t>(rank / F)]);
+      replicas = verl::testing::thread_communicator(static_cast<int>(rank / F), static_cast<int>(o.world / F),
+                                                    replica_hubs[static_cast<size_t>(rank % F)]);
+    }
+    auto sharded = FullyShardedModel::shard(m, comm, m->dtype(), o.reshard_after_forward, o.tp, replicas);
     opt.shard_over(sharded);
     RankOutcome& res = out[static_cast<size_t>(rank)];
     const int64_t rows = kRows / o.world, half = rows / 2;
@@ -249,6 +263,29 @@ TEST_CASE("ZeRO-3 laid out for a tensor-parallel rollout (3D-HybridEngine) takes
   Options o{4, false, true, /*checkpointing=*/true, /*packed=*/true};
   o.tp = 2;
   check_against_reference(o);
+}
+
+TEST_CASE("HSDP (fsdp_size < N): sharded within groups, replicated across them, takes one process's steps",
+          "[dist][workers]") {
+  for (const auto& [world, fsdp, tp, tied] : std::vector<std::tuple<int, int64_t, int64_t, bool>>{
+           {4, 2, 1, false}, {4, 2, 2, true}, {2, 1, 1, false}, {4, 1, 1, true}}) {
+    INFO("N = " << world << ", fsdp_size = " << fsdp << ", t = " << tp);
+    Options o;
+    o.world = world;
+    o.fsdp = fsdp;
+    o.tp = tp;
+    o.tied = tied;
+    check_against_reference(o);
+    // Each rank keeps 1/fsdp_size of the weights and of the AdamW state.
+    auto initial = tiny_model(tied, torch::kDouble);
+    int64_t numel = 0;
+    for (const auto& p : initial->parameters()) numel += p.numel();
+    for (const RankOutcome& r : run_sharded(*initial, o)) {
+      CHECK(r.master_bytes >= 8 * numel / fsdp);
+      CHECK(r.master_bytes <= 8 * (numel / fsdp + 64));  // padding: a few elements per unit and TP chunk
+      CHECK(r.state_bytes == 2 * r.master_bytes);
+    }
+  }
 }
 
 TEST_CASE("3D-HybridEngine hand-over: each rank gets its tensor-parallel shards from its slice group alone",
@@ -431,30 +468,52 @@ struct Saved {
 };
 
 // Loads `dir` at `world` ranks with a rollout layout of `tp` into fresh (other) weights; checks every rank ends with
-// the saved whole weights and moments, bit for bit (a copy, however it is re-sliced). Returns rank 0's master.
+// the saved whole weights and moments, bit for bit (a copy, however it is re-sliced). `masters`: each rank's master
+// shard after the load. (The ranks record; the checks run on the test's thread: Catch's assertions are not
+// thread-safe.)
 void check_loads_at(const std::filesystem::path& dir, const Saved& saved, int world, int64_t tp,
                     std::vector<torch::Tensor>* masters = nullptr) {
   auto other = tiny_model(false, torch::kDouble, /*seed=*/99);
   std::vector<std::shared_ptr<CausalLM>> models;
   for (int r = 0; r < world; ++r) models.push_back(copy_of(*other));
-  if (masters) masters->assign(static_cast<size_t>(world), torch::Tensor());
+  struct Loaded {
+    std::map<std::string, torch::Tensor> weights;
+    std::vector<torch::Tensor> exp_avg, exp_avg_sq;
+    int64_t scheduler_steps = 0, step = 0;
+    torch::Tensor master;
+  };
+  std::vector<Loaded> loaded(static_cast<size_t>(world));
   verl::testing::on_thread_ranks(world, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
-    INFO("loaded at N = " << world << ", t = " << tp << ", rank " << rank);
     std::shared_ptr<CausalLM> m = models[static_cast<size_t>(rank)];
     Optimizer opt(m->parameters(), adamw(1e-2));
     auto sharded = FullyShardedModel::shard(m, comm, m->dtype(), true, tp);
     opt.shard_over(sharded);
     verl::workers::detail::load_shard(dir, *sharded, opt);
-    for (const auto& [name, w] : sharded->full_state()) CHECK(torch::equal(w, saved.weights.at(name)));
-    const auto exp_avg = full_moment(*sharded, opt, false), exp_avg_sq = full_moment(*sharded, opt, true);
-    for (size_t i = 0; i < exp_avg.size(); ++i) {
-      CHECK(torch::equal(exp_avg[i], saved.exp_avg[i]));
-      CHECK(torch::equal(exp_avg_sq[i], saved.exp_avg_sq[i]));
-    }
-    CHECK(opt.scheduler_step_count() == saved.scheduler_steps);
-    CHECK(opt.shard_moments().step == 2);
-    if (masters) (*masters)[static_cast<size_t>(rank)] = sharded->master().detach().clone();
+    Loaded& l = loaded[static_cast<size_t>(rank)];
+    l.weights = sharded->full_state();
+    l.exp_avg = full_moment(*sharded, opt, false);
+    l.exp_avg_sq = full_moment(*sharded, opt, true);
+    l.scheduler_steps = opt.scheduler_step_count();
+    l.step = opt.shard_moments().step;
+    l.master = sharded->master().detach().clone();
   });
+  for (int r = 0; r < world; ++r) {
+    INFO("loaded at N = " << world << ", t = " << tp << ", rank " << r);
+    const Loaded& l = loaded[static_cast<size_t>(r)];
+    REQUIRE(l.weights.size() == saved.weights.size());
+    for (const auto& [name, w] : l.weights) CHECK(torch::equal(w, saved.weights.at(name)));
+    REQUIRE(l.exp_avg.size() == saved.exp_avg.size());
+    for (size_t i = 0; i < l.exp_avg.size(); ++i) {
+      CHECK(torch::equal(l.exp_avg[i], saved.exp_avg[i]));
+      CHECK(torch::equal(l.exp_avg_sq[i], saved.exp_avg_sq[i]));
+    }
+    CHECK(l.scheduler_steps == saved.scheduler_steps);
+    CHECK(l.step == 2);
+  }
+  if (masters) {
+    masters->clear();
+    for (const Loaded& l : loaded) masters->push_back(l.master);
+  }
 }
 
 }  // namespace

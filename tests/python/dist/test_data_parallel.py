@@ -70,7 +70,8 @@ def run_job(files: dict[str, str], estimator: str, world: int, *extra: str, save
     return [torch.load(f"{out}.rank{r}", weights_only=False) for r in range(world)]
 
 
-def assert_same_run(single: dict, ranks: list[dict], tp: int = 1) -> None:
+def assert_same_run(single: dict, ranks: list[dict], tp: int = 1, fsdp: dict[str, int] | None = None) -> None:
+    """`fsdp`: each role's fsdp_size when not all ranks (HSDP)."""
     controller = ranks[0]
     assert controller["world_size"] == len(ranks)
     assert len(controller["metrics"]) == STEPS
@@ -89,8 +90,9 @@ def assert_same_run(single: dict, ranks: list[dict], tp: int = 1) -> None:
     # ZeRO-3: each rank holds ceil(numel_u / N) fp32 master weights of every unit u (a decoder layer, or the root:
     # embedding, final norm, head) and their AdamW moments (exp_avg, exp_avg_sq) -- 1/N of one process's figure, up
     # to N - 1 padding elements per unit.
-    n = len(ranks)
+    fsdp = fsdp or {}
     for role, single_bytes in single["optimizer_bytes"].items():
+        n = fsdp.get(role, len(ranks))
         names = [name for name in single["state"] if name.startswith(role + ".")]
         numel = sum(single["state"][name].numel() for name in names)
         units = 1 + len({name.split(".")[3] for name in names if name.startswith(role + ".model.layers.")})
@@ -103,7 +105,8 @@ def assert_same_run(single: dict, ranks: list[dict], tp: int = 1) -> None:
     # The rollout's copy is gathered from the actor's shards after every update (float32 compute here): with t = 1
     # each rank receives the other N - 1 ranks' shards; with a tensor-parallel rollout (the 3D-HybridEngine) about
     # (1/t - 1/N) of the weights, DESIGN.md section 8's figure, plus each unit's padding and the norms' chunks.
-    if n > 1:
+    n = fsdp.get("actor", len(ranks))
+    if len(ranks) > 1:
         whole = 4 * sum(w.numel() for name, w in single["state"].items() if name.startswith("actor."))
         for step in controller["metrics"]:
             got = step["perf/reshard_bytes_per_rank"]
@@ -147,13 +150,43 @@ def test_layout_must_fit_the_launch(job_files, monkeypatch):
     distributed.check_layout(cfg, 2)
 
 
-def test_fsdp_size_other_than_all_ranks_is_refused(job_files):
-    """verl's fsdp_size < world is HSDP (shards within groups, replicas across them), which is not implemented: a
-    ConfigError naming the key, not a silently different layout. -1 and the world size both mean all ranks."""
+def test_hsdp_equals_one_process(job_files):
+    """verl's fsdp_size below the world size (HSDP, FSDP's HYBRID_SHARD): at N = 4 the actor is sharded within groups
+    of 2 ranks (laid out for a TP-2 rollout) and the critic is replicated whole on every rank (fsdp_size 1, plain data
+    parallel); gradients are averaged over all 4 ranks, so the run is one process's, with each rank holding
+    1/fsdp_size of each model's weights and AdamW state."""
+    single = run_job(job_files, "gae", 1)[0]
+    extra = ("actor_rollout_ref.actor.fsdp_config.fsdp_size=2", "critic.fsdp.fsdp_size=1",
+             "actor_rollout_ref.rollout.tensor_model_parallel_size=2")
+    ranks = run_job(job_files, "gae", 4, *extra, save=True)
+    assert_same_run(single, ranks, tp=2, fsdp={"actor": 2, "critic": 1})
+    # The checkpoint holds one shard group's files (the other groups hold the same shards), and they join to the
+    # weights the ranks gather.
+    from verl import _C
+
+    state = ranks[0]["state"]
+    for role, size in (("actor", 2), ("critic", 1)):
+        role_dir = os.path.join(ranks[0]["checkpoint"], role)
+        shards = sorted(f for f in os.listdir(role_dir) if f.endswith(".safetensors"))
+        assert shards == sorted(f"{kind}_world_size_{size}_rank_{r}.safetensors"
+                                for kind in ("model", "optim") for r in range(size)), shards
+        joined = _C.model.load_sharded_pretrained(role_dir, None, "cpu", role == "critic").state_dict()
+        for name, w in joined.items():
+            assert torch.equal(w, state[f"{role}.{name}"]), (role, name)
+
+
+def test_fsdp_size_that_does_not_divide_the_ranks_is_refused(job_files):
+    """fsdp_size must divide the ranks (and the rollout's TP size must divide the actor's): a ConfigError naming the
+    key before any process group forms, not a silently different layout. -1 and the world size both mean all
+    ranks."""
     for key in ("actor_rollout_ref.actor.fsdp_config.fsdp_size", "critic.fsdp.fsdp_size"):
         cfg = verl.load_config(overrides=overrides(job_files, "gae", 1, job_files["dir"] + "/fsdp") + [f"{key}=2"])
-        with pytest.raises(verl.ConfigError, match=key.replace(".", r"\.") + r".*\(HSDP\) are not implemented"):
+        with pytest.raises(verl.ConfigError, match=key.replace(".", r"\.") + r" = 2 does not divide the job's 1 ranks"):
             verl.PPOTrainer(config=cfg, reward_fn=lambda response: 0.0)
+    cfg = verl.load_config(overrides=overrides(job_files, "gae", 4, job_files["dir"] + "/fsdp4") + [
+        "actor_rollout_ref.actor.fsdp_config.fsdp_size=2", "actor_rollout_ref.rollout.tensor_model_parallel_size=4"])
+    with pytest.raises(verl.ConfigError, match=r"tensor_model_parallel_size = 4 does not divide .*fsdp_size = 2"):
+        distributed.fsdp_size(cfg, "actor", 4)
     cfg = verl.load_config(overrides=overrides(job_files, "gae", 1, job_files["dir"] + "/fsdp1") +
                            ["actor_rollout_ref.actor.fsdp_config.fsdp_size=1"])
     verl.PPOTrainer(config=cfg, reward_fn=lambda response: 0.0)

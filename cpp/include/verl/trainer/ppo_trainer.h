@@ -98,9 +98,15 @@ struct VERL_API PPOTrainerOptions {
   // world_size / t replicas each generate their share of the batch. Required exactly when t > 1.
   std::shared_ptr<dist::Communicator> tensor_parallel;
   // With t > 1 over several ranks: the world_size / t ranks that share this rank's TP rank (r % t), ordered by group
-  // (r / t). The actor's ZeRO-3 shards are laid out so that one all-gather among them gives this rank its
+  // (r / t) (with HSDP: those of its shard group). The actor's ZeRO-3 shards are laid out so that one all-gather among them gives this rank its
   // tensor-parallel shard of every weight (the 3D-HybridEngine). Required exactly when t > 1 and world > 1.
   std::shared_ptr<dist::Communicator> tensor_parallel_slice;
+  // HSDP (actor_rollout_ref.actor.fsdp_config.fsdp_size, critic.fsdp.fsdp_size < world_size): this rank's shard
+  // group and replica group for the actor, and for the critics (workers::ShardGroups). Required exactly when that
+  // model's fsdp_size is neither -1 nor the world size. With HSDP and t > 1, tensor_parallel_slice holds the
+  // fsdp_size / t ranks of this rank's shard group that share its TP rank.
+  workers::ShardGroups actor_shard_groups;
+  workers::ShardGroups critic_shard_groups;
   // Safe-RLHF's cost callback, the reward callback's form (the cost on each token, a sequence's on its last):
   // required exactly when algorithm.safe_rlhf.enable (ConfigError otherwise).
   RewardFn cost_fn;

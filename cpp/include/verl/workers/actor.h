@@ -121,7 +121,9 @@ class VERL_API ActorWorker {
   // precision() from then on (for_each_compute_state(), the sharding's full_state / load_full_state). Before the first
   // update, with the same weights on every rank. `generation_tp` > 1 lays the shards out for a tensor-parallel
   // rollout of that size (the 3D-HybridEngine, workers/fully_sharded.h).
-  void set_data_parallel(std::shared_ptr<dist::Communicator> communicator, int64_t generation_tp = 1);
+  // `groups`: HSDP (verl's fsdp_size < N), the groups the weights are sharded over and replicated across.
+  void set_data_parallel(std::shared_ptr<dist::Communicator> communicator, int64_t generation_tp = 1,
+                         const ShardGroups& groups = {});
 
   const ActorConfig& config() const { return config_; }
   PolicyRole role() const { return role_; }

@@ -82,7 +82,7 @@ class VERL_API CriticWorker {
   // run the same passes with the same number of micro-batches. The model's weights are read and written through
   // precision() from then on (the sharding's full_state / load_full_state). Before the first update, with the same
   // weights on every rank.
-  void set_data_parallel(std::shared_ptr<dist::Communicator> communicator);
+  void set_data_parallel(std::shared_ptr<dist::Communicator> communicator, const ShardGroups& groups = {});
 
   const CriticConfig& config() const { return config_; }
   std::shared_ptr<model::CausalLM> model() const { return model_; }

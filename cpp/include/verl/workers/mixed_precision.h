@@ -58,6 +58,14 @@ VERL_API torch::Dtype effective_compute_dtype(torch::Dtype model_dtype, torch::D
 // (lr 1e-6 against bf16's 2^-8 relative spacing) rounds away.
 VERL_API std::string low_precision_master_warning(torch::Dtype model_dtype, const std::string& model_dtype_key);
 
+// verl's fsdp_size < N (HSDP: FSDP's HYBRID_SHARD over the device mesh (N / fsdp_size, fsdp_size)): the ranks this
+// rank's model is sharded over -- fsdp_size consecutive ranks -- and the N / fsdp_size ranks holding the same shard in
+// the other groups, over which the gradients are summed too. Null `shard`: every data-parallel rank is one group.
+struct VERL_API ShardGroups {
+  std::shared_ptr<dist::Communicator> shard;
+  std::shared_ptr<dist::Communicator> replicas;
+};
+
 // The master model and its compute copy for one worker. When nothing is mixed (the compute dtype equals the
 // master's), compute() is the master itself and every method is a no-op. Over data-parallel ranks (shard_over) the
 // master weights are this rank's ZeRO-3 shards and compute() the sharded module, which gathers its units in the
@@ -86,8 +94,9 @@ class VERL_API MixedPrecision {
   // become this rank's shards (the same weights on every rank first), the compute copy goes, and compute() is the
   // sharded master. Every rank must then run the same passes. A null communicator or a world of one changes nothing.
   // `generation_tp` > 1: the layout for a tensor-parallel rollout of that size (workers/fully_sharded.h).
+  // `groups` (HSDP): shard over groups.shard, replicated across groups.replicas, instead of over `communicator`.
   void shard_over(std::shared_ptr<dist::Communicator> communicator, bool reshard_after_forward,
-                  int64_t generation_tp = 1);
+                  int64_t generation_tp = 1, const ShardGroups& groups = {});
   // The ZeRO-3 sharding (null before shard_over): the optimizer updates its master shards.
   const std::shared_ptr<detail::FullyShardedModel>& sharding() const { return sharding_; }
   // The weights compute() runs with, by HF name in the compute dtype -- what the rollout engine generates from --
