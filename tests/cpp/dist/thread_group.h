@@ -112,6 +112,19 @@ inline std::shared_ptr<dist::Communicator> thread_communicator(int rank, int siz
   return std::make_shared<dist::Communicator>(group, torch::kCPU, std::chrono::seconds(60));
 }
 
+// Catch's assertion macros are not thread-safe (two rank threads failing a CHECK at once corrupted the heap and
+// deadlocked a test): an assertion on a rank thread goes through VERL_RANK_ASSERT(CHECK(...)), one at a time. Never
+// put a collective inside one (the other ranks would wait for the lock): compute the value first.
+inline std::mutex& assertion_mutex() {
+  static std::mutex m;
+  return m;
+}
+#define VERL_RANK_ASSERT(...)                                                                \
+  do {                                                                                       \
+    std::lock_guard<std::mutex> verl_rank_assert_lock_(::verl::testing::assertion_mutex()); \
+    __VA_ARGS__;                                                                             \
+  } while (0)
+
 // Runs fn(rank, communicator) on `world` threads, the ranks of one group; rethrows the first rank's exception.
 inline void on_thread_ranks(int world, const std::function<void(int64_t, std::shared_ptr<dist::Communicator>)>& fn) {
   auto hub = std::make_shared<ThreadExchange>(world);
