@@ -32,6 +32,8 @@
 #include "workers/fully_sharded.h"
 #include "verl/model/checkpoint.h"
 #include "workers/sharded_checkpoint.h"
+#include "trainer/advantage_stage.h"
+#include "trainer/balance_batch.h"
 #include "trainer/one_step_off_policy.h"
 #include "trainer/reference_policy.h"
 #include "trainer/streaming_reward.h"
@@ -157,10 +159,6 @@ std::optional<double> optional_number(const Config& config, const std::string& k
   return v.get<double>();
 }
 
-bool is_optimal_token_baseline(const std::string& adv_estimator) {
-  return adv_estimator == "optimal_token_baseline" || adv_estimator == "tir_optimal_token_baseline";
-}
-
 bool valid_kl_mode(const std::string& mode) {
   static const std::set<std::string> modes{"kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3"};
   std::string base = mode;
@@ -232,62 +230,6 @@ std::shared_ptr<model::CausalLM> critic_from_actor(const model::CausalLM& actor,
 
 }  // namespace
 
-// verl's GDPO as its compute_advantage calls it: one token-level reward per algorithm.gdpo_reward_keys entry, from
-// the reward function's extra-info column of that name (the score on the row's last response token), each GRPO-
-// normalized (verl passes no norm_adv_by_std_in_grpo here: std-normalized), summed with gdpo_reward_weights and
-// whitened. Adds verl's gdpo/<key>/{mean,std,max,min} metrics.
-algo::AdvantageResult gdpo_advantage(const PPOTrainerConfig& settings, const DataProto& batch,
-                                     const algo::AdvantageInputs& in, Metrics& metrics) {
-  std::vector<torch::Tensor> components;
-  const int64_t prompt_length = batch.tensor("prompts").size(1);
-  for (const std::string& key : settings.gdpo_reward_keys) {
-    VERL_CHECK_AS(DataError, batch.has_column(key), "GDPO reward key '", key,
-                  "' is not among the reward function's extra-info columns; make sure it returns a dict "
-                  "containing '", key, "'");
-    std::vector<double> values;
-    for (const Json& v : batch.column(key)) {
-      VERL_CHECK_AS(DataError, v.is_number(), "GDPO reward key '", key, "': every value must be a number, got ",
-                    v.dump());
-      values.push_back(v.get<double>());
-    }
-    const torch::Tensor scores = torch::tensor(values, torch::kDouble).to(torch::kFloat);
-    components.push_back(algo::gdpo_component_rewards(scores, batch.tensor("attention_mask"), prompt_length,
-                                                      in.response_mask));
-    // verl: np.float32 values, np.std (population)
-    metrics["gdpo/" + key + "/mean"] = scores.mean().item<double>();
-    metrics["gdpo/" + key + "/std"] = scores.std(/*unbiased=*/false).item<double>();
-    metrics["gdpo/" + key + "/max"] = scores.max().item<double>();
-    metrics["gdpo/" + key + "/min"] = scores.min().item<double>();
-  }
-  return algo::compute_gdpo_outcome_advantage(components, in.response_mask, in.index, 1e-6, true,
-                                              settings.gdpo_reward_weights);
-}
-
-// verl's Optimal Token Baseline estimators as its compute_advantage calls them: old_log_probs, sum_pi_squared and
-// (when rollout correction made them) rollout_is_weights from the batch, the defaults for the rest.
-algo::AdvantageResult optimal_token_baseline_advantage(const PPOTrainerConfig& settings, const DataProto& batch,
-                                                       const algo::AdvantageInputs& in) {
-  VERL_CHECK_AS(DataError, batch.has_tensor("sum_pi_squared"),
-                "Step-dependent optimal baseline requires sum_pi_squared from actor. Please set "
-                "actor_rollout_ref.actor.calculate_sum_pi_squared=True in config.");
-  VERL_CHECK_AS(DataError, in.index.defined(), "algorithm.adv_estimator=", settings.adv_estimator,
-                " groups the rows by their 'uid' column, which the batch lacks");
-  const torch::Tensor is_weights =
-      batch.has_tensor("rollout_is_weights") ? batch.tensor("rollout_is_weights") : torch::Tensor();
-  const auto fn = settings.adv_estimator == "optimal_token_baseline"
-                      ? &algo::compute_optimal_token_baseline_advantage
-                      : &algo::compute_multi_turn_optimal_token_baseline_advantage;
-  return fn(in.token_level_rewards, in.response_mask, in.index, batch.tensor("old_log_probs"),
-            batch.tensor("sum_pi_squared"), is_weights, /*handle_zero_tail=*/true, /*epsilon=*/1e-8);
-}
-
-// SPPO's advantage: eta * (P(y beats the other responses of its prompt) - 1/2), the groups being the uids.
-algo::AdvantageResult sppo_advantage(const PPOTrainerConfig& settings, const algo::AdvantageInputs& in) {
-  VERL_CHECK_AS(DataError, in.index.defined(), "algorithm.adv_estimator=sppo compares the responses of a prompt, "
-                "grouped by their 'uid' column, which the batch lacks");
-  return algo::compute_sppo_advantage(in.token_level_rewards, in.response_mask, in.index, settings.sppo_eta);
-}
-
 // fsdp_config.param_offload / optimizer_offload (actor, ref) and critic.fsdp.*: moving parameters and optimizer
 // state to host memory between phases. On a CPU device they already live there, so the keys are honoured as a
 // no-op with one note; on an accelerator the move is not implemented yet (issue 18): a ConfigError, not a
@@ -314,7 +256,7 @@ PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
   s.adv_estimator = config.get_as<std::string>("algorithm.adv_estimator");
   // GDPO reads the reward components from the batch, the Optimal Token Baseline ones old_log_probs and
   // sum_pi_squared, SPPO algorithm.sppo_eta, so the adv stage calls them directly, not via the registry.
-  if (s.adv_estimator != "gdpo" && s.adv_estimator != "sppo" && !is_optimal_token_baseline(s.adv_estimator)) {
+  if (s.adv_estimator != "gdpo" && s.adv_estimator != "sppo" && !detail::is_optimal_token_baseline(s.adv_estimator)) {
     try {
       algo::get_adv_estimator_fn(s.adv_estimator);
     } catch (const InvalidArgument& e) {
@@ -435,12 +377,12 @@ PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
   s.loss_scale_factor = optional_number(config, "actor_rollout_ref.actor.loss_scale_factor");
   s.calculate_sum_pi_squared = config.get_as<bool>("actor_rollout_ref.actor.calculate_sum_pi_squared");
   // verl asserts this in compute_advantage; here it fails before the first step.
-  VERL_CHECK_AS(ConfigError, !is_optimal_token_baseline(s.adv_estimator) || s.calculate_sum_pi_squared,
+  VERL_CHECK_AS(ConfigError, !detail::is_optimal_token_baseline(s.adv_estimator) || s.calculate_sum_pi_squared,
                 "algorithm.adv_estimator=", s.adv_estimator, " (step-dependent optimal baseline) requires sum_pi_squared "
                 "from the actor: set actor_rollout_ref.actor.calculate_sum_pi_squared=True");
   // Bypass mode skips the old-log-prob pass, which is what gives sum_pi_squared (verl would fail in
   // compute_advantage).
-  VERL_CHECK_AS(ConfigError, !is_optimal_token_baseline(s.adv_estimator) || !s.rollout_correction.bypass_mode,
+  VERL_CHECK_AS(ConfigError, !detail::is_optimal_token_baseline(s.adv_estimator) || !s.rollout_correction.bypass_mode,
                 "algorithm.adv_estimator=", s.adv_estimator, " needs sum_pi_squared from the old-log-prob pass, which "
                 "algorithm.rollout_correction.bypass_mode=true skips");
 
@@ -1047,32 +989,9 @@ DataProto PPOTrainer::collect_rollouts_at(const DataProto& prompts, int64_t step
   if (scores) set_scores(batch, std::move(*scores));
 
   if (settings_.balance_batch) {
-    // verl's _balance_batch: rows ordered by attention workload with the smaller ones at both ends within
-    // each rank's partition (the order the mini-batches then see).
-    torch::Tensor seqlen_t = batch.tensor("attention_mask").to(torch::kCPU, torch::kLong).sum(-1);
-    std::vector<int64_t> seqlens(seqlen_t.data_ptr<int64_t>(), seqlen_t.data_ptr<int64_t>() + seqlen_t.numel());
-    std::vector<int64_t> workloads;
-    workloads.reserve(seqlens.size());
-    for (int64_t s : seqlens) workloads.push_back(workers::attention_workload(s));
-    // verl's _balance_batch: one partition per data-parallel rank, rank r gets partition r (the rows are split
-    // in order).
-    workers::RowGroups partitions =
-        workers::get_seqlen_balanced_partitions(workloads, workers_->world_size(), /*equal_size=*/true);
-    std::vector<int64_t> order;
-    for (auto& part : partitions) {
-      std::sort(part.begin(), part.end(), [&](int64_t a, int64_t b) {
-        return std::make_pair(workloads[static_cast<size_t>(a)], a) < std::make_pair(workloads[static_cast<size_t>(b)], b);
-      });
-      std::vector<int64_t> ordered;
-      for (size_t i = 0; i < part.size(); i += 2) ordered.push_back(part[i]);
-      std::vector<int64_t> odd;
-      for (size_t i = 1; i < part.size(); i += 2) odd.push_back(part[i]);
-      ordered.insert(ordered.end(), odd.rbegin(), odd.rend());
-      part = ordered;
-      order.insert(order.end(), part.begin(), part.end());
-    }
-    batch.reorder(torch::tensor(order, torch::kLong));
-    add_step_metrics(batch, log_seqlen_unbalance(seqlens, partitions, "global_seqlen"));
+    const detail::BalancedOrder balanced = detail::balance_batch(batch.tensor("attention_mask"), workers_->world_size());
+    batch.reorder(torch::tensor(balanced.order, torch::kLong));
+    add_step_metrics(batch, balanced.metrics);
   }
   write_timing(batch, timing);
   return batch;
@@ -1177,7 +1096,7 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     DataProto out = dispatch("compute_cost_values", worker_input(batch, kLogProbInputs), dist::Dispatch::kPadSplit);
     batch.set_tensor("cost_values", out.tensor("values").to(response_mask.device()));
   }
-  if (settings_.safe_rlhf) {
+  if (settings_.safe_rlhf) {  // before any stage changes state (the KL controller, the multiplier)
     VERL_CHECK_AS(DataError, batch.has_tensor("token_level_costs"), "optimize: algorithm.safe_rlhf.enable needs the "
                   "batch's 'token_level_costs' (run compute_rewards first)");
   }
@@ -1186,16 +1105,12 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     torch::NoGradGuard no_grad;
     const torch::Tensor& scores = batch.tensor("token_level_scores");
     if (settings_.use_kl_in_reward) {
-      // verl's apply_kl_penalty.
-      torch::Tensor mask = response_mask.to(scores.scalar_type());
-      torch::Tensor kld =
-          algo::kl_penalty(batch.tensor("old_log_probs"), batch.tensor("ref_log_prob"), settings_.kl_penalty) * mask;
-      const double beta = kl_ctrl_->value;
-      batch.set_tensor("token_level_rewards", scores - beta * kld);
-      const double current_kl = algo::masked_mean(kld, mask, std::vector<int64_t>{-1}).mean().item<double>();
-      kl_ctrl_->update(current_kl, batch.size());
-      metrics["actor/reward_kl_penalty"] = current_kl;
-      metrics["actor/reward_kl_penalty_coeff"] = beta;
+      const detail::KlPenalty kl =
+          detail::apply_kl_penalty(scores, batch.tensor("old_log_probs"), batch.tensor("ref_log_prob"), response_mask,
+                                   settings_.kl_penalty, *kl_ctrl_, batch.size());
+      batch.set_tensor("token_level_rewards", kl.token_level_rewards);
+      metrics["actor/reward_kl_penalty"] = kl.current_kl;
+      metrics["actor/reward_kl_penalty_coeff"] = kl.beta;
     } else {
       batch.set_tensor("token_level_rewards", scores);
     }
@@ -1208,46 +1123,14 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
       if (correction.rollout_is_weights.defined()) batch.set_tensor("rollout_is_weights", correction.rollout_is_weights);
       merge(metrics, correction.metrics);
     }
-    algo::AdvantageInputs in;
-    in.token_level_rewards = batch.tensor("token_level_rewards");
-    in.response_mask = batch.tensor("response_mask");
-    if (batch.has_column("uid")) {
-      std::vector<std::string> uids;
-      for (const Json& u : batch.column("uid")) uids.push_back(u.is_string() ? u.get<std::string>() : u.dump());
-      in.index = algo::group_ids(uids).to(response_mask.device());
+    detail::AdvantageOutput adv = detail::compute_advantage(settings_, batch, safe_rlhf_lambda_);
+    merge(metrics, adv.metrics);
+    if (adv.cost_advantages.defined()) {
+      batch.set_tensor("cost_advantages", adv.cost_advantages);
+      batch.set_tensor("cost_returns", adv.cost_returns);
     }
-    if (batch.has_tensor("values")) in.values = batch.tensor("values");
-    if (batch.has_tensor("reward_baselines")) in.reward_baselines = batch.tensor("reward_baselines");
-    algo::AdvantageConfig ac;
-    ac.gamma = settings_.gamma;
-    ac.lam = settings_.lam;
-    ac.norm_adv_by_std_in_grpo = settings_.norm_adv_by_std_in_grpo;
-    auto [advantages, returns] =
-        settings_.adv_estimator == "gdpo"                  ? gdpo_advantage(settings_, batch, in, metrics)
-        : is_optimal_token_baseline(settings_.adv_estimator) ? optimal_token_baseline_advantage(settings_, batch, in)
-        : settings_.adv_estimator == "sppo"                ? sppo_advantage(settings_, in)
-                                                           : algo::get_adv_estimator_fn(settings_.adv_estimator)(in, ac);
-    if (settings_.safe_rlhf) {
-      // PPO-Lagrangian: the multiplier moves with this batch's constraint violation, then weighs the cost's
-      // advantage (the same estimator on the costs, the cost critic's values for gae) against the reward's.
-      const torch::Tensor costs = batch.tensor("token_level_costs");
-      const double mean_cost = costs.to(torch::kDouble).sum(-1).mean().item<double>();
-      safe_rlhf_lambda_ = algo::update_lagrange_multiplier(safe_rlhf_lambda_, mean_cost, settings_.cost_limit,
-                                                            settings_.lambda_lr, settings_.lambda_max);
-      algo::AdvantageInputs cost_in = in;
-      cost_in.token_level_rewards = costs;
-      cost_in.values = batch.has_tensor("cost_values") ? batch.tensor("cost_values") : torch::Tensor();
-      auto [cost_advantages, cost_returns] = algo::get_adv_estimator_fn(settings_.adv_estimator)(cost_in, ac);
-      advantages = algo::safe_rlhf_advantages(advantages, cost_advantages.to(advantages.scalar_type()),
-                                              safe_rlhf_lambda_);
-      batch.set_tensor("cost_advantages", cost_advantages);
-      batch.set_tensor("cost_returns", cost_returns);
-      metrics["safe_rlhf/lambda"] = safe_rlhf_lambda_;
-      metrics["safe_rlhf/cost/mean"] = mean_cost;
-      metrics["safe_rlhf/cost_violation"] = mean_cost - settings_.cost_limit;
-    }
-    batch.set_tensor("advantages", advantages);
-    batch.set_tensor("returns", returns);
+    batch.set_tensor("advantages", adv.advantages);
+    batch.set_tensor("returns", adv.returns);
     if (settings_.use_pf_ppo) {
       // PF-PPO: the batch resampled with replacement, rows drawn by a weight of their score. Drawn on a CPU
       // generator seeded from the rollout seed and the step, so a run repeats itself.
