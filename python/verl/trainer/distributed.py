@@ -171,7 +171,13 @@ def communicator(config: Any, device: str, launch: LaunchEnv | None = None) -> A
         torch.cuda.set_device(launch.local_rank)
         device = f"cuda:{launch.local_rank}"
     if not dist.is_initialized():
-        dist.init_process_group("nccl" if on_cuda else "gloo", timeout=datetime.timedelta(seconds=timeout))
+        backend = "nccl" if on_cuda else "gloo"
+        store = _restart_safe_store(launch, timeout)
+        if store is None:
+            dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout))
+        else:
+            dist.init_process_group(backend, store=store, rank=launch.rank, world_size=launch.world_size,
+                                    timeout=datetime.timedelta(seconds=timeout))
         # The group this module created is destroyed before the interpreter tears down (torch asks for it: a
         # backend's threads left to static destruction can abort the process at exit).
         atexit.register(_destroy_process_group)
@@ -191,6 +197,20 @@ def tensor_parallel_communicators(config: Any, communicator: Any) -> tuple[Any, 
     tensor_parallel = _new_groups(config, communicator, [list(range(first, first + tp)) for first in range(0, world, tp)])
     slices = [list(range(first + k, first + size, tp)) for first in range(0, world, size) for k in range(tp)]
     return tensor_parallel, _new_groups(config, communicator, slices)
+
+
+def _restart_safe_store(launch: LaunchEnv, timeout: float) -> Any:
+    """Under torchrun, the agent's store with a prefix of its own per restart attempt (None elsewhere: env:// as
+    usual). torchrun --max-restarts keeps one store across attempts, and with torch 2.14.1 the restarted ranks read
+    the dead attempt's Gloo addresses from it: init_process_group fails or hangs in connectFullMesh (a plain
+    all_reduce job shows it), so a restarted job could never resume. A prefix per attempt keeps them apart."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True" or "TORCHELASTIC_RESTART_COUNT" not in os.environ:
+        return None
+    import torch.distributed as dist
+
+    agent = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), launch.world_size,
+                          is_master=False, timeout=datetime.timedelta(seconds=timeout))
+    return dist.PrefixStore(f"verl_attempt_{os.environ['TORCHELASTIC_RESTART_COUNT']}", agent)
 
 
 def _destroy_process_group() -> None:

@@ -391,3 +391,70 @@ def test_every_rank_writes_its_shard_and_the_merger_joins_them(job_files, tmp_pa
     ours = verl.models.load_model(str(tmp_path / "actor-hf"))
     with torch.no_grad():
         torch.testing.assert_close(ours(ids), hf(ids).logits, rtol=1e-5, atol=1e-5)
+
+
+def _worker_pid(marker: str, local_rank: int) -> int | None:
+    """The pid of the first-attempt torchrun worker with LOCAL_RANK ``local_rank`` whose command line holds
+    ``marker`` (read from /proc: the workers are torchrun's children, not this test's)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read().split(b"\0")
+        except OSError:
+            continue
+        if (marker.encode() in cmdline and f"LOCAL_RANK={local_rank}".encode() in environ
+                and b"TORCHELASTIC_RESTART_COUNT=0" in environ):
+            return int(entry)
+    return None
+
+
+def test_torchrun_restart_resumes_from_the_last_complete_checkpoint(job_files, tmp_path):
+    """Item 7's recovery: kill -9 of rank 1 once step 2's checkpoint is complete; torchrun (--max-restarts=1) restarts
+    both ranks, resume_mode=auto continues from the newest complete checkpoint (each rank from its own shard files)
+    and the run ends with the metrics of an uninterrupted one, bit for bit (wall-clock ones aside)."""
+    import signal
+    import time
+
+    from verl.utils.tracking import read_metrics
+
+    def args(name: str) -> list[str]:
+        return overrides(job_files, "grpo", 2, str(tmp_path / name)) + [
+            "custom_reward_function.path=" + os.path.join(HERE, "dp_job.py"), "custom_reward_function.name=compute_score",
+            "trainer.total_training_steps=4", f"trainer.experiment_name={name}", "trainer.total_epochs=2",
+            "trainer.logger=[console,file]", "trainer.save_freq=1"]
+
+    run_cli(args("straight"), cwd=str(tmp_path))
+    env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
+    env["OMP_NUM_THREADS"] = "1"
+    marker = str(tmp_path / "restarted")
+    proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                             "--max-restarts=1", "-m", "verl.trainer.main_ppo", *args("restarted")],
+                            env=env, cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        iteration = tmp_path / "restarted" / "ckpt" / "latest_checkpointed_iteration.txt"
+        deadline = time.monotonic() + 300
+        while not (iteration.exists() and iteration.read_text().strip() == "2"):
+            assert proc.poll() is None, proc.stdout.read()[-4000:]
+            assert time.monotonic() < deadline, "the job never checkpointed step 2"
+            time.sleep(0.05)
+        pid = _worker_pid(marker, 1)
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        output, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, output[-4000:]
+    assert "exitcode: -9" in output and "local_rank: 1" in output, output[-4000:]  # killed, then restarted
+    straight = dict(read_metrics(tmp_path / "proj" / "straight.jsonl"))
+    restarted = dict(read_metrics(tmp_path / "proj" / "restarted.jsonl"))
+    assert sorted(restarted) == sorted(straight) == [1, 2, 3, 4]
+    wall_clock = ("timing_s/", "timing_per_token_ms/", "perf/mfu/", "perf/time_per_step", "perf/throughput")
+    for step in (1, 2, 3, 4):
+        for key, value in straight[step].items():
+            if not key.startswith(wall_clock):
+                assert restarted[step][key] == value, (step, key, value, restarted[step][key])
