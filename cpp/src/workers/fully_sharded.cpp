@@ -205,7 +205,11 @@ void FullyShardedModel::gather_gradients() {
   torch::Tensor& grad = master_.mutable_grad();
   if (grad.defined()) {  // on every rank alike: they ran the same backward
     torch::NoGradGuard no_grad;
-    if (replicas_ && replicas_->world_size() > 1) replicas_->all_reduce_sum_(grad);
+    if (replicas_ && replicas_->world_size() > 1) {  // summed in fp32 (or the master dtype, if wider)
+      torch::Tensor wide = grad.to(c10::promoteTypes(master_.scalar_type(), torch::kFloat));
+      replicas_->all_reduce_sum_(wide);
+      grad.copy_(wide);
+    }
     grad.div_(static_cast<double>(world_size() * replica_count()));  // the mean over ranks, as FSDP averages
   }
 }

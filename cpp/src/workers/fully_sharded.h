@@ -86,7 +86,7 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
   int64_t rank() const override { return comm_->rank(); }
   int64_t world_size() const { return comm_->world_size(); }  // of the shard group
   // HSDP: which copy of the shards this rank holds (0 without replicas), and how many there are.
-  int64_t replica_rank() const { return replicas_ ? replicas_->rank() : 0; }
+  int64_t replica_rank() const override { return replicas_ ? replicas_->rank() : 0; }
   int64_t replica_count() const { return replicas_ ? replicas_->world_size() : 1; }
   // The reduced gradient sum (over the shard group, then the replicas) becomes the mean over all the ranks.
   void gather_gradients() override;

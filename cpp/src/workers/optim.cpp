@@ -388,7 +388,7 @@ void Optimizer::save(const std::string& path) const {
     exp_avg_sq = shard_->full(st.exp_avg_sq());
     if (st.max_exp_avg_sq().defined()) max_exp_avg_sq = shard_->full(st.max_exp_avg_sq());
   }
-  if (shard_->rank() != 0) return;
+  if (shard_->rank() != 0 || shard_->replica_rank() != 0) return;  // one writer, whatever the replicas
   std::vector<torch::Tensor> whole = shard_->stand_ins();
   torch::optim::AdamW image(whole, adamw_options(*adamw_));
   for (size_t i = 0; stepped && i < whole.size(); ++i) {

@@ -33,6 +33,8 @@ class VERL_API ParameterSharding {
   // This rank's slice of the master weights: the leaf tensor the AdamW updates.
   virtual torch::Tensor& master() = 0;
   virtual int64_t rank() const = 0;
+  // HSDP: which copy of the shards this rank holds (0 without replicas); only copy 0 writes checkpoints.
+  virtual int64_t replica_rank() const { return 0; }
   // Before the update: master().grad() holds the mean over the ranks of the gradient's slice.
   virtual void gather_gradients() = 0;
   // Sum over the ranks of the slices' squared gradient norms (float64, on every rank).

@@ -74,13 +74,22 @@ struct ShardFiles {
   std::string shown(const fs::path& file) const { return "sharded checkpoint file '" + display_path(file) + "'"; }
 };
 
+// Counts (ranks, steps) above this are not from a real run; bounding them keeps the step arithmetic that follows a
+// load (step + 1) far from overflow.
+constexpr int64_t kMaxCount = int64_t{1} << 40;
+
 int64_t metadata_int(const model::SafeTensorsFile& file, const char* key, const std::string& shown) {
   const auto it = file.metadata().find(key);
   VERL_CHECK_AS(CheckpointError, it != file.metadata().end(), shown, ": no '", key, "' in its metadata");
   const std::optional<int64_t> value = parse_int(it->second);
-  VERL_CHECK_AS(CheckpointError, value && *value >= 0, shown, ": metadata '", key, "' is not a count: ",
-                untrusted::escape(it->second, 40));
+  VERL_CHECK_AS(CheckpointError, value && *value >= 0 && *value <= kMaxCount, shown, ": metadata '", key,
+                "' is not a count: ", untrusted::escape(it->second, 40));
   return *value;
+}
+
+// The dtypes master weights and moments are kept in.
+bool is_state_dtype(torch::ScalarType t) {
+  return t == torch::kFloat || t == torch::kDouble || t == torch::kBFloat16 || t == torch::kHalf;
 }
 
 // The flat tensor `name` of `file`: 1-D, `numel` elements, floating point (`dtype` when given).
@@ -90,8 +99,8 @@ void check_flat(const model::SafeTensorsFile& file, const char* name, int64_t nu
   const model::TensorInfo& info = file.info(name);
   VERL_CHECK_AS(CheckpointError, info.shape.size() == 1 && info.shape[0] == numel, shown, ": tensor '", name,
                 "' has shape ", c10::IntArrayRef(info.shape), ", the layout needs [", numel, "]");
-  VERL_CHECK_AS(CheckpointError, c10::isFloatingType(info.scalar_type), shown, ": tensor '", name, "' is ",
-                info.dtype, ", not floating point");
+  VERL_CHECK_AS(CheckpointError, is_state_dtype(info.scalar_type), shown, ": tensor '", name, "' is ", info.dtype,
+                ", not F32, F64, BF16 or F16");
   VERL_CHECK_AS(CheckpointError, !dtype || info.scalar_type == *dtype, shown, ": tensor '", name, "' is ", info.dtype,
                 ", rank 0's ", c10::toString(*dtype));
 }
@@ -203,6 +212,13 @@ AdamWMoments joined_moments(const ShardFiles& f, const std::vector<std::string>&
   return m;
 }
 
+// Before anything changes: the moments fit the optimizer (AdamW with amsgrad needs max_exp_avg_sq), so a load that
+// fails leaves the weights and the optimizer as they were.
+void check_fits(const ShardFiles& f, const Optimizer& optimizer) {
+  VERL_CHECK_AS(CheckpointError, !f.stepped || f.amsgrad || !optimizer.config().amsgrad, "sharded checkpoint '",
+                display_path(f.dir), "' holds no max_exp_avg_sq, which optim.amsgrad needs");
+}
+
 void restore_schedule(const ShardFiles& f, Optimizer& optimizer) {
   optimizer.set_scheduler_step_count(f.scheduler_step);
   optimizer.set_skipped_steps(f.skipped_steps);
@@ -267,6 +283,7 @@ void save_shard(const fs::path& dir, FullyShardedModel& model, const Optimizer& 
 
 void load_shard(const fs::path& dir, FullyShardedModel& model, Optimizer& optimizer) {
   const ShardFiles f = open_shards(dir, /*with_optimizer=*/true);
+  check_fits(f, optimizer);
   const std::string source = "sharded checkpoint '" + display_path(dir) + "'";
   if (*f.layout == model.layout() && f.dtype == model.master_dtype()) {
     const int64_t r = model.rank();
@@ -283,6 +300,7 @@ void load_shard(const fs::path& dir, FullyShardedModel& model, Optimizer& optimi
 
 void load_shard(const fs::path& dir, model::CausalLM& model, Optimizer& optimizer) {
   const ShardFiles f = open_shards(dir, /*with_optimizer=*/true);
+  check_fits(f, optimizer);
   {
     torch::NoGradGuard no_grad;
     model.load_state_dict(joined(f, f.model, kWeights), /*strict=*/true);

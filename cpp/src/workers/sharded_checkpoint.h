@@ -19,8 +19,11 @@ namespace verl::workers::detail {
 VERL_API void save_shard(const std::filesystem::path& dir, FullyShardedModel& model, const Optimizer& optimizer);
 
 // Loads the checkpoint in `dir` into this rank's shards: at the layout it was written with (same N, same t, same
-// parameters and dtype) from this rank's own files, bit for bit; otherwise from every rank's files joined (a unit at a
-// time) into the whole tensors, of which the rank keeps its slice. Moments and step counts go into `optimizer`.
+// parameters and dtype) from this rank's own files, bit for bit; otherwise from every rank's files joined into the
+// whole tensors, of which the rank keeps its slice (the whole weights and moments are then in host memory on every
+// rank while it loads, as a one-process checkpoint's are). Moments and step counts go into `optimizer`. Everything is
+// checked before anything changes, except the weights' names and shapes against the model: a mismatch there throws
+// before the optimizer is touched.
 VERL_API void load_shard(const std::filesystem::path& dir, FullyShardedModel& model, Optimizer& optimizer);
 // The same into one process's whole model and its (unsharded) optimizer.
 VERL_API void load_shard(const std::filesystem::path& dir, model::CausalLM& model, Optimizer& optimizer);

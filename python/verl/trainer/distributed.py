@@ -203,8 +203,12 @@ def _restart_safe_store(launch: LaunchEnv, timeout: float) -> Any:
     """Under torchrun, the agent's store with a prefix of its own per restart attempt (None elsewhere: env:// as
     usual). torchrun --max-restarts keeps one store across attempts, and with torch 2.14.1 the restarted ranks read
     the dead attempt's Gloo addresses from it: init_process_group fails or hangs in connectFullMesh (a plain
-    all_reduce job shows it), so a restarted job could never resume. A prefix per attempt keeps them apart."""
+    all_reduce job shows it), so a restarted job could never resume. A prefix per attempt keeps them apart. Only
+    when one node holds every rank: each node's agent counts its own restarts, so over several nodes the counts can
+    differ and the ranks would meet under different prefixes (there torch's own rendezvous is used as it is)."""
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True" or "TORCHELASTIC_RESTART_COUNT" not in os.environ:
+        return None
+    if os.environ.get("LOCAL_WORLD_SIZE") != str(launch.world_size):
         return None
     import torch.distributed as dist
 

@@ -622,6 +622,26 @@ TEST_CASE("ZeRO-3 checkpoints: every rank writes its shard; they load at any N a
     two->to(torch::kDouble);
     Optimizer two_opt(two->parameters(), adamw(1e-2));
     CHECK_THROWS_WITH(verl::workers::detail::load_shard(dir, *two, two_opt), Catch::Contains("model.layers.2"));
+    // A step count no run reaches (it would overflow the next step's step + 1).
+    const auto optim0 = dir / "optim_world_size_2_rank_0.safetensors";
+    const auto optim_saved = dir / "optim_saved";
+    std::filesystem::copy_file(optim0, optim_saved);
+    {
+      const verl::model::SafeTensorsFile f(optim_saved);
+      auto optim_meta = f.metadata();
+      optim_meta["step"] = "4611686018427387904";
+      verl::model::save_file(optim0, f.load_all(), optim_meta);
+    }
+    CHECK_THROWS_WITH(verl::workers::detail::load_shard(dir, *m, opt), Catch::Contains("'step' is not a count"));
+    std::filesystem::rename(optim_saved, optim0);
+    // An optimizer with amsgrad needs moments the checkpoint lacks: refused before the weights change.
+    OptimConfig ams = adamw(1e-2);
+    ams.amsgrad = true;
+    auto fresh = tiny_model(false, torch::kDouble, 99);
+    const auto before = fresh->named_state().at("model.norm.weight").clone();
+    Optimizer ams_opt(fresh->parameters(), ams);
+    CHECK_THROWS_WITH(verl::workers::detail::load_shard(dir, *fresh, ams_opt), Catch::Contains("max_exp_avg_sq"));
+    CHECK(torch::equal(fresh->named_state().at("model.norm.weight"), before));
     // A malformed layout.
     auto meta = verl::model::SafeTensorsFile(dir / "model_world_size_2_rank_0.safetensors").metadata();
     meta["verl_cpp_shard_layout"] = R"({"world_size": 2, "generation_tp": 2, "parameters": [["lm_head.weight", [3, 5]]]})";
