@@ -114,7 +114,9 @@ std::vector<KeyEntry> fsdp(const std::string& p, bool actor, bool trained = true
                                     "(HSDP, FSDP's HYBRID_SHARD): shard within groups of that many consecutive "
                                     "ranks, replicated across the groups, gradients averaged over all ranks")
               : N(p + ".fsdp_size", replicated),
-      N(p + ".forward_prefetch", kFsdp),
+      N(p + ".forward_prefetch", "FSDP's all-gather of the next unit during the current one's forward (speed "
+                                 "only: the same results); verl-cpp gathers each unit right before it runs, without "
+                                 "prefetch (yet)"),
       actor ? H(p + ".model_dtype", "fp32 / bf16 / fp16: the dtype of the master weights and the optimizer state "
                                     "(bf16 / fp16 log a warning: AdamW updates below their resolution are lost)")
             : R(p + ".model_dtype", "the reference policy and the critic are built from the actor's weights, in "
@@ -127,7 +129,9 @@ std::vector<KeyEntry> fsdp(const std::string& p, bool actor, bool trained = true
       N(p + ".entropy_from_logits_chunk_size", kEntropyMemory),
       N(p + ".use_torch_compile", kTorchCompile),
       N(p + ".entropy_checkpointing", kEntropyMemory),
-      N(p + ".use_no_sync_for_gradient_accumulation", kFsdp),
+      N(p + ".use_no_sync_for_gradient_accumulation",
+        "FSDP's no_sync during gradient accumulation (speed / memory only: the same results); verl-cpp "
+        "reduce-scatters each micro-batch's gradients into the shards"),
       N(p + ".pad_to_length", kPadToLength),
       N(p + ".pad_to_length_bucket", kPadToLength),
       N(p + ".forward_only", "set by verl per role (the reference only runs forward passes); nothing to choose"),
