@@ -183,10 +183,8 @@ void FullyShardedModel::reduce_gradients(size_t unit) {
   bool any = false;
   for (const Piece& piece : u.pieces) any = any || parameter(piece).grad().defined();
   if (!any) return;  // the same on every rank: they ran the same backward
-  // Widened to fp32 (or the master dtype, if wider) before the sum over the ranks.
-  const torch::Dtype reduce_dtype = c10::promoteTypes(master_.scalar_type(), torch::kFloat);
   torch::Tensor flat = layout_.pack(unit, [&](const Piece& piece) { return parameter(piece).grad(); },
-                                    master_.options().dtype(reduce_dtype));
+                                    master_.options().dtype(reduce_dtype()));
   for (const Piece& piece : u.pieces) parameters_[piece.parameter].mutable_grad().reset();
   if (gradient_scale_ != 1.0) flat.mul_(gradient_scale_);
   const torch::Tensor mine = comm_->reduce_scatter_sum(flat).to(master_.scalar_type());
@@ -206,7 +204,7 @@ void FullyShardedModel::gather_gradients() {
   if (grad.defined()) {  // on every rank alike: they ran the same backward
     torch::NoGradGuard no_grad;
     if (replicas_ && replicas_->world_size() > 1) {  // summed in fp32 (or the master dtype, if wider)
-      torch::Tensor wide = grad.to(c10::promoteTypes(master_.scalar_type(), torch::kFloat));
+      torch::Tensor wide = grad.to(reduce_dtype());
       replicas_->all_reduce_sum_(wide);
       grad.copy_(wide);
     }

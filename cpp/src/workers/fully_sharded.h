@@ -155,6 +155,8 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
   // Every rank's shard of `u` in `slice_state` (master()-shaped) concatenated in rank order (the laid-out image),
   // in `dtype` (16-bit floats gathered as int16).
   torch::Tensor gather_unit(const Unit& u, const torch::Tensor& slice_state, torch::Dtype dtype) const;
+  // Gradients are summed over the ranks in fp32 (or the master dtype, if wider).
+  torch::Dtype reduce_dtype() const { return c10::promoteTypes(master_.scalar_type(), torch::kFloat); }
   // The module's parameter of a piece (a view of its unit's buffer).
   const torch::Tensor& parameter(const Piece& piece) const { return parameters_[piece.parameter]; }
 

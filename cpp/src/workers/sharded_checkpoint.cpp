@@ -41,7 +41,7 @@ std::optional<int64_t> parse_int(std::string_view text) {
   return value;
 }
 
-// The N of the model_world_size_N_rank_0.safetensors files in `dir` (no files: nullopt).
+// The N of the model_world_size_N_rank_0.safetensors files in `dir` (none: empty).
 std::vector<int64_t> world_sizes_in(const fs::path& dir) {
   std::vector<int64_t> out;
   std::error_code ec;
@@ -65,7 +65,7 @@ struct ShardFiles {
   torch::ScalarType dtype = torch::kFloat;
   std::vector<model::SafeTensorsFile> model;
   std::vector<model::SafeTensorsFile> optim;  // empty when not opened
-  AdamWMoments moments_header;                 // the step count every rank's optimizer file holds
+  int64_t step = 0;                            // AdamW's step count, the same in every rank's optimizer file
   int64_t scheduler_step = 0;
   int64_t skipped_steps = 0;
   bool stepped = false;  // the optimizer files hold moments
@@ -105,6 +105,20 @@ void check_flat(const model::SafeTensorsFile& file, const char* name, int64_t nu
                 ", rank 0's ", c10::toString(*dtype));
 }
 
+// Opens rank r's file `name` of a checkpoint written by `world_size` ranks (mapped, header validated) and checks
+// that its metadata names rank r.
+void open_rank_file(std::vector<model::SafeTensorsFile>& files, const ShardFiles& f, const std::string& name,
+                    int64_t r) {
+  std::error_code ec;
+  const fs::path path = f.dir / name;
+  VERL_CHECK_AS(CheckpointError, fs::exists(path, ec), "sharded checkpoint '", display_path(f.dir), "' lacks '",
+                name, "': it was written by ", f.world_size, " ranks");
+  files.emplace_back(path);
+  const std::string shown = f.shown(path);
+  VERL_CHECK_AS(CheckpointError, metadata_int(files.back(), kRankKey, shown) == r, shown,
+                ": its metadata names another rank");
+}
+
 ShardFiles open_shards(const fs::path& dir, bool with_optimizer) {
   std::error_code ec;
   VERL_CHECK_AS(CheckpointError, fs::is_directory(dir, ec), "checkpoint directory '", display_path(dir),
@@ -118,12 +132,9 @@ ShardFiles open_shards(const fs::path& dir, bool with_optimizer) {
   f.dir = dir;
   f.world_size = sizes.front();
   for (int64_t r = 0; r < f.world_size; ++r) {
-    const fs::path path = dir / model_shard_file_name(f.world_size, r);
-    VERL_CHECK_AS(CheckpointError, fs::exists(path, ec), "sharded checkpoint '", display_path(dir), "' lacks '",
-                  path.filename().string(), "': it was written by ", f.world_size, " ranks");
-    f.model.emplace_back(path);
+    open_rank_file(f.model, f, model_shard_file_name(f.world_size, r), r);
     const model::SafeTensorsFile& file = f.model.back();
-    const std::string shown = f.shown(path);
+    const std::string shown = f.shown(file.path());
     const auto layout = file.metadata().find(kLayoutKey);
     VERL_CHECK_AS(CheckpointError, layout != file.metadata().end(), shown, ": no '", kLayoutKey, "' in its metadata");
     if (r == 0) {
@@ -135,32 +146,27 @@ ShardFiles open_shards(const fs::path& dir, bool with_optimizer) {
       VERL_CHECK_AS(CheckpointError, layout->second == f.model.front().metadata().at(kLayoutKey), shown,
                     ": its layout differs from rank 0's");
     }
-    VERL_CHECK_AS(CheckpointError, metadata_int(file, kRankKey, shown) == r, shown, ": its metadata names another rank");
     check_flat(file, kWeights, f.layout->shard_numel(), r == 0 ? std::nullopt : std::optional(f.dtype), shown);
     if (r == 0) f.dtype = file.info(kWeights).scalar_type;
   }
   if (!with_optimizer) return f;
   for (int64_t r = 0; r < f.world_size; ++r) {
-    const fs::path path = dir / optim_shard_file_name(f.world_size, r);
-    VERL_CHECK_AS(CheckpointError, fs::exists(path, ec), "sharded checkpoint '", display_path(dir), "' lacks '",
-                  path.filename().string(), "': it was written by ", f.world_size, " ranks");
-    f.optim.emplace_back(path);
+    open_rank_file(f.optim, f, optim_shard_file_name(f.world_size, r), r);
     const model::SafeTensorsFile& file = f.optim.back();
-    const std::string shown = f.shown(path);
-    VERL_CHECK_AS(CheckpointError, metadata_int(file, kRankKey, shown) == r, shown, ": its metadata names another rank");
+    const std::string shown = f.shown(file.path());
     const int64_t step = metadata_int(file, kStepKey, shown);
     const int64_t scheduler_step = metadata_int(file, kSchedulerStepKey, shown);
     const int64_t skipped = metadata_int(file, kSkippedStepsKey, shown);
     const bool stepped = file.contains(kExpAvg), amsgrad = file.contains(kMaxExpAvgSq);
     if (r == 0) {
-      f.moments_header.step = step;
+      f.step = step;
       f.scheduler_step = scheduler_step;
       f.skipped_steps = skipped;
       f.stepped = stepped;
       f.amsgrad = amsgrad;
     } else {
       VERL_CHECK_AS(CheckpointError,
-                    step == f.moments_header.step && scheduler_step == f.scheduler_step &&
+                    step == f.step && scheduler_step == f.scheduler_step &&
                         skipped == f.skipped_steps && stepped == f.stepped && amsgrad == f.amsgrad,
                     shown, ": its step counts or moments differ from rank 0's");
     }
@@ -175,7 +181,7 @@ ShardFiles open_shards(const fs::path& dir, bool with_optimizer) {
 // Rank r's AdamW slice as its file holds it.
 AdamWMoments rank_moments(const ShardFiles& f, int64_t r) {
   AdamWMoments m;
-  m.step = f.moments_header.step;
+  m.step = f.step;
   if (!f.stepped) return m;
   m.exp_avg = {f.optim[r].get(kExpAvg)};
   m.exp_avg_sq = {f.optim[r].get(kExpAvgSq)};
@@ -195,7 +201,7 @@ std::map<std::string, torch::Tensor> joined(const ShardFiles& f, const std::vect
 // The whole moments in the order of `names` (the optimizer's parameters).
 AdamWMoments joined_moments(const ShardFiles& f, const std::vector<std::string>& names) {
   AdamWMoments m;
-  m.step = f.moments_header.step;
+  m.step = f.step;
   if (!f.stepped) return m;
   auto in_order = [&](const char* state, std::vector<torch::Tensor>& out) {
     const std::map<std::string, torch::Tensor> by_name = joined(f, f.optim, state);
