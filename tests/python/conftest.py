@@ -22,3 +22,14 @@ def _torch_thread_count_is_kept():
     yield
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
+
+
+
+@pytest.fixture(autouse=True)
+def _nothing_is_written_into_the_checkout():
+    """A test writes under its tmp_path, never into the source tree (where a file logger left ``proj/exp.jsonl`` once,
+    and it was committed): a new entry at the top of the checkout fails the test that made it."""
+    before = set(os.listdir(REPO_ROOT))
+    yield
+    new = sorted(set(os.listdir(REPO_ROOT)) - before - {".pytest_cache", "__pycache__"})
+    assert not new, f"the test wrote {new} into the checkout {REPO_ROOT}"

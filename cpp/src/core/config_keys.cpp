@@ -114,9 +114,11 @@ std::vector<KeyEntry> fsdp(const std::string& p, bool actor, bool trained = true
                                     "(HSDP, FSDP's HYBRID_SHARD): shard within groups of that many consecutive "
                                     "ranks, replicated across the groups, gradients averaged over all ranks")
               : N(p + ".fsdp_size", replicated),
-      N(p + ".forward_prefetch", "FSDP's all-gather of the next unit during the current one's forward (speed "
-                                 "only: the same results); verl-cpp gathers each unit right before it runs, without "
-                                 "prefetch (yet)"),
+      trained ? H(p + ".forward_prefetch",
+                  "over several data-parallel ranks (ZeRO-3): true starts the next decoder layer's all-gather before "
+                  "this layer's forward, so it arrives while the layer computes (one more layer gathered at a time; "
+                  "the same results). The backward always prefetches the layer before, as FSDP's BACKWARD_PRE")
+              : N(p + ".forward_prefetch", replicated),
       actor ? H(p + ".model_dtype", "fp32 / bf16 / fp16: the dtype of the master weights and the optimizer state "
                                     "(bf16 / fp16 log a warning: AdamW updates below their resolution are lost)")
             : R(p + ".model_dtype", "the reference policy and the critic are built from the actor's weights, in "

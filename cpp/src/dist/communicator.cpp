@@ -50,11 +50,12 @@ Communicator::Communicator(c10::intrusive_ptr<c10d::ProcessGroup> group, torch::
   rank_ = group_->getRank();
   world_size_ = group_->getSize();
   backend_ = group_->getBackendName();
+  reduce_scatter_by_all_to_all_ = backend_ == "gloo" && world_size_ > 1;
 }
 
 torch::Tensor Communicator::to_device(const torch::Tensor& t) const { return t.to(device_).contiguous(); }
 
-void Communicator::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what) {
+void Communicator::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const {
   try {
     work->wait(timeout_);
   } catch (const std::exception& e) {
@@ -76,30 +77,85 @@ void Communicator::all_reduce_sum_(torch::Tensor& tensor) { all_reduce_(tensor, 
 void Communicator::all_reduce_max_(torch::Tensor& tensor) { all_reduce_(tensor, c10d::ReduceOp::MAX, "all_reduce(max)"); }
 
 torch::Tensor Communicator::reduce_scatter_sum(const torch::Tensor& flat) {
+  return reduce_scatter_sum_async(flat).wait();
+}
+
+torch::Tensor Communicator::all_gather_flat(const torch::Tensor& shard) { return all_gather_flat_async(shard).wait(); }
+
+InFlight Communicator::reduce_scatter_sum_async(const torch::Tensor& flat) {
   VERL_CHECK(flat.dim() == 1 && flat.numel() % world_size_ == 0, "reduce_scatter: a flat tensor whose length divides by ",
              world_size_, " is needed, got ", flat.sizes());
+  InFlight f;
+  f.comm_ = this;
+  f.home_ = flat.device();
+  f.what_ = "reduce_scatter";
   torch::Tensor input = to_device(flat);
-  torch::Tensor output = torch::empty({flat.numel() / world_size_}, input.options());
+  f.keep_ = {input};
+  if (reduce_scatter_by_all_to_all_) {
+    // Rank r receives every rank's chunk r; wait() adds them up in rank order.
+    f.output_ = torch::empty_like(input);
+    std::vector<int64_t> equal_splits;  // empty: world_size equal chunks
+#if VERL_TORCH_HAS_SINGLE_COLLECTIVES
+    f.work_ = group_->all_to_all_single(f.output_, input, equal_splits, equal_splits);
+#else
+    f.work_ = group_->alltoall_base(f.output_, input, equal_splits, equal_splits);
+#endif
+    f.summed_chunks_ = world_size_;
+    return f;
+  }
+  f.output_ = torch::empty({flat.numel() / world_size_}, input.options());
   c10d::ReduceScatterOptions options;
   options.reduceOp = c10d::ReduceOp(c10d::ReduceOp::SUM);
 #if VERL_TORCH_HAS_SINGLE_COLLECTIVES
-  wait(group_->reduce_scatter_single(output, input, options), "reduce_scatter");
+  f.work_ = group_->reduce_scatter_single(f.output_, input, options);
 #else
-  wait(group_->_reduce_scatter_base(output, input, options), "reduce_scatter");
+  f.work_ = group_->_reduce_scatter_base(f.output_, input, options);
 #endif
-  return output.to(flat.device());
+  return f;
 }
 
-torch::Tensor Communicator::all_gather_flat(const torch::Tensor& shard) {
+InFlight Communicator::all_gather_flat_async(const torch::Tensor& shard, const torch::Tensor& out) {
   VERL_CHECK(shard.dim() == 1, "all_gather: a flat tensor is needed, got ", shard.sizes());
+  InFlight f;
+  f.comm_ = this;
+  f.what_ = "all_gather";
   torch::Tensor input = to_device(shard);
-  torch::Tensor output = torch::empty({shard.numel() * world_size_}, input.options());
+  f.keep_ = {input};
+  if (out.defined()) {
+    VERL_CHECK(out.dim() == 1 && out.numel() == shard.numel() * world_size_ && out.is_contiguous() &&
+                   out.scalar_type() == shard.scalar_type() && out.device() == device_,
+               "all_gather: the output must be a contiguous ", shard.scalar_type(), " tensor of ",
+               shard.numel() * world_size_, " elements on ", device_, ", got ", out.scalar_type(), " ", out.sizes(),
+               " on ", out.device());
+    f.output_ = out;
+    f.home_ = out.device();
+  } else {
+    f.output_ = torch::empty({shard.numel() * world_size_}, input.options());
+    f.home_ = shard.device();
+  }
 #if VERL_TORCH_HAS_SINGLE_COLLECTIVES
-  wait(group_->all_gather_single(output, input), "all_gather");
+  f.work_ = group_->all_gather_single(f.output_, input);
 #else
-  wait(group_->_allgather_base(output, input), "all_gather");
+  f.work_ = group_->_allgather_base(f.output_, input);
 #endif
-  return output.to(shard.device());
+  return f;
+}
+
+torch::Tensor InFlight::wait() {
+  VERL_CHECK(pending(), "InFlight::wait: no collective in flight (waited for already?)");
+  c10::intrusive_ptr<c10d::Work> work = std::move(work_);
+  work_.reset();
+  comm_->wait(work, what_);
+  keep_.clear();
+  torch::Tensor out = std::move(output_);
+  if (summed_chunks_ > 0) {
+    torch::NoGradGuard no_grad;
+    const std::vector<torch::Tensor> chunks = out.chunk(summed_chunks_);
+    torch::Tensor sum = chunks[0].clone();
+    for (size_t i = 1; i < chunks.size(); ++i) sum.add_(chunks[i]);
+    out = sum;
+  }
+  return out.to(home_);
 }
 
 double Communicator::all_reduce_sum(double value) {

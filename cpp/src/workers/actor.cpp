@@ -112,9 +112,11 @@ ActorConfig ActorConfig::from_config(const Config& config, PolicyRole role, cons
       get_or<int64_t>(config, lp + "log_prob_max_token_len_per_gpu", c.ppo_max_token_len_per_gpu);
   c.temperature = get_or(config, prefix + ".rollout.temperature", c.temperature);
   c.dtype = get_or(config, prefix + (role == PolicyRole::kActor ? ".actor" : ".ref") + ".fsdp_config.dtype", c.dtype);
-  if (role == PolicyRole::kActor)
+  if (role == PolicyRole::kActor) {
     c.reshard_after_forward =
         get_or(config, prefix + ".actor.fsdp_config.reshard_after_forward", c.reshard_after_forward);
+    c.forward_prefetch = get_or(config, prefix + ".actor.fsdp_config.forward_prefetch", c.forward_prefetch);
+  }
   c.use_remove_padding = get_or(config, prefix + ".model.use_remove_padding", c.use_remove_padding);
   c.enable_gradient_checkpointing =
       get_or(config, prefix + ".model.enable_gradient_checkpointing", c.enable_gradient_checkpointing);
@@ -216,7 +218,8 @@ void ActorWorker::set_data_parallel(std::shared_ptr<dist::Communicator> communic
                                     const ShardGroups& groups) {
   VERL_CHECK(role_ == PolicyRole::kActor, "set_data_parallel: the reference policy does not train");
   // ZeRO-3: the weights themselves are sharded, and the optimizer updates this rank's master shards.
-  precision_->shard_over(communicator, config_.reshard_after_forward, generation_tp, groups);
+  precision_->shard_over(communicator, {config_.reshard_after_forward, config_.forward_prefetch}, generation_tp,
+                         groups);
   if (precision_->sharding()) optimizer_->shard_over(precision_->sharding());
   data_parallel_ = std::move(communicator);
 }

@@ -53,6 +53,7 @@ CriticConfig CriticConfig::from_config(const Config& config, const std::string& 
   if (legacy && *legacy != 1.0 && c.optim.clip_grad == 1.0) c.optim.clip_grad = *legacy;
   c.dtype = get_or(config, k + "fsdp.dtype", c.dtype);
   c.reshard_after_forward = get_or(config, k + "fsdp.reshard_after_forward", c.reshard_after_forward);
+  c.forward_prefetch = get_or(config, k + "fsdp.forward_prefetch", c.forward_prefetch);
   c.use_remove_padding = get_or(config, k + "model.use_remove_padding", c.use_remove_padding);
   c.enable_gradient_checkpointing =
       get_or(config, k + "model.enable_gradient_checkpointing", c.enable_gradient_checkpointing);
@@ -139,7 +140,8 @@ DataProto CriticWorker::compute_values(const DataProto& data) {
 }
 
 void CriticWorker::set_data_parallel(std::shared_ptr<dist::Communicator> communicator, const ShardGroups& groups) {
-  precision_->shard_over(communicator, config_.reshard_after_forward, /*generation_tp=*/1, groups);  // as the actor's
+  precision_->shard_over(communicator, {config_.reshard_after_forward, config_.forward_prefetch}, /*generation_tp=*/1,
+                         groups);  // as the actor's
   if (precision_->sharding()) optimizer_->shard_over(precision_->sharding());
   data_parallel_ = std::move(communicator);
 }

@@ -60,28 +60,27 @@ struct ReduceAfterBackward : public torch::autograd::Function<ReduceAfterBackwar
 
 std::shared_ptr<FullyShardedModel> FullyShardedModel::shard(std::shared_ptr<model::CausalLM> model,
                                                             std::shared_ptr<dist::Communicator> communicator,
-                                                            torch::Dtype compute_dtype, bool reshard_after_forward,
+                                                            torch::Dtype compute_dtype, const GatherPolicy& policy,
                                                             int64_t generation_tp,
                                                             std::shared_ptr<dist::Communicator> replicas) {
   VERL_CHECK(model != nullptr, "FullyShardedModel: the model is null");
   VERL_CHECK(model->parameter_gathering() == nullptr, "FullyShardedModel: the model is already sharded");
   std::shared_ptr<FullyShardedModel> sharded(
-      new FullyShardedModel(model, std::move(communicator), compute_dtype, reshard_after_forward, generation_tp,
-                            std::move(replicas)));
+      new FullyShardedModel(model, std::move(communicator), compute_dtype, policy, generation_tp, std::move(replicas)));
   model->set_parameter_gathering(sharded);
   return sharded;
 }
 
 FullyShardedModel::FullyShardedModel(std::shared_ptr<model::CausalLM> model,
                                      std::shared_ptr<dist::Communicator> communicator, torch::Dtype compute_dtype,
-                                     bool reshard_after_forward, int64_t generation_tp,
+                                     const GatherPolicy& policy, int64_t generation_tp,
                                      std::shared_ptr<dist::Communicator> replicas)
     : comm_(std::move(communicator)),
       replicas_(std::move(replicas)),
       layout_(parameter_specs(*model), checked_world_size(comm_, generation_tp), generation_tp),
       tp_(generation_tp),
       compute_dtype_(compute_dtype),
-      reshard_after_forward_(reshard_after_forward) {
+      policy_(policy) {
   VERL_CHECK(model->tensor_parallel_size() == 1, "FullyShardedModel: a tensor-parallel model is not sharded");
   if (tp_ > 1) (void)model::tensor_parallel_shard_config(model->config(), tp_);  // ConfigError if t does not split it
   const int64_t n = comm_->world_size();
@@ -124,34 +123,58 @@ torch::Tensor FullyShardedModel::gather_unit(const Unit& u, const torch::Tensor&
   return all_gather(*comm_, slice_state.detach().narrow(0, u.master_offset, u.shard_numel).to(dtype));
 }
 
+void FullyShardedModel::prefetch(size_t unit) {
+  UnitBuffer& b = buffers_.at(unit);
+  if (b.held) return;  // gathered, or arriving
+  const Unit& u = layout_.units()[unit];
+  torch::NoGradGuard no_grad;
+  b.held = true;
+  gathered_bytes_ += unit_gathered_bytes(unit);
+  peak_gathered_bytes_ = std::max(peak_gathered_bytes_, gathered_bytes_);
+  const torch::Tensor mine = as_gatherable(unit_shard(u).to(compute_dtype_).contiguous());
+  // t = 1: every rank's shard lands in the unit's buffer, in place (its padding included); else in an image whose
+  // TP slices gather() puts in place.
+  b.arriving_in_image = tp_ > 1 || b.buffer.device() != comm_->device();
+  if (b.arriving_in_image) {
+    b.arriving = comm_->all_gather_flat_async(mine);
+  } else {
+    verl::detail::reallocate_storage(b.buffer, static_cast<size_t>(unit_gathered_bytes(unit)));
+    b.arriving = comm_->all_gather_flat_async(mine, as_gatherable(b.buffer));
+  }
+}
+
 void FullyShardedModel::gather(size_t unit) {
   UnitBuffer& b = buffers_.at(unit);
   if (b.gathered) return;
-  const Unit& u = layout_.units()[unit];
+  prefetch(unit);  // unless it is already arriving
   torch::NoGradGuard no_grad;
-  verl::detail::reallocate_storage(b.buffer, static_cast<size_t>(unit_gathered_bytes(unit)));
-  b.gathered = true;
-  gathered_bytes_ += unit_gathered_bytes(unit);
-  peak_gathered_bytes_ = std::max(peak_gathered_bytes_, gathered_bytes_);
-  const torch::Tensor image = gather_unit(u, master_, compute_dtype_);
-  if (tp_ == 1) {
-    b.buffer.copy_(image);
-  } else {  // the TP slices back in place (the image is dropped after: one unit's copy in flight)
-    // Written through views of the buffer, not the parameters: their version counters (which the tensors autograd
-    // saved check) stay as they were.
-    layout_.unpack(unit, image,
-                   [&](const Piece& piece) { return b.buffer.narrow(0, piece.offset, piece.numel).view(piece.shape); });
+  const torch::Tensor image = b.arriving.wait().view(compute_dtype_);
+  if (b.arriving_in_image) {
+    verl::detail::reallocate_storage(b.buffer, static_cast<size_t>(unit_gathered_bytes(unit)));
+    if (tp_ == 1) {
+      b.buffer.copy_(image);
+    } else {  // the TP slices back in place (the image is dropped after: one unit's copy in flight)
+      // Written through views of the buffer, not the parameters: their version counters (which the tensors autograd
+      // saved check) stay as they were.
+      layout_.unpack(unit, image, [&](const Piece& piece) {
+        return b.buffer.narrow(0, piece.offset, piece.numel).view(piece.shape);
+      });
+    }
   }
+  b.gathered = true;
 }
+
 void FullyShardedModel::free(size_t unit) {
   UnitBuffer& b = buffers_.at(unit);
-  if (!b.gathered) return;
+  if (b.arriving.pending()) (void)b.arriving.wait();  // every rank completes the collective it started
+  if (!b.held) return;
   verl::detail::release_storage(b.buffer);
-  b.gathered = false;
   gathered_bytes_ -= unit_gathered_bytes(unit);
+  b.held = b.gathered = b.arriving_in_image = false;
 }
 
 void FullyShardedModel::release() {
+  complete_reduction();
   for (size_t i = 0; i < buffers_.size(); ++i) free(i);
 }
 
@@ -166,12 +189,16 @@ torch::Tensor FullyShardedModel::run_layer(int64_t layer, const torch::Tensor& i
   if (grad && input.requires_grad())
     x = ReduceAfterBackward::apply(input, reinterpret_cast<int64_t>(this), static_cast<int64_t>(unit));
   gather(unit);
+  if (policy_.forward_prefetch && unit + 1 < buffers_.size()) prefetch(unit + 1);
   torch::Tensor y = forward(x);
-  if (!grad || reshard_after_forward_) free(unit);
+  if (!grad || policy_.reshard_after_forward) free(unit);
   if (grad && y.requires_grad()) {
     std::weak_ptr<FullyShardedModel> self = weak_from_this();
     y.register_hook([self, unit](torch::Tensor) {
-      if (auto owner = self.lock()) owner->gather(unit);
+      if (auto owner = self.lock()) {
+        owner->gather(unit);
+        if (unit > 1) owner->prefetch(unit - 1);  // the layer before: its backward comes next (unit 0 is the root)
+      }
     });
   }
   return y;
@@ -187,7 +214,15 @@ void FullyShardedModel::reduce_gradients(size_t unit) {
                                     master_.options().dtype(reduce_dtype()));
   for (const Piece& piece : u.pieces) parameters_[piece.parameter].mutable_grad().reset();
   if (gradient_scale_ != 1.0) flat.mul_(gradient_scale_);
-  const torch::Tensor mine = comm_->reduce_scatter_sum(flat).to(master_.scalar_type());
+  complete_reduction();  // the previous unit's: one in flight at a time
+  reducing_ = {unit, comm_->reduce_scatter_sum_async(flat)};
+}
+
+void FullyShardedModel::complete_reduction() {
+  if (!reducing_.sum.pending()) return;
+  const Unit& u = layout_.units().at(reducing_.unit);
+  torch::NoGradGuard no_grad;
+  const torch::Tensor mine = reducing_.sum.wait().to(master_.scalar_type());
   torch::Tensor& grad = master_.mutable_grad();
   if (!grad.defined()) grad = torch::zeros_like(master_.detach());
   grad.narrow(0, u.master_offset, u.shard_numel).add_(mine);
@@ -195,6 +230,7 @@ void FullyShardedModel::reduce_gradients(size_t unit) {
 
 void FullyShardedModel::finish_backward() {
   for (size_t i = 0; i < buffers_.size(); ++i) reduce_gradients(i);
+  complete_reduction();
   release();
 }
 
@@ -221,6 +257,7 @@ double FullyShardedModel::global_norm_sq() const {
 void FullyShardedModel::scatter_weights() { release(); }
 
 void FullyShardedModel::drop_gradients() {
+  if (reducing_.sum.pending()) (void)reducing_.sum.wait();  // completed on every rank, its sum dropped
   for (torch::Tensor& p : parameters_) p.mutable_grad().reset();
 }
 

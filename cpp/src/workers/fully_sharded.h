@@ -8,12 +8,16 @@
 // to end, is the one tensor the optimizer updates). The module's parameters keep their names and shapes but hold
 // storage only while their unit is gathered:
 //   forward:  a layer's unit is all-gathered in the compute dtype (fsdp_config.dtype) right before the layer runs and
-//             freed after it (reshard_after_forward; otherwise kept until its backward); the root unit is gathered
-//             when the model first reads it and kept until the backward ends or the pass is released;
+//             freed after it (reshard_after_forward; otherwise kept until its backward); with forward_prefetch the
+//             next layer's all-gather starts before this layer runs, and arrives while it computes. The root unit is
+//             gathered when the model first reads it and kept until the backward ends or the pass is released;
 //   backward: a hook on the layer's output gathers the unit again before the layer's backward (or its recomputation,
-//             with gradient checkpointing); once the layer's input gradient is done, the unit's gradients are
-//             widened to fp32, reduce-scattered (summed over the ranks) into the master gradient and the unit freed.
-//             finish_backward() does the same for the root unit and anything left.
+//             with gradient checkpointing) and starts the all-gather of the layer before it (FSDP's BACKWARD_PRE
+//             prefetch: two layers gathered at a time); once the layer's input gradient is done, the unit's gradients
+//             are widened to fp32 and their reduce-scatter (summed over the ranks) starts; it is added into the
+//             master gradient when the next unit's starts (one in flight, overlapping the next layer's backward) and
+//             the unit is freed. finish_backward() does the same for the root unit and anything left.
+// The collectives a pass starts depend only on the layer order, so every rank starts the same ones in the same order.
 // A gathered unit's parameters are views of one flat buffer; freeing it releases the buffer's storage and gathering
 // re-allocates it, so the tensors autograd saved in the forward see the weights again in the backward (FSDP frees
 // and re-allocates the storage of its flat parameter the same way).
@@ -43,6 +47,7 @@
 #include "verl/dist/communicator.h"
 #include "verl/model/tensor_parallel.h"
 #include "verl/model/transformer.h"
+#include "verl/workers/mixed_precision.h"
 #include "workers/optimizer_shard.h"
 #include "workers/shard_layout.h"
 
@@ -54,14 +59,14 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
  public:
   // Shards `model` (the whole model in its master dtype, the same on every rank) over `communicator`'s ranks and
   // installs the sharding in it (CausalLM::set_parameter_gathering). `compute_dtype`: the dtype its units are
-  // gathered in (the master dtype for no mixed precision).
+  // gathered in (the master dtype for no mixed precision); `policy`: when (fsdp_config's switches).
   // `generation_tp`: the rollout's tensor-parallel size t (the layout above; 1: the natural image).
   // `replicas` (HSDP, verl's fsdp_size < N): the ranks that hold this rank's shard in the other shard groups; the
   // gradients reduce-scattered within the group are then summed over them too (the mean over all N ranks), as FSDP's
   // HYBRID_SHARD does. Null: `communicator` is every data-parallel rank.
   static std::shared_ptr<FullyShardedModel> shard(std::shared_ptr<model::CausalLM> model,
                                                   std::shared_ptr<dist::Communicator> communicator,
-                                                  torch::Dtype compute_dtype, bool reshard_after_forward = true,
+                                                  torch::Dtype compute_dtype, const GatherPolicy& policy = {},
                                                   int64_t generation_tp = 1,
                                                   std::shared_ptr<dist::Communicator> replicas = nullptr);
   ~FullyShardedModel() override;
@@ -124,8 +129,8 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
 
   torch::Dtype compute_dtype() const { return compute_dtype_; }
   torch::Dtype master_dtype() const { return master_.scalar_type(); }
-  bool reshard_after_forward() const { return reshard_after_forward_; }
-  // Memory: bytes of master weights on this rank; bytes of units gathered now, and the most at once since
+  const GatherPolicy& policy() const { return policy_; }
+  // Memory: bytes of master weights on this rank; bytes of units gathered or arriving now, and the most at once since
   // reset_peak().
   int64_t master_bytes() const { return static_cast<int64_t>(master_.nbytes()); }
   int64_t gathered_bytes() const { return gathered_bytes_; }
@@ -134,22 +139,33 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
   // The unit of the root (index 0) and of decoder layer i (index i + 1): its bytes gathered.
   int64_t unit_gathered_bytes(size_t unit) const;
 
-  // The autograd hooks' entry points (a unit by index).
+  // The autograd hooks' entry points (a unit by index). gather() waits for a prefetch() in flight; free() too (the
+  // collective must complete on every rank) before it drops the weights.
   void gather(size_t unit);
+  void prefetch(size_t unit);
   void reduce_gradients(size_t unit);
   void free(size_t unit);
 
  private:
   using Unit = ShardLayout::Unit;
   using Piece = ShardLayout::Piece;
-  // A unit's gathered weights: the natural image in the compute dtype, with storage only while gathered.
+  // A unit's gathered weights: the natural image in the compute dtype, with storage only while gathered or arriving.
   struct UnitBuffer {
     torch::Tensor buffer;
-    bool gathered = false;
+    bool held = false;      // gathered or arriving: counted in gathered_bytes_
+    bool gathered = false;  // the parameters hold the weights
+    dist::InFlight arriving;  // its all-gather, started by prefetch(): into `buffer` itself with t = 1, else `image`
+    bool arriving_in_image = false;
   };
+  // A unit's gradient sum in flight (reduce_gradients); added into the master gradient by complete_reduction().
+  struct Reduction {
+    size_t unit = 0;
+    dist::InFlight sum;
+  };
+  void complete_reduction();
 
   FullyShardedModel(std::shared_ptr<model::CausalLM> model, std::shared_ptr<dist::Communicator> communicator,
-                    torch::Dtype compute_dtype, bool reshard_after_forward, int64_t generation_tp,
+                    torch::Dtype compute_dtype, const GatherPolicy& policy, int64_t generation_tp,
                     std::shared_ptr<dist::Communicator> replicas);
   torch::Tensor unit_shard(const Unit& u) const { return master_.detach().narrow(0, u.master_offset, u.shard_numel); }
   // Every rank's shard of `u` in `slice_state` (master()-shaped) concatenated in rank order (the laid-out image),
@@ -165,12 +181,13 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
   ShardLayout layout_;
   int64_t tp_ = 1;
   torch::Dtype compute_dtype_;
-  bool reshard_after_forward_;
+  GatherPolicy policy_;
   std::vector<torch::Tensor> parameters_;  // the module's, in parameters() order
   std::vector<UnitBuffer> buffers_;        // one per unit of layout_
   model::ModelConfig config_;  // the model's, for load_full_state's checks
   model::HeadKind head_kind_ = model::HeadKind::kLanguageModel;
   torch::Tensor master_;
+  Reduction reducing_;  // at most one reduce-scatter in flight
   double gradient_scale_ = 1.0;
   int64_t gathered_bytes_ = 0;
   int64_t peak_gathered_bytes_ = 0;

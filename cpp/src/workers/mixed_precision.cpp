@@ -151,7 +151,7 @@ void MixedPrecision::set_gradient_checkpointing(bool enabled) {
   compute_->set_gradient_checkpointing(enabled);
 }
 
-void MixedPrecision::shard_over(std::shared_ptr<dist::Communicator> communicator, bool reshard_after_forward,
+void MixedPrecision::shard_over(std::shared_ptr<dist::Communicator> communicator, const GatherPolicy& policy,
                                 int64_t generation_tp, const ShardGroups& groups) {
   if (groups.shard) communicator = groups.shard;
   const bool replicated = groups.replicas && groups.replicas->world_size() > 1;
@@ -163,8 +163,8 @@ void MixedPrecision::shard_over(std::shared_ptr<dist::Communicator> communicator
   master_params_.clear();
   compute_params_.clear();
   synced_versions_.clear();
-  sharding_ = detail::FullyShardedModel::shard(master_, std::move(communicator), dtype, reshard_after_forward,
-                                               generation_tp, replicated ? groups.replicas : nullptr);
+  sharding_ = detail::FullyShardedModel::shard(master_, std::move(communicator), dtype, policy, generation_tp,
+                                               replicated ? groups.replicas : nullptr);
   sharding_->set_gradient_scale(1.0 / loss_scale_);
 }
 

@@ -2,6 +2,9 @@
 // unit tests of the C++ code that talks to a verl::dist::Communicator (LibTorch's wheels ship no Gloo headers, so a
 // test cannot make a Gloo group in C++; the multi-process paths are tested under torchrun in tests/python/dist).
 // Implements what Communicator uses for tensors: all-reduce (sum, max), reduce-scatter (sum) and all-gather.
+// The all-gather and the reduce-scatter run when their Work is waited for, not when they start, as a real backend may
+// still be moving the bytes: a caller that reads an output before wait(), or never waits (a collective the other
+// ranks then wait for in vain), fails here too. Ranks exchange in the order they wait, the same on every rank.
 #pragma once
 
 #include <torch/torch.h>
@@ -79,17 +82,19 @@ class ThreadBackend : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                       const c10d::ReduceScatterOptions&) override {
-    std::vector<torch::Tensor> all = hub_->exchange(getRank(), input);
-    torch::Tensor sum = all[0].clone();
-    for (size_t i = 1; i < all.size(); ++i) sum.add_(all[i]);
-    output.copy_(sum.chunk(getSize())[static_cast<size_t>(getRank())]);
-    return done();
+    return deferred([hub = hub_, rank = getRank(), size = getSize(), output, input]() mutable {
+      std::vector<torch::Tensor> all = hub->exchange(rank, input);
+      torch::Tensor sum = all[0].clone();
+      for (size_t i = 1; i < all.size(); ++i) sum.add_(all[i]);
+      output.copy_(sum.chunk(size)[static_cast<size_t>(rank)]);
+    });
   }
 
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
                                                   const c10d::AllgatherOptions&) override {
-    output.copy_(torch::cat(hub_->exchange(getRank(), input)));
-    return done();
+    return deferred([hub = hub_, rank = getRank(), output, input]() mutable {
+      output.copy_(torch::cat(hub->exchange(rank, input)));
+    });
   }
 
  private:
@@ -98,6 +103,23 @@ class ThreadBackend : public c10d::Backend {
     bool wait(std::chrono::milliseconds) override { return true; }
   };
   static c10::intrusive_ptr<c10d::Work> done() { return c10::make_intrusive<Done>(); }
+  // Runs `exchange` on the first wait().
+  struct Deferred : c10d::Work {
+    explicit Deferred(std::function<void()> exchange) : exchange_(std::move(exchange)) {}
+    bool isCompleted() override { return exchange_ == nullptr; }
+    bool wait(std::chrono::milliseconds) override {
+      if (exchange_) {
+        std::function<void()> run = std::move(exchange_);
+        exchange_ = nullptr;
+        run();
+      }
+      return true;
+    }
+    std::function<void()> exchange_;
+  };
+  static c10::intrusive_ptr<c10d::Work> deferred(std::function<void()> exchange) {
+    return c10::make_intrusive<Deferred>(std::move(exchange));
+  }
 
   std::shared_ptr<ThreadExchange> hub_;
 };

@@ -113,6 +113,7 @@ struct Options {
   int steps = 2;
   int64_t tp = 1;  // the generation layout's tensor-parallel size
   int64_t fsdp = 0;  // HSDP: the shard groups' size (0: all ranks one group)
+  bool forward_prefetch = false;
   // Called on every rank after the steps (a checkpoint written, say).
   std::function<void(int64_t rank, FullyShardedModel&, Optimizer&)> after;
 };
@@ -148,7 +149,8 @@ std::vector<RankOutcome> run_sharded(const CausalLM& initial, const Options& o) 
       replicas = verl::testing::thread_communicator(static_cast<int>(rank / F), static_cast<int>(o.world / F),
                                                     replica_hubs[static_cast<size_t>(rank % F)]);
     }
-    auto sharded = FullyShardedModel::shard(m, comm, m->dtype(), o.reshard_after_forward, o.tp, replicas);
+    auto sharded =
+        FullyShardedModel::shard(m, comm, m->dtype(), {o.reshard_after_forward, o.forward_prefetch}, o.tp, replicas);
     opt.shard_over(sharded);
     RankOutcome& res = out[static_cast<size_t>(rank)];
     const int64_t rows = kRows / o.world, half = rows / 2;
@@ -249,6 +251,17 @@ TEST_CASE("ZeRO-3 with gradient checkpointing, packed sequences, and kept weight
   SECTION("reshard_after_forward=false keeps each layer from its forward to its backward") {
     check_against_reference(Options{4, true, /*reshard_after_forward=*/false, true});
   }
+  SECTION("forward_prefetch: the next layer's all-gather is in flight while a layer runs") {
+    for (bool checkpointing : {false, true}) {
+      INFO("gradient checkpointing " << checkpointing);
+      Options o{2, false, true, checkpointing, /*packed=*/true};
+      o.forward_prefetch = true;
+      check_against_reference(o);
+      o.world = 4;
+      o.tp = 2;
+      check_against_reference(o);
+    }
+  }
 }
 
 TEST_CASE("ZeRO-3 laid out for a tensor-parallel rollout (3D-HybridEngine) takes the same steps", "[dist][workers]") {
@@ -307,7 +320,7 @@ TEST_CASE("3D-HybridEngine hand-over: each rank gets its tensor-parallel shards 
       const int k = static_cast<int>(rank) % kTp, j = static_cast<int>(rank) / kTp;
       auto slice_group = verl::testing::thread_communicator(j, kG, slice_hubs[static_cast<size_t>(k)]);
       auto tensor_parallel = verl::testing::thread_communicator(k, kTp, tp_hubs[static_cast<size_t>(j)]);
-      auto sharded = FullyShardedModel::shard(models[static_cast<size_t>(rank)], comm, torch::kDouble, true, kTp);
+      auto sharded = FullyShardedModel::shard(models[static_cast<size_t>(rank)], comm, torch::kDouble, {}, kTp);
       auto& mine = shards[static_cast<size_t>(rank)];
       received[static_cast<size_t>(rank)] = sharded->for_each_unit_tp_shard(
           torch::kDouble, *slice_group, *tensor_parallel, [&](const std::map<std::string, torch::Tensor>& unit) {
@@ -347,20 +360,25 @@ TEST_CASE("ZeRO-3 memory: each rank holds 1/N of the weights and of the AdamW st
   for (const auto& p : initial->parameters()) whole += p.numel();
   for (int world : {2, 4}) {
     for (bool reshard : {true, false}) {
-      INFO("world " << world << ", reshard_after_forward " << reshard);
-      Options o{world, false, reshard};
-      o.steps = 1;
-      const std::vector<RankOutcome> ranks = run_sharded(*initial, o);
-      for (const RankOutcome& r : ranks) {
-        // Every unit (root + 3 layers) padded to a multiple of N: at most N - 1 elements each.
-        CHECK(r.master_bytes >= whole * 8 / world);
-        CHECK(r.master_bytes <= (whole / world + 4) * 8);
-        CHECK(r.state_bytes == 2 * r.master_bytes);  // exp_avg and exp_avg_sq of the shard only
-        // Gathered at once: the root and one layer while resharding after forward; everything otherwise.
-        if (reshard) {
-          CHECK(r.peak_gathered == r.root_bytes + r.max_layer_bytes);
-        } else {
-          CHECK(r.peak_gathered == r.root_bytes + 3 * r.max_layer_bytes);
+      for (bool prefetch : {false, true}) {
+        INFO("world " << world << ", reshard_after_forward " << reshard << ", forward_prefetch " << prefetch);
+        Options o{world, false, reshard};
+        o.forward_prefetch = prefetch;
+        o.steps = 1;
+        const std::vector<RankOutcome> ranks = run_sharded(*initial, o);
+        for (const RankOutcome& r : ranks) {
+          // Every unit (root + 3 layers) padded to a multiple of N: at most N - 1 elements each.
+          CHECK(r.master_bytes >= whole * 8 / world);
+          CHECK(r.master_bytes <= (whole / world + 4) * 8);
+          CHECK(r.state_bytes == 2 * r.master_bytes);  // exp_avg and exp_avg_sq of the shard only
+          // Gathered or arriving at once: resharding after forward, the root and two layers -- the one running and
+          // the one prefetched (the backward always prefetches; the forward with forward_prefetch); everything
+          // otherwise (3 layers).
+          if (reshard) {
+            CHECK(r.peak_gathered == r.root_bytes + 2 * r.max_layer_bytes);
+          } else {
+            CHECK(r.peak_gathered == r.root_bytes + 3 * r.max_layer_bytes);
+          }
         }
       }
     }
@@ -487,7 +505,7 @@ void check_loads_at(const std::filesystem::path& dir, const Saved& saved, int wo
   verl::testing::on_thread_ranks(world, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
     std::shared_ptr<CausalLM> m = models[static_cast<size_t>(rank)];
     Optimizer opt(m->parameters(), adamw(1e-2));
-    auto sharded = FullyShardedModel::shard(m, comm, m->dtype(), true, tp);
+    auto sharded = FullyShardedModel::shard(m, comm, m->dtype(), {}, tp);
     opt.shard_over(sharded);
     verl::workers::detail::load_shard(dir, *sharded, opt);
     Loaded& l = loaded[static_cast<size_t>(rank)];

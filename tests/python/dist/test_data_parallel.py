@@ -140,6 +140,16 @@ def test_zero3_variants_equal_one_process(job_files):
     assert_same_run(run_job(job_files, "grpo", 1, *extra)[0], run_job(job_files, "grpo", 2, *extra))
 
 
+def test_gather_prefetch_equals_one_process(job_files):
+    """fsdp_config.forward_prefetch: each decoder layer's all-gather is in flight while the layer before computes
+    (Gloo moves it on its own threads: a real overlap), beside the backward's prefetch and the reduce-scatters left in
+    flight while the next layer's backward runs; with gradient checkpointing the backward also recomputes each layer.
+    The actor and the critic still take the steps one process takes."""
+    extra = ("actor_rollout_ref.actor.fsdp_config.forward_prefetch=true", "critic.fsdp.forward_prefetch=true",
+             "actor_rollout_ref.model.enable_gradient_checkpointing=true")
+    assert_same_run(run_job(job_files, "gae", 1, *extra)[0], run_job(job_files, "gae", 2, *extra))
+
+
 def test_layout_must_fit_the_launch(job_files, monkeypatch):
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     cfg = verl.load_config(overrides=overrides(job_files, "grpo", 2, job_files["dir"] + "/layout"))

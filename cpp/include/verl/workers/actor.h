@@ -71,6 +71,9 @@ struct VERL_API ActorConfig {
   // actor_rollout_ref.actor.fsdp_config.reshard_after_forward: over several data-parallel ranks (ZeRO-3), free each
   // decoder layer's gathered weights after its forward (gathered again for its backward) or keep them until then.
   bool reshard_after_forward = true;
+  // actor_rollout_ref.actor.fsdp_config.forward_prefetch: over several ranks, gather the next layer's weights while
+  // this one runs (GatherPolicy).
+  bool forward_prefetch = false;
   // actor_rollout_ref.model
   bool use_remove_padding = true;
   bool enable_gradient_checkpointing = false;

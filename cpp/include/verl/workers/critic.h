@@ -49,6 +49,7 @@ struct VERL_API CriticConfig {
   // default is ppo_trainer.yaml's.
   std::string dtype = config_default("critic.fsdp.dtype").get<std::string>();
   bool reshard_after_forward = true;  // critic.fsdp.reshard_after_forward (ZeRO-3, as the actor's)
+  bool forward_prefetch = false;       // critic.fsdp.forward_prefetch (as the actor's)
   bool use_remove_padding = true;  // critic.model.use_remove_padding
   bool enable_gradient_checkpointing = false;
 

@@ -66,6 +66,17 @@ struct VERL_API ShardGroups {
   std::shared_ptr<dist::Communicator> replicas;
 };
 
+// When ZeRO-3 gathers a unit's weights (fsdp_config's switches, as FSDP's): memory and speed only, never the results.
+struct VERL_API GatherPolicy {
+  // fsdp_config.reshard_after_forward: free a decoder layer's gathered weights after its forward (gathered again for
+  // its backward) rather than keeping them until its backward.
+  bool reshard_after_forward = true;
+  // fsdp_config.forward_prefetch: start the next layer's all-gather before this layer's forward runs, so the two
+  // overlap (one more layer's weights gathered at a time). The backward always prefetches the layer before
+  // (FSDP's default BACKWARD_PRE).
+  bool forward_prefetch = false;
+};
+
 // The master model and its compute copy for one worker. When nothing is mixed (the compute dtype equals the
 // master's), compute() is the master itself and every method is a no-op. Over data-parallel ranks (shard_over) the
 // master weights are this rank's ZeRO-3 shards and compute() the sharded module, which gathers its units in the
@@ -90,12 +101,12 @@ class VERL_API MixedPrecision {
   // Sets gradient checkpointing on both models.
   void set_gradient_checkpointing(bool enabled);
 
-  // ZeRO-3 over `communicator`'s ranks (fsdp_config.reshard_after_forward as given): the master model's weights
+  // ZeRO-3 over `communicator`'s ranks (gathering as `policy` says): the master model's weights
   // become this rank's shards (the same weights on every rank first), the compute copy goes, and compute() is the
   // sharded master. Every rank must then run the same passes. A null communicator or a world of one changes nothing.
   // `generation_tp` > 1: the layout for a tensor-parallel rollout of that size (workers/fully_sharded.h).
   // `groups` (HSDP): shard over groups.shard, replicated across groups.replicas, instead of over `communicator`.
-  void shard_over(std::shared_ptr<dist::Communicator> communicator, bool reshard_after_forward,
+  void shard_over(std::shared_ptr<dist::Communicator> communicator, const GatherPolicy& policy,
                   int64_t generation_tp = 1, const ShardGroups& groups = {});
   // The ZeRO-3 sharding (null before shard_over): the optimizer updates its master shards.
   const std::shared_ptr<detail::FullyShardedModel>& sharding() const { return sharding_; }

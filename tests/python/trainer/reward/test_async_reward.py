@@ -168,7 +168,8 @@ def test_training_step_with_an_async_reward(tiny_model_dir, toy_data, tmp_path):
     assert metrics["critic/score/mean"] == pytest.approx(sum(map(len, responses)) / len(responses))
 
 
-def test_cached_async_clients_stay_on_one_loop(tiny_model_dir, toy_data, tmp_path, batch_maker, tokenizer):
+def test_cached_async_clients_stay_on_one_loop(tiny_model_dir, toy_data, tmp_path, batch_maker, tokenizer,
+                                             monkeypatch):
     """An async scorer that caches a loop-bound client (an aiohttp session, a semaphore) on its first call keeps using
     it: every call runs on verl's one event loop, whichever thread scores -- the step's scoring thread (a new one each
     step), the one-step off-policy rollout thread, or the caller's for validation and a manager called by hand."""
@@ -185,6 +186,7 @@ def test_cached_async_clients_stay_on_one_loop(tiny_model_dir, toy_data, tmp_pat
             self.calls += 1
             return float(len(response) % 3)
 
+    monkeypatch.setenv("VERL_FILE_LOGGER_ROOT", str(tmp_path))  # fit() writes its metrics file there
     scorer = CachingScorer()
     for hybrid in (True, False):
         cfg = RLConfig(overrides=[*toy_overrides(tiny_model_dir, str(tmp_path / str(hybrid)), "grpo", 2),
