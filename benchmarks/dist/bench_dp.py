@@ -4,11 +4,15 @@ in one run. Prints step time, tokens/s and the N-rank throughput over the one-pr
 N = 2: each rank generates and trains on half of the rows; the gradient all-reduce and the controller's dispatch are
 the cost).
 
+The machine's speed drifts between runs (a one-process step took 1.42 to 2.15 s in five runs of one evening), so
+--rounds R alternates the two jobs R times and compares the medians of all their timed steps.
+
 It also reports the re-shard after each update (the ZeRO-3 shards handed to the rollout's copy): bytes received per
 rank against a full all-gather's, and its time against the step's; --tp t runs the N ranks with a tensor-parallel
 rollout of size t (the 3D-HybridEngine's layout: 1/t - 1/N of the weights per rank).
 
-    python benchmarks/dist/bench_dp.py [--ranks 2] [--tp 1] [--steps 4] [--results-json out.json]
+    python benchmarks/dist/bench_dp.py [--ranks 2] [--tp 1] [--steps 4] [--rounds 3] [--no-forward-prefetch]
+                                       [--results-json out.json]
 """
 
 from __future__ import annotations
@@ -81,7 +85,8 @@ def overrides(args: argparse.Namespace, model: str, data: str, ranks: int, out_d
             "trainer.val_before_train=false", f"trainer.total_training_steps={args.warmup + args.steps}",
             "trainer.total_epochs=1000", f"trainer.default_local_dir={out_dir}/ckpt", "trainer.device=cpu",
             "trainer.save_freq=-1", f"trainer.n_gpus_per_node={ranks}",
-            f"actor_rollout_ref.rollout.tensor_model_parallel_size={args.tp if ranks > 1 else 1}"]
+            f"actor_rollout_ref.rollout.tensor_model_parallel_size={args.tp if ranks > 1 else 1}",
+            f"actor_rollout_ref.actor.fsdp_config.forward_prefetch={str(args.forward_prefetch).lower()}"]
 
 
 def run(args: argparse.Namespace, model: str, data: str, ranks: int, work: str) -> dict:
@@ -108,14 +113,26 @@ def main() -> int:
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--steps", type=int, default=4)
+    p.add_argument("--rounds", type=int, default=3, help="alternate the 1-process and the N-rank job this many times")
+    p.add_argument("--no-forward-prefetch", dest="forward_prefetch", action="store_false",
+                   help="fsdp_config.forward_prefetch=false (verl's default; the backward prefetches either way)")
     p.add_argument("--results-json")
     p.add_argument("--threads", type=int, default=1, help="ignored: every process runs one thread")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as work:
         model = write_model(os.path.join(work, "model"), args.hidden, args.layers)
         data = write_rows(os.path.join(work, "train.jsonl"), 4 * args.prompts)
-        one = run(args, model, data, 1, work)
-        many = run(args, model, data, args.ranks, work)
+        rounds = [(run(args, model, data, 1, work), run(args, model, data, args.ranks, work))
+                  for _ in range(args.rounds)]
+
+    def merged(runs: list[dict]) -> dict:  # every round's timed steps as one run's
+        out = dict(runs[0])
+        for key in ("step_s", "tokens", "reshard_bytes"):
+            out[key] = [x for r in runs for x in r[key]]
+        out["stages"] = {k: [x for r in runs for x in r["stages"].get(k, [])] for k in runs[0]["stages"]}
+        return out
+
+    one, many = merged([a for a, _ in rounds]), merged([b for _, b in rounds])
 
     def summary(r: dict) -> tuple[float, float]:
         step = statistics.median(r["step_s"])
@@ -126,9 +143,12 @@ def main() -> int:
     ratio = tpsn / tps1
     lines = [f"workload: GRPO, {args.prompts} prompts x n={args.n} x <= {args.response_length} new tokens per step, "
              f"Qwen2-shaped model hidden {args.hidden} x {args.layers} layers (fp32), {args.steps} timed steps after "
-             f"{args.warmup} warm-up; one thread per process",
+             f"{args.warmup} warm-up, {args.rounds} alternating rounds; one thread per process; "
+             f"fsdp_config.forward_prefetch={str(args.forward_prefetch).lower()}",
              f"1 process        : step {step1:.3f} s, {tps1:,.0f} tokens/s",
              f"{args.ranks} ranks (Gloo)  : step {stepn:.3f} s, {tpsn:,.0f} tokens/s  -> {ratio:.2f}x throughput",
+             "per round: " + ", ".join(f"{statistics.median(a['step_s']) / statistics.median(b['step_s']):.2f}x"
+                                       for a, b in rounds) + " (step-time ratios)",
              "stage medians (s), 1 process vs " + f"{args.ranks} ranks:"]
     for k in sorted(one["stages"]):
         if k in many["stages"]:

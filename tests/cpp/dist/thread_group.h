@@ -1,10 +1,12 @@
 // Ranks as threads of one test process: a c10d backend whose collectives exchange tensors through shared memory, for
 // unit tests of the C++ code that talks to a verl::dist::Communicator (LibTorch's wheels ship no Gloo headers, so a
 // test cannot make a Gloo group in C++; the multi-process paths are tested under torchrun in tests/python/dist).
-// Implements what Communicator uses for tensors: all-reduce (sum, max), reduce-scatter (sum) and all-gather.
-// The all-gather and the reduce-scatter run when their Work is waited for, not when they start, as a real backend may
-// still be moving the bytes: a caller that reads an output before wait(), or never waits (a collective the other
-// ranks then wait for in vain), fails here too. Ranks exchange in the order they wait, the same on every rank.
+// Implements what Communicator uses for tensors: all-reduce (sum, max), reduce-scatter (sum), all-gather and
+// all-to-all.
+// The all-gather, the reduce-scatter and the all-to-all run when their Work is waited for, not when they start, as
+// a real backend may still be moving the bytes: a caller that reads an output before wait(), or never waits (a
+// collective the other ranks then wait for in vain), fails here too. Ranks exchange in the order they wait, the same
+// on every rank.
 #pragma once
 
 #include <torch/torch.h>
@@ -12,6 +14,7 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -90,6 +93,26 @@ class ThreadBackend : public c10d::Backend {
     });
   }
 
+  // How many all-to-alls any rank started (tests check which path a Communicator took).
+  static std::atomic<int64_t>& all_to_all_calls() {
+    static std::atomic<int64_t> calls{0};
+    return calls;
+  }
+
+  // Equal splits only (empty split sizes), as Communicator asks.
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& out_splits,
+                                               std::vector<int64_t>& in_splits,
+                                               const c10d::AllToAllOptions&) override {
+    TORCH_CHECK(out_splits.empty() && in_splits.empty(), "ThreadBackend: all-to-all with equal splits only");
+    ++all_to_all_calls();
+    return deferred([hub = hub_, rank = getRank(), size = getSize(), output, input]() mutable {
+      std::vector<torch::Tensor> all = hub->exchange(rank, input);
+      std::vector<torch::Tensor> mine;  // chunk `rank` of every rank's input, in rank order
+      for (const torch::Tensor& t : all) mine.push_back(t.chunk(size)[static_cast<size_t>(rank)]);
+      output.copy_(torch::cat(mine));
+    });
+  }
+
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
                                                   const c10d::AllgatherOptions&) override {
     return deferred([hub = hub_, rank = getRank(), output, input]() mutable {
@@ -126,11 +149,14 @@ class ThreadBackend : public c10d::Backend {
 
 // The communicator of rank `rank` in a group of `size` threads that meet at `hub` (one hub per group, shared by its
 // members): a subgroup of the ranks of on_thread_ranks gets a hub of its own.
-inline std::shared_ptr<dist::Communicator> thread_communicator(int rank, int size, std::shared_ptr<ThreadExchange> hub) {
+// `as_gloo`: the group calls itself Gloo, so a Communicator takes its Gloo-only paths (the reduce-scatter as an
+// all-to-all).
+inline std::shared_ptr<dist::Communicator> thread_communicator(int rank, int size, std::shared_ptr<ThreadExchange> hub,
+                                                               bool as_gloo = false) {
+  const auto type = as_gloo ? c10d::ProcessGroup::BackendType::GLOO : c10d::ProcessGroup::BackendType::CUSTOM;
   auto group = c10::make_intrusive<c10d::ProcessGroup>(rank, size);
-  group->setDefaultBackend(c10d::ProcessGroup::BackendType::CUSTOM);
-  group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::CUSTOM,
-                    c10::make_intrusive<ThreadBackend>(rank, size, std::move(hub)));
+  group->setDefaultBackend(type);
+  group->setBackend(c10::DeviceType::CPU, type, c10::make_intrusive<ThreadBackend>(rank, size, std::move(hub)));
   return std::make_shared<dist::Communicator>(group, torch::kCPU, std::chrono::seconds(60));
 }
 
@@ -148,14 +174,15 @@ inline std::mutex& assertion_mutex() {
   } while (0)
 
 // Runs fn(rank, communicator) on `world` threads, the ranks of one group; rethrows the first rank's exception.
-inline void on_thread_ranks(int world, const std::function<void(int64_t, std::shared_ptr<dist::Communicator>)>& fn) {
+inline void on_thread_ranks(int world, const std::function<void(int64_t, std::shared_ptr<dist::Communicator>)>& fn,
+                            bool as_gloo = false) {
   auto hub = std::make_shared<ThreadExchange>(world);
   std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
   std::vector<std::thread> threads;
   for (int rank = 0; rank < world; ++rank) {
     threads.emplace_back([&, rank] {
       try {
-        fn(rank, thread_communicator(rank, world, hub));
+        fn(rank, thread_communicator(rank, world, hub, as_gloo));
       } catch (...) {
         errors[static_cast<size_t>(rank)] = std::current_exception();
       }

@@ -1,0 +1,105 @@
+// verl::dist::Communicator's collectives started asynchronously (InFlight), on threads as ranks whose backend runs a
+// collective only when it is waited for (dist/thread_group.h), as a real backend may still be moving its bytes.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dist/thread_group.h"
+#include "verl/core/error.h"
+#include "verl/dist/communicator.h"
+
+using verl::dist::Communicator;
+using verl::dist::InFlight;
+
+namespace {
+
+// Rank r's input: values that differ by rank and element, and whose float64 sum depends on the order it is taken in.
+torch::Tensor rank_input(int64_t rank, int64_t numel) {
+  return torch::arange(numel, torch::kDouble).mul(0.1).add(1e16 * (rank % 2 == 0 ? 1 : -1)).add(rank / 3.0);
+}
+
+}  // namespace
+
+TEST_CASE("Communicator: collectives started asynchronously give what the blocking ones give", "[dist]") {
+  constexpr int kWorld = 3;
+  std::vector<std::vector<torch::Tensor>> got(kWorld);
+  std::vector<int> landed_in_place(kWorld, 0);
+  verl::testing::on_thread_ranks(kWorld, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
+    const torch::Tensor shard = torch::full({4}, static_cast<double>(rank + 1), torch::kDouble);
+    const torch::Tensor flat = rank_input(rank, 6);
+    // Three in flight at once, waited for in the order started (every rank starts and waits in the same order).
+    torch::Tensor buffer = torch::empty({4 * kWorld}, torch::kDouble);
+    InFlight a = comm->all_gather_flat_async(shard, buffer);
+    InFlight b = comm->reduce_scatter_sum_async(flat);
+    InFlight c = comm->all_gather_flat_async(shard * 10);
+    const torch::Tensor ga = a.wait();
+    landed_in_place[static_cast<size_t>(rank)] = ga.data_ptr() == buffer.data_ptr();
+    got[static_cast<size_t>(rank)] = {ga, b.wait(), c.wait(), comm->all_gather_flat(shard),
+                                      comm->reduce_scatter_sum(flat)};
+  });
+  const torch::Tensor expected_gather = torch::arange(1, kWorld + 1, torch::kDouble).repeat_interleave(4);
+  torch::Tensor sum = rank_input(0, 6).clone();
+  for (int r = 1; r < kWorld; ++r) sum.add_(rank_input(r, 6));
+  for (int r = 0; r < kWorld; ++r) {
+    INFO("rank " << r);
+    const auto& g = got[static_cast<size_t>(r)];
+    CHECK(landed_in_place[static_cast<size_t>(r)] == 1);  // `out` is where the gather writes
+    CHECK(torch::equal(g[0], expected_gather));
+    CHECK(torch::equal(g[1], sum.chunk(kWorld)[static_cast<size_t>(r)]));
+    CHECK(torch::equal(g[2], expected_gather * 10));
+    CHECK(torch::equal(g[3], g[0]));  // the blocking calls agree
+    CHECK(torch::equal(g[4], g[1]));
+  }
+}
+
+TEST_CASE("Communicator: over Gloo the reduce-scatter is an all-to-all summed in rank order", "[dist]") {
+  for (int world : {2, 3, 4}) {
+    INFO("world " << world);
+    const int64_t calls_before = verl::testing::ThreadBackend::all_to_all_calls();
+    std::vector<std::string> backend(static_cast<size_t>(world));
+    std::vector<torch::Tensor> got(static_cast<size_t>(world));
+    verl::testing::on_thread_ranks(
+        world,
+        [&](int64_t rank, std::shared_ptr<Communicator> comm) {
+          got[static_cast<size_t>(rank)] = comm->reduce_scatter_sum(rank_input(rank, 5 * world));
+          backend[static_cast<size_t>(rank)] = comm->backend();
+        },
+        /*as_gloo=*/true);
+    CHECK(backend == std::vector<std::string>(static_cast<size_t>(world), "gloo"));
+    CHECK(verl::testing::ThreadBackend::all_to_all_calls() - calls_before == world);  // one per rank, no reduce-scatter
+    // Bitwise: chunk r of ((x0 + x1) + x2) + ... -- the order a reduction over the ranks takes, whichever rank sums.
+    torch::Tensor sum = rank_input(0, 5 * world).clone();
+    for (int r = 1; r < world; ++r) sum.add_(rank_input(r, 5 * world));
+    for (int r = 0; r < world; ++r)
+      CHECK(torch::equal(got[static_cast<size_t>(r)], sum.chunk(world)[static_cast<size_t>(r)]));
+  }
+}
+
+TEST_CASE("Communicator: an InFlight is waited for once; a gather's output must fit", "[dist]") {
+  CHECK_FALSE(InFlight().pending());
+  CHECK_THROWS_AS(InFlight().wait(), verl::InvalidArgument);
+  std::vector<int> ok(2, 0);
+  verl::testing::on_thread_ranks(2, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
+    const torch::Tensor shard = torch::ones({3});
+    bool wrong_out_refused = false;
+    try {
+      (void)comm->all_gather_flat_async(shard, torch::empty({5}));  // 2 x 3 elements needed; nothing starts
+    } catch (const verl::InvalidArgument& e) {
+      wrong_out_refused = std::string(e.what()).find("6 elements") != std::string::npos;
+    }
+    InFlight f = comm->all_gather_flat_async(shard);
+    const bool pending = f.pending();
+    (void)f.wait();
+    bool second_wait_refused = false;
+    try {
+      (void)f.wait();
+    } catch (const verl::InvalidArgument&) {
+      second_wait_refused = true;
+    }
+    ok[static_cast<size_t>(rank)] = wrong_out_refused && pending && !f.pending() && second_wait_refused;
+  });
+  CHECK(ok == std::vector<int>{1, 1});
+}
