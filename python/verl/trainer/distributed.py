@@ -25,7 +25,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DistributedError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -200,21 +200,49 @@ def tensor_parallel_communicators(config: Any, communicator: Any) -> tuple[Any, 
 
 
 def _restart_safe_store(launch: LaunchEnv, timeout: float) -> Any:
-    """Under torchrun, the agent's store with a prefix of its own per restart attempt (None elsewhere: env:// as
-    usual). torchrun --max-restarts keeps one store across attempts, and with torch 2.14.1 the restarted ranks read
-    the dead attempt's Gloo addresses from it: init_process_group fails or hangs in connectFullMesh (a plain
-    all_reduce job shows it), so a restarted job could never resume. A prefix per attempt keeps them apart. Only
-    when one node holds every rank: each node's agent counts its own restarts, so over several nodes the counts can
-    differ and the ranks would meet under different prefixes (there torch's own rendezvous is used as it is)."""
+    """Under torchrun, a store of this restart attempt's own for the process group (None elsewhere: env:// as usual).
+
+    torchrun --max-restarts keeps one agent store across attempts (its rendezvous creates the store server once),
+    and torch 2.14.1's workers use it without a prefix: restarted ranks read the dead attempt's Gloo addresses from
+    it and fail or hang in connectFullMesh (a plain all_reduce job shows it, on one node and over two). A prefix per
+    TORCHELASTIC_RESTART_COUNT is no cure over several nodes: each node's agent counts its own restarts (a node
+    whose workers were healthy restarts them without counting), so the ranks could meet under different prefixes.
+    Instead rank 0 serves a fresh TCPStore on a free port -- one per attempt, since every attempt restarts every
+    worker -- and advertises its port with a random nonce in the agent store; the other ranks take the advert, and
+    until they reach a store that holds that nonce (a stale advert names a dead attempt's port), read it again.
+    Rank 0 runs on the node of MASTER_ADDR (the agent store's host: torchrun's rendezvous rank 0, whose node holds
+    the first global ranks)."""
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True" or "TORCHELASTIC_RESTART_COUNT" not in os.environ:
         return None
-    if os.environ.get("LOCAL_WORLD_SIZE") != str(launch.world_size):
-        return None
+    import secrets
+    import time
+
     import torch.distributed as dist
 
-    agent = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), launch.world_size,
-                          is_master=False, timeout=datetime.timedelta(seconds=timeout))
-    return dist.PrefixStore(f"verl_attempt_{os.environ['TORCHELASTIC_RESTART_COUNT']}", agent)
+    host, limit = os.environ["MASTER_ADDR"], datetime.timedelta(seconds=timeout)
+    agent = dist.TCPStore(host, int(os.environ["MASTER_PORT"]), launch.world_size, is_master=False, timeout=limit)
+    advert_key, nonce_key = "verl/process_group_store", "verl/nonce"
+    if launch.rank == 0:
+        store = dist.TCPStore(host, 0, launch.world_size, is_master=True, timeout=limit, wait_for_workers=False)
+        nonce = secrets.token_hex(16)
+        store.set(nonce_key, nonce)
+        agent.set(advert_key, f"{store.port} {nonce}")
+        return store
+    deadline = time.monotonic() + timeout
+    while True:
+        port, nonce = agent.get(advert_key).decode().split()  # waits for rank 0's first advert
+        try:
+            store = dist.TCPStore(host, int(port), launch.world_size, is_master=False,
+                                  timeout=datetime.timedelta(seconds=2))
+            if store.check([nonce_key]) and store.get(nonce_key).decode() == nonce:
+                store.set_timeout(limit)
+                return store
+        except (RuntimeError, dist.DistError):  # refused: a dead attempt's port
+            pass
+        if time.monotonic() > deadline:
+            raise DistributedError(f"rank {launch.rank}: rank 0 advertised no process-group store of this torchrun "
+                                   f"attempt at {host} within actor_rollout_ref.nccl_timeout = {timeout:g} s")
+        time.sleep(0.1)
 
 
 def _destroy_process_group() -> None:

@@ -403,9 +403,9 @@ def test_every_rank_writes_its_shard_and_the_merger_joins_them(job_files, tmp_pa
         torch.testing.assert_close(ours(ids), hf(ids).logits, rtol=1e-5, atol=1e-5)
 
 
-def _worker_pid(marker: str, local_rank: int) -> int | None:
-    """The pid of the first-attempt torchrun worker with LOCAL_RANK ``local_rank`` whose command line holds
-    ``marker`` (read from /proc: the workers are torchrun's children, not this test's)."""
+def _worker_pid(marker: str, rank: int) -> int | None:
+    """The pid of the first-attempt torchrun worker of global RANK ``rank`` whose command line holds ``marker`` (read
+    from /proc: the workers are torchrun's children, not this test's)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -416,17 +416,22 @@ def _worker_pid(marker: str, local_rank: int) -> int | None:
                 environ = f.read().split(b"\0")
         except OSError:
             continue
-        if (marker.encode() in cmdline and f"LOCAL_RANK={local_rank}".encode() in environ
+        if (marker.encode() in cmdline and f"RANK={rank}".encode() in environ
                 and b"TORCHELASTIC_RESTART_COUNT=0" in environ):
             return int(entry)
     return None
 
 
-def test_torchrun_restart_resumes_from_the_last_complete_checkpoint(job_files, tmp_path):
+@pytest.mark.parametrize("nodes", [1, 2])
+def test_torchrun_restart_resumes_from_the_last_complete_checkpoint(job_files, tmp_path, nodes):
     """Item 7's recovery: kill -9 of rank 1 once step 2's checkpoint is complete; torchrun (--max-restarts=1) restarts
-    both ranks, resume_mode=auto continues from the newest complete checkpoint (each rank from its own shard files)
-    and the run ends with the metrics of an uninterrupted one, bit for bit (wall-clock ones aside)."""
+    the ranks, resume_mode=auto continues from the newest complete checkpoint (each rank from its own shard files)
+    and the run ends with the metrics of an uninterrupted one, bit for bit (wall-clock ones aside). ``nodes=2``: two
+    torchrun agents on this host, one rank each, meeting through the c10d rendezvous as two machines would (each
+    agent counts its own restarts, and torch's rendezvous, not verl-cpp's per-attempt store prefix, keeps the
+    attempts apart)."""
     import signal
+    import socket
     import time
 
     from verl.utils.tracking import read_metrics
@@ -441,25 +446,40 @@ def test_torchrun_restart_resumes_from_the_last_complete_checkpoint(job_files, t
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
     env["OMP_NUM_THREADS"] = "1"
     marker = str(tmp_path / "restarted")
-    proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                             "--max-restarts=1", "-m", "verl.trainer.main_ppo", *args("restarted")],
-                            env=env, cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    job = ["-m", "verl.trainer.main_ppo", *args("restarted")]
+    if nodes == 1:
+        launches = [["--standalone", "--nproc_per_node=2"]]
+    else:
+        with socket.socket() as s:  # a free port for the rendezvous
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        launches = [["--nnodes=2", "--nproc_per_node=1", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}",
+                     "--rdzv-id=restart-test"]] * 2
+        job += ["trainer.nnodes=2", "trainer.n_gpus_per_node=1"]
+    procs = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", *launch, "--max-restarts=1", *job],
+                              env=env, cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for launch in launches]
+    outputs = []
     try:
         iteration = tmp_path / "restarted" / "ckpt" / "latest_checkpointed_iteration.txt"
         deadline = time.monotonic() + 300
         while not (iteration.exists() and iteration.read_text().strip() == "2"):
-            assert proc.poll() is None, proc.stdout.read()[-4000:]
+            for proc in procs:
+                assert proc.poll() is None, proc.stdout.read()[-4000:]
             assert time.monotonic() < deadline, "the job never checkpointed step 2"
             time.sleep(0.05)
         pid = _worker_pid(marker, 1)
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
-        output, _ = proc.communicate(timeout=300)
+        outputs = [proc.communicate(timeout=300)[0] for proc in procs]
     finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, output[-4000:]
-    assert "exitcode: -9" in output and "local_rank: 1" in output, output[-4000:]  # killed, then restarted
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    output = "\n".join(outputs)
+    for proc in procs:
+        assert proc.returncode == 0, output[-6000:]
+    assert "exitcode: -9" in output, output[-6000:]  # killed, then restarted
     straight = dict(read_metrics(tmp_path / "proj" / "straight.jsonl"))
     restarted = dict(read_metrics(tmp_path / "proj" / "restarted.jsonl"))
     assert sorted(restarted) == sorted(straight) == [1, 2, 3, 4]
