@@ -24,7 +24,6 @@ def _torch_thread_count_is_kept():
         torch.set_num_threads(threads)
 
 
-
 @pytest.fixture(autouse=True)
 def _nothing_is_written_into_the_checkout():
     """A test writes under its tmp_path, never into the source tree (where a file logger left ``proj/exp.jsonl`` once,

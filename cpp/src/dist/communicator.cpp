@@ -1,4 +1,4 @@
-// Blocking c10d collectives with timeouts and typed errors (see verl/dist/communicator.h).
+// c10d collectives, blocking or started (InFlight), with timeouts and typed errors (see verl/dist/communicator.h).
 #include "verl/dist/communicator.h"
 
 #include <algorithm>

@@ -111,7 +111,12 @@ FullyShardedModel::FullyShardedModel(std::shared_ptr<model::CausalLM> model,
   }
 }
 
-FullyShardedModel::~FullyShardedModel() = default;
+FullyShardedModel::~FullyShardedModel() {
+  try {
+    release();  // nothing left in flight reading the master weights or writing a unit buffer
+  } catch (...) {  // a failed peer: the job is ending anyway
+  }
+}
 
 int64_t FullyShardedModel::unit_gathered_bytes(size_t unit) const {
   const torch::Tensor& b = buffers_.at(unit).buffer;
@@ -190,7 +195,16 @@ torch::Tensor FullyShardedModel::run_layer(int64_t layer, const torch::Tensor& i
     x = ReduceAfterBackward::apply(input, reinterpret_cast<int64_t>(this), static_cast<int64_t>(unit));
   gather(unit);
   if (policy_.forward_prefetch && unit + 1 < buffers_.size()) prefetch(unit + 1);
-  torch::Tensor y = forward(x);
+  torch::Tensor y;
+  try {
+    y = forward(x);
+  } catch (...) {
+    try {
+      release();  // the prefetch in flight completes before its buffer can go
+    } catch (...) {
+    }
+    throw;
+  }
   if (!grad || policy_.reshard_after_forward) free(unit);
   if (grad && y.requires_grad()) {
     std::weak_ptr<FullyShardedModel> self = weak_from_this();
@@ -347,17 +361,17 @@ void FullyShardedModel::load_full_state(const std::map<std::string, torch::Tenso
   model::check_state_dict(config_, head_kind_, state, /*strict=*/true, "FullyShardedModel.load_full_state");
   std::vector<torch::Tensor> whole;
   for (const ShardedParameter& p : layout_.parameters()) whole.push_back(state.at(p.name));
+  release();  // the gathered copies hold the old weights, and nothing may still be reading the master ones
   torch::NoGradGuard no_grad;
   master_.detach().copy_(slice(whole));
-  release();  // the gathered copies hold the old weights
 }
 
 void FullyShardedModel::load_master(const torch::Tensor& shard) {
   VERL_CHECK_AS(CheckpointError, shard.dim() == 1 && shard.numel() == master_.numel(), "FullyShardedModel: a shard of ",
                 shard.numel(), " elements for master weights of ", master_.numel());
+  release();  // the gathered copies hold the old weights, and nothing may still be reading the master ones
   torch::NoGradGuard no_grad;
   master_.detach().copy_(shard);
-  release();  // the gathered copies hold the old weights
 }
 
 }  // namespace verl::workers::detail

@@ -211,10 +211,12 @@ def _restart_safe_store(launch: LaunchEnv, timeout: float) -> Any:
     worker -- and advertises its port with a random nonce in the agent store; the other ranks take the advert, and
     until they reach a store that holds that nonce (a stale advert names a dead attempt's port), read it again.
     Rank 0 runs on the node of MASTER_ADDR (the agent store's host: torchrun's rendezvous rank 0, whose node holds
-    the first global ranks)."""
+    the first global ranks). An elastic membership change that moves rendezvous rank 0 to another node leaves the
+    nodes with different MASTER_ADDRs; then the ranks time out here, as torch's own env:// would."""
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True" or "TORCHELASTIC_RESTART_COUNT" not in os.environ:
         return None
     import secrets
+    import socket
     import time
 
     import torch.distributed as dist
@@ -230,14 +232,17 @@ def _restart_safe_store(launch: LaunchEnv, timeout: float) -> Any:
         return store
     deadline = time.monotonic() + timeout
     while True:
-        port, nonce = agent.get(advert_key).decode().split()  # waits for rank 0's first advert
         try:
+            port, nonce = agent.get(advert_key).decode().split()  # waits for rank 0's first advert
+            # A dead attempt's port refuses at once here; TCPStore itself would retry for seconds and log each try.
+            socket.create_connection((host, int(port)), timeout=1).close()
+            # wait_for_workers=False: a probe must not count itself in as one of a store's workers.
             store = dist.TCPStore(host, int(port), launch.world_size, is_master=False,
-                                  timeout=datetime.timedelta(seconds=2))
+                                  timeout=datetime.timedelta(seconds=2), wait_for_workers=False)
             if store.check([nonce_key]) and store.get(nonce_key).decode() == nonce:
                 store.set_timeout(limit)
                 return store
-        except (RuntimeError, dist.DistError):  # refused: a dead attempt's port
+        except (OSError, RuntimeError):  # refused, or another store on a reused port (torch's DistError too)
             pass
         if time.monotonic() > deadline:
             raise DistributedError(f"rank {launch.rank}: rank 0 advertised no process-group store of this torchrun "

@@ -103,3 +103,22 @@ TEST_CASE("Communicator: an InFlight is waited for once; a gather's output must 
   });
   CHECK(ok == std::vector<int>{1, 1});
 }
+
+TEST_CASE("The thread test backend pairs collectives by the order they start, as Gloo and NCCL do", "[dist]") {
+  // Started in another order on rank 1 but waited for in the same order: a real backend would pair rank 0's first
+  // gather with rank 1's first (of another size) and hang or mix them up; the test backend says so.
+  auto run = [](int64_t rank, std::shared_ptr<Communicator> comm) {
+    const torch::Tensor a = torch::ones({3}), b = torch::ones({5});
+    InFlight first, second;
+    if (rank == 0) {
+      first = comm->all_gather_flat_async(a);
+      second = comm->all_gather_flat_async(b);
+    } else {
+      second = comm->all_gather_flat_async(b);
+      first = comm->all_gather_flat_async(a);
+    }
+    (void)first.wait();
+    (void)second.wait();
+  };
+  CHECK_THROWS_WITH(verl::testing::on_thread_ranks(2, run), Catch::Contains("disagree on the collective"));
+}

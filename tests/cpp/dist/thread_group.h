@@ -15,11 +15,13 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,31 +33,46 @@ namespace verl::testing {
 // Where the threads meet: every rank deposits its tensor; once all have, each reads every rank's.
 class ThreadExchange {
  public:
-  explicit ThreadExchange(int world) : world_(world), slots_(static_cast<size_t>(world)) {}
+  explicit ThreadExchange(int world)
+      : world_(world), slots_(static_cast<size_t>(world)), whats_(static_cast<size_t>(world)) {}
 
-  // Every rank's `mine`, in rank order (the same call on every rank, as collectives are).
-  std::vector<torch::Tensor> exchange(int rank, const torch::Tensor& mine) {
+  // Every rank's `mine`, in rank order (the same call on every rank, as collectives are). `what` names the
+  // collective as the rank started it (its kind, its place in the rank's start order, its size): the ranks must
+  // agree, as a real backend pairs collectives by the order they start, not the order they are waited for. Throws
+  // on a disagreement, and after a minute without the other ranks (a collective some rank never runs).
+  std::vector<torch::Tensor> exchange(int rank, const torch::Tensor& mine, const std::string& what) {
+    const auto patience = std::chrono::seconds(60);
     std::unique_lock<std::mutex> lock(mutex_);
-    cv_.wait(lock, [&] { return !draining_; });  // the previous round's readers are done
+    if (!cv_.wait_for(lock, patience, [&] { return !draining_; }))  // the previous round's readers are done
+      throw std::runtime_error("ThreadExchange: rank " + std::to_string(rank) + " stuck before " + what);
     slots_[static_cast<size_t>(rank)] = mine.clone();
+    whats_[static_cast<size_t>(rank)] = what;
     if (++arrived_ == world_) {
       draining_ = true;
       cv_.notify_all();
-    } else {
-      cv_.wait(lock, [&] { return draining_; });
+    } else if (!cv_.wait_for(lock, patience, [&] { return draining_; })) {
+      throw std::runtime_error("ThreadExchange: rank " + std::to_string(rank) + " waited a minute for the other ranks "
+                               "at " + what);
     }
     std::vector<torch::Tensor> all = slots_;
+    std::string mismatch;
+    for (size_t r = 0; r < whats_.size(); ++r)
+      if (whats_[r] != whats_[0])
+        mismatch = "rank 0 ran " + whats_[0] + ", rank " + std::to_string(r) + " " + whats_[r];
     if (++left_ == world_) {
       arrived_ = left_ = 0;
       draining_ = false;
       cv_.notify_all();
     }
+    if (!mismatch.empty())
+      throw std::runtime_error("ThreadExchange: the ranks disagree on the collective: " + mismatch);
     return all;
   }
 
  private:
   int world_;
   std::vector<torch::Tensor> slots_;
+  std::vector<std::string> whats_;
   std::mutex mutex_;
   std::condition_variable cv_;
   int arrived_ = 0, left_ = 0;
@@ -72,7 +89,7 @@ class ThreadBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                            const c10d::AllreduceOptions& opts) override {
     for (auto& t : tensors) {
-      std::vector<torch::Tensor> all = hub_->exchange(getRank(), t);
+      std::vector<torch::Tensor> all = hub_->exchange(getRank(), t, started("all_reduce", t));
       torch::Tensor r = all[0].clone();
       for (size_t i = 1; i < all.size(); ++i) {
         if (opts.reduceOp == c10d::ReduceOp::MAX) r = torch::maximum(r, all[i]);
@@ -85,8 +102,9 @@ class ThreadBackend : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                       const c10d::ReduceScatterOptions&) override {
-    return deferred([hub = hub_, rank = getRank(), size = getSize(), output, input]() mutable {
-      std::vector<torch::Tensor> all = hub->exchange(rank, input);
+    return deferred([hub = hub_, rank = getRank(), size = getSize(), output, input,
+                     what = started("reduce_scatter", input)]() mutable {
+      std::vector<torch::Tensor> all = hub->exchange(rank, input, what);
       torch::Tensor sum = all[0].clone();
       for (size_t i = 1; i < all.size(); ++i) sum.add_(all[i]);
       output.copy_(sum.chunk(size)[static_cast<size_t>(rank)]);
@@ -105,8 +123,9 @@ class ThreadBackend : public c10d::Backend {
                                                const c10d::AllToAllOptions&) override {
     TORCH_CHECK(out_splits.empty() && in_splits.empty(), "ThreadBackend: all-to-all with equal splits only");
     ++all_to_all_calls();
-    return deferred([hub = hub_, rank = getRank(), size = getSize(), output, input]() mutable {
-      std::vector<torch::Tensor> all = hub->exchange(rank, input);
+    return deferred([hub = hub_, rank = getRank(), size = getSize(), output, input,
+                     what = started("all_to_all", input)]() mutable {
+      std::vector<torch::Tensor> all = hub->exchange(rank, input, what);
       std::vector<torch::Tensor> mine;  // chunk `rank` of every rank's input, in rank order
       for (const torch::Tensor& t : all) mine.push_back(t.chunk(size)[static_cast<size_t>(rank)]);
       output.copy_(torch::cat(mine));
@@ -115,12 +134,17 @@ class ThreadBackend : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
                                                   const c10d::AllgatherOptions&) override {
-    return deferred([hub = hub_, rank = getRank(), output, input]() mutable {
-      output.copy_(torch::cat(hub->exchange(rank, input)));
+    return deferred([hub = hub_, rank = getRank(), output, input, what = started("all_gather", input)]() mutable {
+      output.copy_(torch::cat(hub->exchange(rank, input, what)));
     });
   }
 
  private:
+  // The name of the collective this rank starts now: its kind, its place in this rank's start order, its size.
+  std::string started(const char* kind, const torch::Tensor& t) {
+    return std::string(kind) + " #" + std::to_string(started_++) + " of " + std::to_string(t.numel()) + " elements";
+  }
+
   struct Done : c10d::Work {
     bool isCompleted() override { return true; }
     bool wait(std::chrono::milliseconds) override { return true; }
@@ -145,6 +169,7 @@ class ThreadBackend : public c10d::Backend {
   }
 
   std::shared_ptr<ThreadExchange> hub_;
+  int64_t started_ = 0;
 };
 
 // The communicator of rank `rank` in a group of `size` threads that meet at `hub` (one hub per group, shared by its

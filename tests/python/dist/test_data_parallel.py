@@ -428,8 +428,7 @@ def test_torchrun_restart_resumes_from_the_last_complete_checkpoint(job_files, t
     the ranks, resume_mode=auto continues from the newest complete checkpoint (each rank from its own shard files)
     and the run ends with the metrics of an uninterrupted one, bit for bit (wall-clock ones aside). ``nodes=2``: two
     torchrun agents on this host, one rank each, meeting through the c10d rendezvous as two machines would (each
-    agent counts its own restarts, and torch's rendezvous, not verl-cpp's per-attempt store prefix, keeps the
-    attempts apart)."""
+    agent counts its own restarts; the fresh process-group store rank 0 serves each attempt keeps them apart)."""
     import signal
     import socket
     import time
@@ -456,30 +455,43 @@ def test_torchrun_restart_resumes_from_the_last_complete_checkpoint(job_files, t
         launches = [["--nnodes=2", "--nproc_per_node=1", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}",
                      "--rdzv-id=restart-test"]] * 2
         job += ["trainer.nnodes=2", "trainer.n_gpus_per_node=1"]
+    logs = [open(tmp_path / f"agent{i}.log", "w+") for i in range(len(launches))]  # no pipe to fill and stall
     procs = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", *launch, "--max-restarts=1", *job],
-                              env=env, cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for launch in launches]
-    outputs = []
+                              env=env, cwd=str(tmp_path), stdout=log, stderr=subprocess.STDOUT, text=True)
+             for launch, log in zip(launches, logs)]
+
+    def output() -> str:
+        text = []
+        for log in logs:
+            log.flush()
+            log.seek(0)
+            text.append(log.read())
+        return "\n".join(text)
+
     try:
         iteration = tmp_path / "restarted" / "ckpt" / "latest_checkpointed_iteration.txt"
         deadline = time.monotonic() + 300
         while not (iteration.exists() and iteration.read_text().strip() == "2"):
             for proc in procs:
-                assert proc.poll() is None, proc.stdout.read()[-4000:]
+                assert proc.poll() is None, output()[-4000:]
             assert time.monotonic() < deadline, "the job never checkpointed step 2"
             time.sleep(0.05)
         pid = _worker_pid(marker, 1)
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
-        outputs = [proc.communicate(timeout=300)[0] for proc in procs]
+        end = time.monotonic() + 300
+        for proc in procs:
+            proc.wait(timeout=max(1.0, end - time.monotonic()))
     finally:
         for proc in procs:
             if proc.poll() is None:
                 proc.kill()
-    output = "\n".join(outputs)
+    text = output()
+    for log in logs:
+        log.close()
     for proc in procs:
-        assert proc.returncode == 0, output[-6000:]
-    assert "exitcode: -9" in output, output[-6000:]  # killed, then restarted
+        assert proc.returncode == 0, text[-6000:]
+    assert "exitcode: -9" in text, text[-6000:]  # killed, then restarted
     straight = dict(read_metrics(tmp_path / "proj" / "straight.jsonl"))
     restarted = dict(read_metrics(tmp_path / "proj" / "restarted.jsonl"))
     assert sorted(restarted) == sorted(straight) == [1, 2, 3, 4]

@@ -28,11 +28,17 @@ namespace verl::dist {
 
 class Communicator;
 
-// A collective started by Communicator::*_async, not yet waited for. Wait for it exactly once, on every rank, before
-// its inputs change (a rank that never waits leaves the other ranks' matching collective to time out).
+// A collective started by Communicator::*_async, not yet waited for. Wait for it exactly once before its inputs change
+// or its output's memory goes: the backend keeps reading and writing them until it is done (the tensors it holds do
+// not keep a storage that the caller releases or swaps out, as ZeRO-3 does with its unit buffers).
 class VERL_API InFlight {
  public:
   InFlight() = default;
+  // One owner per collective: moved, never copied (two copies could both wait, or one be dropped unawaited).
+  InFlight(InFlight&&) noexcept = default;
+  InFlight& operator=(InFlight&&) noexcept = default;
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
   // Whether a collective is in flight (false once waited for, and for a default-constructed one).
   bool pending() const { return work_.defined(); }
   // Blocks until the collective is done; its result where the input was (the all-gather's rank-order concatenation,
