@@ -137,14 +137,11 @@ void FullyShardedModel::prefetch(size_t unit) {
   gathered_bytes_ += unit_gathered_bytes(unit);
   peak_gathered_bytes_ = std::max(peak_gathered_bytes_, gathered_bytes_);
   const torch::Tensor mine = as_gatherable(unit_shard(u).to(compute_dtype_).contiguous());
-  // t = 1: every rank's shard lands in the unit's buffer, in place (its padding included); else in an image whose
-  // TP slices gather() puts in place.
-  b.arriving_in_image = tp_ > 1 || b.buffer.device() != comm_->device();
-  if (b.arriving_in_image) {
-    b.arriving = comm_->all_gather_flat_async(mine);
-  } else {
+  if (gathers_in_place()) {
     verl::detail::reallocate_storage(b.buffer, static_cast<size_t>(unit_gathered_bytes(unit)));
     b.arriving = comm_->all_gather_flat_async(mine, as_gatherable(b.buffer));
+  } else {
+    b.arriving = comm_->all_gather_flat_async(mine);
   }
 }
 
@@ -154,7 +151,7 @@ void FullyShardedModel::gather(size_t unit) {
   prefetch(unit);  // unless it is already arriving
   torch::NoGradGuard no_grad;
   const torch::Tensor image = b.arriving.wait().view(compute_dtype_);
-  if (b.arriving_in_image) {
+  if (!gathers_in_place()) {
     verl::detail::reallocate_storage(b.buffer, static_cast<size_t>(unit_gathered_bytes(unit)));
     if (tp_ == 1) {
       b.buffer.copy_(image);
@@ -175,7 +172,7 @@ void FullyShardedModel::free(size_t unit) {
   if (!b.held) return;
   verl::detail::release_storage(b.buffer);
   gathered_bytes_ -= unit_gathered_bytes(unit);
-  b.held = b.gathered = b.arriving_in_image = false;
+  b.held = b.gathered = false;
 }
 
 void FullyShardedModel::release() {
@@ -244,8 +241,7 @@ void FullyShardedModel::complete_reduction() {
 
 void FullyShardedModel::finish_backward() {
   for (size_t i = 0; i < buffers_.size(); ++i) reduce_gradients(i);
-  complete_reduction();
-  release();
+  release();  // the last reduction completes first
 }
 
 void FullyShardedModel::gather_gradients() {

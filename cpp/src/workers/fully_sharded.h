@@ -154,8 +154,7 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
     torch::Tensor buffer;
     bool held = false;      // gathered or arriving: counted in gathered_bytes_
     bool gathered = false;  // the parameters hold the weights
-    dist::InFlight arriving;  // its all-gather, started by prefetch(): into `buffer` itself with t = 1, else `image`
-    bool arriving_in_image = false;
+    dist::InFlight arriving;  // its all-gather, started by prefetch() (see gathers_in_place())
   };
   // A unit's gradient sum in flight (reduce_gradients); added into the master gradient by complete_reduction().
   struct Reduction {
@@ -171,6 +170,10 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
   // Every rank's shard of `u` in `slice_state` (master()-shaped) concatenated in rank order (the laid-out image),
   // in `dtype` (16-bit floats gathered as int16).
   torch::Tensor gather_unit(const Unit& u, const torch::Tensor& slice_state, torch::Dtype dtype) const;
+  // Whether a unit's all-gather writes every rank's shard into its buffer itself (t = 1, the model -- and so the
+  // buffers -- on the communicator's device: the natural image, padding included); else into an image whose pieces gather() copies
+  // (the TP slices put back in place).
+  bool gathers_in_place() const { return tp_ == 1 && master_.device() == comm_->device(); }
   // Gradients are summed over the ranks in fp32 (or the master dtype, if wider).
   torch::Dtype reduce_dtype() const { return c10::promoteTypes(master_.scalar_type(), torch::kFloat); }
   // The module's parameter of a piece (a view of its unit's buffer).

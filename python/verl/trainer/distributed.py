@@ -173,11 +173,8 @@ def communicator(config: Any, device: str, launch: LaunchEnv | None = None) -> A
     if not dist.is_initialized():
         backend = "nccl" if on_cuda else "gloo"
         store = _restart_safe_store(launch, timeout)
-        if store is None:
-            dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout))
-        else:
-            dist.init_process_group(backend, store=store, rank=launch.rank, world_size=launch.world_size,
-                                    timeout=datetime.timedelta(seconds=timeout))
+        explicit = {} if store is None else {"store": store, "rank": launch.rank, "world_size": launch.world_size}
+        dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout), **explicit)
         # The group this module created is destroyed before the interpreter tears down (torch asks for it: a
         # backend's threads left to static destruction can abort the process at exit).
         atexit.register(_destroy_process_group)
