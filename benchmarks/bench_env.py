@@ -1,6 +1,6 @@
 """What every benchmark measures about where it runs: the machine, its load, package versions, the torch.mm
-peak, and medians with min-max. Standard library at module level (the TRL venv imports it too); torch only
-inside gemm_peak."""
+peak, how busy a GPU is, and medians with min-max. Standard library at module level (the TRL venv imports it
+too); torch only inside the functions that need it."""
 
 from __future__ import annotations
 
@@ -12,23 +12,77 @@ import time
 from collections.abc import Sequence
 
 
-def gemm_peak(dtype_name: str, threads: int, n: int = 1024) -> float:
-    """FLOP/s of an n x n x n torch.mm in `dtype_name` with `threads` threads: the best of 5 samples, each the
-    mean of 4 calls, after 3 warm-ups. Leaves torch's thread count at `threads`."""
+def gemm_peak(dtype_name: str, threads: int, n: int = 1024, device: str = "cpu") -> float:
+    """FLOP/s of an n x n x n torch.mm in `dtype_name` with `threads` threads on `device`: the best of 5
+    samples, each the mean of 4 calls, after 3 warm-ups (a GPU is synchronised around each sample; pass an n
+    that fills it, e.g. 8192). Leaves torch's thread count at `threads`."""
     import torch
 
     torch.set_num_threads(threads)
     dtype = getattr(torch, dtype_name)
-    a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
+    a, b = torch.randn(n, n).to(device, dtype), torch.randn(n, n).to(device, dtype)
+
+    def sync():
+        if a.is_cuda:
+            torch.cuda.synchronize(a.device)
+
     for _ in range(3):
         torch.mm(a, b)
     best = float("inf")
     for _ in range(5):
+        sync()
         start = time.perf_counter()
         for _ in range(4):
             torch.mm(a, b)
+        sync()
         best = min(best, (time.perf_counter() - start) / 4)
     return 2 * n**3 / best
+
+
+# CUDA runtime / driver calls that make the host wait for the GPU (the profiler's names for them).
+_HOST_SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+                    "cuStreamSynchronize", "cuCtxSynchronize", "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2")
+_LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaGraphLaunch")
+
+
+def gpu_busy(fn, device: str = "cuda") -> dict:
+    """Runs fn() once under torch.profiler and reports how busy the GPU was: wall_s (host, GPU synchronised at
+    both ends), busy_s (the union of the intervals in which a kernel, copy or memset ran), busy_frac, the number
+    of kernel launches (launches) and of calls that make the host wait for the GPU (host_syncs: stream/device/event
+    synchronisations and blocking cudaMemcpy), and gpu_top: the 8 kernels with the most GPU time (name, ms, calls).
+    """
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize(device)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        start = time.perf_counter()
+        fn()
+        torch.cuda.synchronize(device)
+        wall = time.perf_counter() - start
+    intervals, launches, syncs, per_kernel = [], 0, 0, {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            t0 = e.time_range.start
+            intervals.append((t0, e.time_range.end))
+            ms, calls = per_kernel.get(e.name, (0.0, 0))
+            per_kernel[e.name] = (ms + (e.time_range.end - t0) / 1e3, calls + 1)
+        elif e.name in _LAUNCH_CALLS:
+            launches += 1
+        elif e.name in _HOST_SYNC_CALLS:
+            syncs += 1
+    intervals.sort()
+    busy_us, end = 0.0, float("-inf")
+    for a, b in intervals:  # union of the GPU intervals, in microseconds
+        if a > end:
+            busy_us += b - a
+            end = b
+        elif b > end:
+            busy_us += b - end
+            end = b
+    top = sorted(per_kernel.items(), key=lambda kv: -kv[1][0])[:8]
+    return dict(wall_s=wall, busy_s=busy_us / 1e6, busy_frac=busy_us / 1e6 / wall, launches=launches,
+                host_syncs=syncs, gpu_top=[(name[:80], round(ms, 2), calls) for name, (ms, calls) in top])
 
 
 def summarize(values: Sequence[float]) -> dict[str, float]:

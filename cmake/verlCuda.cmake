@@ -43,13 +43,16 @@ else()
   message(STATUS "verl: no CUDA kernels (VERL_WITH_CUDA=OFF); CUDA tensors run the ops' ATen compositions")
 endif()
 
-# Adds cpp/src/kernels/cuda to `target` (libverl) when VERL_WITH_CUDA is on.
+# Adds the CUDA sources (cpp/src/kernels/cuda, cpp/src/rollout/cuda) to `target` (libverl) when VERL_WITH_CUDA is
+# on.
 function(verl_add_cuda_kernels target)
   if(NOT VERL_WITH_CUDA)
     return()
   endif()
   file(GLOB _cu CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/cpp/src/kernels/cuda/*.cu")
-  file(GLOB _cpp CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/cpp/src/kernels/cuda/*.cpp")
+  # LibTorch-side CUDA code: the kernels' registrations, and the rollout engine's decode graphs.
+  file(GLOB _cpp CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/cpp/src/kernels/cuda/*.cpp"
+       "${PROJECT_SOURCE_DIR}/cpp/src/rollout/cuda/*.cpp")
   target_sources(${target} PRIVATE ${_cu} ${_cpp})
   # The C++ precompiled header is LibTorch's, which the .cu files do not include.
   set_source_files_properties(${_cu} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)

@@ -130,14 +130,15 @@ def _verl_config(spec: dict, width: int, total_steps: int, compute_dtype: str):
             "actor_rollout_ref.actor.use_kl_loss=false", "algorithm.use_kl_in_reward=false",  # beta = 0: no reference
             "actor_rollout_ref.actor.entropy_coeff=0", "actor_rollout_ref.actor.grad_clip=1.0",
             "actor_rollout_ref.actor.optim.weight_decay=0.0", "actor_rollout_ref.actor.optim.lr_warmup_steps=0",
-            "actor_rollout_ref.model.enable_gradient_checkpointing=false",
+            "actor_rollout_ref.model.enable_gradient_checkpointing="
+            f"{str(spec.get('gradient_checkpointing', False)).lower()}",
             "actor_rollout_ref.actor.use_dynamic_bsz=false",
             "actor_rollout_ref.rollout.temperature=1.0", "actor_rollout_ref.rollout.top_p=1.0",
             "actor_rollout_ref.rollout.top_k=-1", f"actor_rollout_ref.rollout.max_num_seqs={max(256, P * n)}",
             "algorithm.norm_adv_by_std_in_grpo=true",
             "trainer.total_epochs=1", f"trainer.total_training_steps={total_steps}", "trainer.save_freq=-1",
             "trainer.test_freq=-1", "trainer.val_before_train=false", "trainer.resume_mode=disable",
-            "trainer.logger=[]", "trainer.device=cpu",
+            "trainer.logger=[]", f"trainer.device={spec.get('device', 'cpu')}",
             f"actor_rollout_ref.actor.fsdp_config.dtype={compute_dtype}"])
 
 

@@ -9,8 +9,15 @@ Each (side, model) runs in its own process (fresh peak RSS); the parent prints g
 the ratio, peak RSS and its ratio, and the MFU of the whole generation against the fp32 / bf16
 torch.mm peak measured in the same run.
 
+With ``--device cuda`` both sides run on the GPU (one untimed warm-up generate each first), the peaks are
+the GPU's, and verl-cpp's side also reports how busy the GPU was during a profiled generate of
+``--profile-tokens`` new tokens (bench_env.gpu_busy: busy fraction, kernel launches and host
+synchronisations per engine step) for each attention route (``--attention``: the paged-attention
+kernel reading KV blocks in place, and/or gather + SDPA).
+
     python benchmarks/rollout/bench_rollout.py                 # full workload (long on a small CPU)
     python benchmarks/rollout/bench_rollout.py --quick         # 16 prompts x 8, 64 new tokens
+    python benchmarks/rollout/bench_rollout.py --device cuda --dtype bfloat16 --models qwen0.5b --runs 1
 """
 
 from __future__ import annotations
@@ -27,7 +34,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import results_json  # noqa: E402  (benchmarks/results_json.py)
 from bench_env import gemm_peak, summarize  # noqa: E402
 
-SPEEDUP_TARGETS = {"tiny": 5.0, "small": 2.0}  # issue 5: generated tokens/s vs transformers
+SPEEDUP_TARGETS = {"tiny": 5.0, "small": 2.0,  # issue 5: generated tokens/s vs transformers (CPU)
+                   "qwen0.5b": 12.0}  # issue 17, on an H100: also >= 60k tokens/s and the GPU >= 80 % busy
+CUDA_TARGETS = {"qwen0.5b": dict(tokens_per_s=60_000, busy_frac=0.8)}
 
 MODELS = {
     # ~3.7M parameters: embeddings 2 x 8192 x 128, 8 layers of 0.2M.
@@ -36,6 +45,10 @@ MODELS = {
     # ~100M parameters: 12 layers x 768 hidden (6.3M each) + tied 32000 x 768 embeddings.
     "small": dict(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
                   num_attention_heads=12, num_key_value_heads=4, tie_word_embeddings=True),
+    # Qwen2.5-0.5B's shapes (494M parameters, 136M of them the tied 151,936-token embedding): the GPU workload
+    # of issue 17 (../shared/measurements/gpu-h100.md).
+    "qwen0.5b": dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+                     num_attention_heads=14, num_key_value_heads=2, tie_word_embeddings=True),
 }
 
 
@@ -70,13 +83,24 @@ def run_worker(args) -> dict:
 
     torch.set_num_threads(args.threads)
     dtype = getattr(torch, args.dtype)
-    cfg = hf_config(args.model)
+    cuda = args.device.startswith("cuda")
     prompts = workload(args)
+    extra = {}
+
+    def timed(fn):
+        if cuda:
+            torch.cuda.synchronize(args.device)
+        t0 = time.perf_counter()
+        result = fn()
+        if cuda:
+            torch.cuda.synchronize(args.device)
+        return result, time.perf_counter() - t0
+
     if args.side == "hf":
         # Both sides read the same checkpoint the parent wrote (same weights; neither side pays
         # for building the other's model in its peak RSS).
         hf = transformers.AutoModelForCausalLM.from_pretrained(args.checkpoint, attn_implementation="sdpa",
-                                                               dtype=dtype).eval()
+                                                               dtype=dtype).to(args.device).eval()
         total, embed = param_count(hf.state_dict())
         # Batched like verl's hf_rollout: left-padded prompts, num_return_sequences = n.
         width = max(len(p) for p in prompts)
@@ -85,35 +109,53 @@ def run_worker(args) -> dict:
         for i, p in enumerate(prompts):
             ids[i, width - len(p):] = torch.tensor(p)
             mask[i, width - len(p):] = 1
+        ids, mask = ids.to(args.device), mask.to(args.device)
         gen = dict(do_sample=True, temperature=1.0, top_k=0, top_p=1.0, num_return_sequences=args.n,
                    max_new_tokens=args.max_tokens, min_new_tokens=args.max_tokens, use_cache=True,
                    pad_token_id=0, eos_token_id=None)
-        t0 = time.perf_counter()
-        with torch.no_grad():
-            for start in range(0, len(prompts), args.hf_batch):
-                out = hf.generate(input_ids=ids[start:start + args.hf_batch],
-                                  attention_mask=mask[start:start + args.hf_batch], **gen)
-        seconds = time.perf_counter() - t0
+
+        def generate(max_new_tokens=args.max_tokens):
+            with torch.no_grad():
+                for start in range(0, len(prompts), args.hf_batch):
+                    out = hf.generate(input_ids=ids[start:start + args.hf_batch],
+                                      attention_mask=mask[start:start + args.hf_batch],
+                                      **dict(gen, max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens))
+            return out
+
+        if cuda:
+            generate(4)  # CUDA context, cuBLAS handles, allocator: not part of the measurement
+        out, seconds = timed(generate)
         generated = len(prompts) * args.n * args.max_tokens
         assert out.shape[1] == width + args.max_tokens
     else:
-        from verl.models.transformer import CausalLM
         from verl.rollout import LLM, SamplingParams
 
-        del CausalLM
-        llm = LLM(args.checkpoint, dtype=dtype, block_size=args.block_size, max_num_seqs=args.max_num_seqs,
-                  max_num_batched_tokens=args.max_num_batched_tokens, max_model_len=1024)
-        sp = SamplingParams(n=args.n, temperature=1.0, max_tokens=args.max_tokens, ignore_eos=True, seed=0)
-        t0 = time.perf_counter()
-        outs = llm.generate(prompt_token_ids=prompts, sampling_params=sp)
-        seconds = time.perf_counter() - t0
+        attention = {"kernel": True, "gather": False}[args.attention]
+        llm = LLM(args.checkpoint, dtype=dtype, device=args.device, block_size=args.block_size,
+                  max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
+                  max_model_len=1024, paged_attention_kernel=attention)
+
+        def generate(max_tokens=args.max_tokens):
+            sp = SamplingParams(n=args.n, temperature=1.0, max_tokens=max_tokens, ignore_eos=True, seed=0)
+            return llm.generate(prompt_token_ids=prompts, sampling_params=sp)
+
+        if cuda:
+            generate(4)
+        outs, seconds = timed(generate)
         generated = sum(len(c.token_ids) for o in outs for c in o.outputs)
         assert generated == len(prompts) * args.n * args.max_tokens
         total, embed = param_count(llm.model.state_dict())
+        if cuda and args.profile_tokens > 0:
+            from bench_env import gpu_busy
+
+            steps_before = llm.engine.stats()["num_steps"]
+            extra["profile"] = gpu_busy(lambda: generate(args.profile_tokens), args.device)
+            extra["profile"]["engine_steps"] = llm.engine.stats()["num_steps"] - steps_before
+        extra["attention"] = args.attention
     prompt_tokens = sum(len(p) for p in prompts)
     return dict(side=args.side, model=args.model, seconds=seconds, generated=generated,
                 tokens_per_s=generated / seconds, peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                params=total, embed_params=embed, prompt_tokens=prompt_tokens)
+                params=total, embed_params=embed, prompt_tokens=prompt_tokens, **extra)
 
 
 def generation_flops(res: dict, args, cfg) -> float:
@@ -152,6 +194,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="worker processes per side and model (median, min-max)")
     ap.add_argument("--results-json", default=None, help="report and targets as JSON (benchmarks/results_json.py)")
     ap.add_argument("--checkpoint", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda[:i]: where both sides run")
+    ap.add_argument("--attention", default="kernel", choices=["kernel", "gather", "both"],
+                    help="verl-cpp's attention route: the paged-attention kernel, gather + SDPA, or both (two sides)")
+    ap.add_argument("--profile-tokens", type=int, default=32,
+                    help="CUDA: new tokens of the profiled generate that measures GPU busy time (0: none)")
     args = ap.parse_args()
     if args.quick:
         args.prompts, args.max_tokens = 16, 64
@@ -163,7 +210,11 @@ def main() -> None:
 
     import torch  # noqa: F401
 
-    peaks = {d: gemm_peak(d, args.threads) for d in ("float32", "bfloat16")}
+    cuda = args.device.startswith("cuda")
+    peaks = {d: gemm_peak(d, args.threads, 8192 if cuda else 1024, args.device) for d in ("float32", "bfloat16")}
+    # verl-cpp's sides: one per attention route; the first is the one compared in the targets.
+    routes = ["kernel", "gather"] if args.attention == "both" else [args.attention]
+    verl_sides = {("verl" if i == 0 else f"verl-{route}"): route for i, route in enumerate(routes)}
     results = []
     import tempfile
 
@@ -171,25 +222,37 @@ def main() -> None:
     import transformers
 
     tmp = tempfile.TemporaryDirectory()
-    lines = [f"threads={args.threads} dtype={args.dtype} prompts={args.prompts} n={args.n} "
+    lines = [f"device={args.device} attention={'/'.join(routes)} threads={args.threads} dtype={args.dtype} "
+             f"prompts={args.prompts} n={args.n} "
              f"prompt_len~{args.prompt_len} max_tokens={args.max_tokens}; {args.runs} runs per side (fresh process "
              "each, sides alternating): medians, [min-max]",
-             f"torch.mm 1024^3 peak: fp32 {peaks['float32'] / 1e9:.1f} GFLOP/s, bf16 {peaks['bfloat16'] / 1e9:.1f} GFLOP/s"]
+             f"torch.mm {8192 if cuda else 1024}^3 peak on {args.device}: fp32 {peaks['float32'] / 1e9:.1f} GFLOP/s, "
+             f"bf16 {peaks['bfloat16'] / 1e9:.1f} GFLOP/s"]
     print("\n".join(lines), flush=True)
     targets = []
     for model in args.models:
-        runs = {"verl": [], "hf": []}
+        runs = {side: [] for side in [*verl_sides, "hf"]}
         checkpoint = os.path.join(tmp.name, model)
         torch.manual_seed(0)
         transformers.AutoModelForCausalLM.from_config(hf_config(model)).save_pretrained(checkpoint)
         for _ in range(args.runs):
-            for side in ("verl", "hf"):
-                cmd = [sys.executable, __file__, "--worker", "--side", side, "--model", model, "--checkpoint", checkpoint]
+            for side in runs:
+                cmd = [sys.executable, __file__, "--worker", "--side", "hf" if side == "hf" else "verl", "--model",
+                       model, "--checkpoint", checkpoint, "--attention", verl_sides.get(side, "kernel")]
                 for k in ("prompts", "n", "prompt_len", "max_tokens", "threads", "dtype", "hf_batch", "block_size",
-                          "max_num_seqs", "max_num_batched_tokens"):
+                          "max_num_seqs", "max_num_batched_tokens", "device", "profile_tokens"):
                     cmd += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
-                out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+                out = subprocess.run(cmd, capture_output=True, text=True)
+                if out.returncode != 0:
+                    sys.exit(f"{side} worker failed ({out.returncode}):\n{out.stderr[-4000:]}")
                 runs[side].append(json.loads(out.stdout.strip().splitlines()[-1]))
+                if "profile" in runs[side][-1]:
+                    p = runs[side][-1]["profile"]
+                    steps = max(p.get("engine_steps", 0), 1)
+                    print(f"  {side} ({verl_sides.get(side)}) profiled generate of {args.profile_tokens} tokens: wall "
+                          f"{p['wall_s']:.3f}s, GPU busy {100 * p['busy_frac']:.1f}%, {p['engine_steps']} engine steps, "
+                          f"{p['launches'] / steps:.0f} launches and {p['host_syncs'] / steps:.1f} host syncs per "
+                          f"step; top kernels (ms, calls): {p['gpu_top']}", flush=True)
         cfg = hf_config(model)
         stats = {side: {k: summarize([r[k] for r in runs[side]]) for k in ("seconds", "tokens_per_s", "peak_rss_mb")}
                  for side in runs}
@@ -206,8 +269,15 @@ def main() -> None:
         results.append(line)
 
         def spread(side):
-            return f"[{stats[side]['tokens_per_s']['min']:.0f}-{stats[side]['tokens_per_s']['max']:.0f}]"
+            values = [r["tokens_per_s"] for r in runs[side]]
+            return f"[{min(values):.0f}-{max(values):.0f}]"
 
+        for side in list(verl_sides)[1:]:
+            other = summarize([r["tokens_per_s"] for r in runs[side]])["median"]
+            lines.append(f"{model}: verl-cpp with attention={verl_sides[side]}: {other:.0f} {spread(side)} tok/s -> "
+                         f"{other / h['tokens_per_s']:.2f}x transformers, {other / v['tokens_per_s']:.2f}x "
+                         f"attention={routes[0]}")
+            print(lines[-1], flush=True)
         lines.append(f"{model} ({line['params_m']:.1f}M params): verl-cpp {line['verl_tok_s']:.0f} {spread('verl')} tok/s "
                      f"({line['verl_s']:.1f}s), transformers {line['hf_tok_s']:.0f} {spread('hf')} tok/s "
                      f"({line['hf_s']:.1f}s) -> {line['speedup']:.2f}x | peak RSS {line['verl_rss_mb']:.0f} MB vs "
@@ -216,12 +286,22 @@ def main() -> None:
                      f"{100 * mfu['hf']['float32']:.1f}% / {100 * mfu['hf']['bfloat16']:.1f}%")
         print(lines[-1], flush=True)
         want = SPEEDUP_TARGETS.get(model)
-        workload_name = f"{model} {args.prompts}x{args.n}x{args.max_tokens} {args.dtype}"
+        workload_name = f"{model} {args.prompts}x{args.n}x{args.max_tokens} {args.dtype} on {args.device}"
         targets.append(results_json.target(f"rollout tokens/s vs transformers generate, {workload_name}",
                                            line["speedup"], f">= {want:g}x" if want else "(no target)",
                                            line["speedup"] >= want if want else None))
         targets.append(results_json.target(f"rollout peak RSS / transformers', {workload_name}", line["rss_ratio"],
                                            "<= 1", line["rss_ratio"] <= 1.0, unit=""))
+        if cuda and model in CUDA_TARGETS:
+            want_gpu = CUDA_TARGETS[model]
+            targets.append(results_json.target(f"rollout tokens/s, {workload_name}", line["verl_tok_s"],
+                                               f">= {want_gpu['tokens_per_s']}",
+                                               line["verl_tok_s"] >= want_gpu["tokens_per_s"], unit="tok/s"))
+            if "profile" in runs["verl"][0]:
+                busy = runs["verl"][0]["profile"]["busy_frac"]
+                targets.append(results_json.target(f"GPU busy during decode, {workload_name}", busy,
+                                                   f">= {want_gpu['busy_frac']}", busy >= want_gpu["busy_frac"],
+                                                   unit=""))
     if args.results_json:
         results_json.write(args.results_json, title=f"rollout: verl-cpp engine vs. transformers generate ({args.dtype})",
                            report="\n".join(lines), targets=targets,

@@ -339,8 +339,9 @@ class rollout:  # a submodule (bindings/rollout.cpp)
     class Engine:
         def __init__(self, model: model.CausalLM, *, block_size: int = 16, max_num_seqs: int = 256,
                      max_num_batched_tokens: int = 2048, max_model_len: int = 0, kv_cache_bytes: int = 0,
-                     eos_token_ids: list[int] = ..., seed: int = 0, fused_cpu_attention: bool = True,
-                     enable_prefix_caching: bool = False) -> None: ...
+                     eos_token_ids: list[int] = ..., seed: int = 0, paged_attention_kernel: bool = True,
+                     enable_prefix_caching: bool = False, enforce_eager: bool = False,
+                     cudagraph_capture_sizes: list[int] = ...) -> None: ...
         sleeping: bool
         max_model_len: int
         model: model.CausalLM

@@ -284,8 +284,10 @@ std::vector<KeyEntry> build_ppo() {
              N(g + "gpu_memory_utilization", "vLLM's share of GPU memory; the engine sizes its paged KV cache for "
                                              "max_num_seqs sequences of max_model_len tokens (at most 4 GiB)"),
              H(g + "ignore_eos"),
-             N(g + "enforce_eager", kVllmEngine),
-             N(g + "cudagraph_capture_sizes", kVllmEngine),
+             H(g + "enforce_eager", "false (default): on CUDA the engine replays a CUDA graph of the decode step per "
+                                    "batch-size bucket; true runs every op eagerly. No effect on the CPU"),
+             H(g + "cudagraph_capture_sizes", "the decode graphs' batch sizes (null: 1, 2, 4, 8, multiples of 16, "
+                                              "max_num_seqs); a larger batch runs eagerly"),
              H(g + "free_cache_engine", "the KV cache is released after generation and re-created before the next"),
              H(g + "tensor_model_parallel_size", "groups of that many consecutive ranks each generate as one "
                                                  "tensor-parallel replica (Megatron layout); it must divide the ranks"),

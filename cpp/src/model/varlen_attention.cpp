@@ -1,6 +1,10 @@
 // Packed causal attention by equal-length groups (verl/model/varlen_attention.h).
 #include "verl/model/varlen_attention.h"
 
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <iostream>
 #include <map>
 
 #include "verl/core/error.h"
@@ -33,7 +37,9 @@ VarlenLayout VarlenLayout::build(const torch::Tensor& cu_seqlens, int64_t total,
       starts.emplace_back();
     }
     starts[it->second].push_back(cu[i]);
+    layout.max_length = std::max(layout.max_length, len);
   }
+  if (device.is_cuda()) layout.cu_seqlens_device = layout.cu_seqlens.to(torch::kInt).to(device);
 
   bool in_packed_order = true;
   int64_t offset = 0;  // where the group's rows start in the concatenated output
@@ -63,6 +69,31 @@ VarlenLayout VarlenLayout::build(const torch::Tensor& cu_seqlens, int64_t total,
   return layout;
 }
 
+namespace {
+
+// Whether ATen's flash attention takes these inputs: CUDA, half precision, a head size it was built for. The GPU's
+// generation (flash needs sm80+) is learned from the first call on each device: kUnknown -> kYes / kNo.
+enum FlashState : int { kUnknown = 0, kYes = 1, kNo = 2 };
+std::array<std::atomic<int>, 64> flash_state{};
+
+bool flash_shapes(const torch::Tensor& q) {
+  const int64_t d = q.size(2);
+  return q.is_cuda() && (q.scalar_type() == torch::kBFloat16 || q.scalar_type() == torch::kHalf) && d % 8 == 0 &&
+         d <= 256 && q.get_device() < static_cast<int64_t>(flash_state.size());
+}
+
+// One flash-attention varlen call over the packed sequences: q (heads, total, d) as (total, heads, d) views.
+torch::Tensor flash_varlen(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                           const VarlenLayout& layout, double scale) {
+  auto out = at::_flash_attention_forward(q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1),
+                                          layout.cu_seqlens_device, layout.cu_seqlens_device, layout.max_length,
+                                          layout.max_length, /*dropout_p=*/0.0, /*is_causal=*/true,
+                                          /*return_debug_mask=*/false, scale);
+  return std::get<0>(out).transpose(0, 1);
+}
+
+}  // namespace
+
 torch::Tensor varlen_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                       const VarlenLayout& layout, double scale) {
   VERL_CHECK(q.dim() == 3 && k.dim() == 3 && v.dim() == 3 && q.size(1) == layout.total &&
@@ -72,6 +103,24 @@ torch::Tensor varlen_causal_attention(const torch::Tensor& q, const torch::Tenso
              ", d), got q ", q.sizes(), ", k ", k.sizes(), ", v ", v.sizes());
   const int64_t heads = q.size(0), kv_heads = k.size(0), d = q.size(2);
   if (layout.groups.empty()) return q.new_empty({heads, 0, d});
+  if (layout.cu_seqlens_device.defined() && flash_shapes(q)) {
+    std::atomic<int>& state = flash_state[static_cast<size_t>(q.get_device())];
+    if (state.load() == kYes) return flash_varlen(q, k, v, layout, scale);
+    if (state.load() == kUnknown) {
+      try {
+        torch::Tensor out = flash_varlen(q, k, v, layout, scale);
+        state.store(kYes);
+        return out;
+      } catch (const c10::OutOfMemoryError&) {
+        throw;
+      } catch (const c10::Error& e) {  // e.g. a GPU older than flash attention's sm80: SDPA per group from now on
+        state.store(kNo);
+        std::cerr << "verl: flash attention is unavailable on cuda:" << q.get_device()
+                  << "; packed attention runs SDPA per group of equal lengths (" << e.what_without_backtrace()
+                  << ")\n";
+      }
+    }
+  }
 
   std::vector<torch::Tensor> outputs;
   outputs.reserve(layout.groups.size());

@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
 #include "core/tensor_storage.h"
+#include "rollout/decode_graphs.h"
 #include "verl/core/error.h"
 
 namespace verl::rollout {
@@ -62,7 +64,12 @@ Engine::Engine(std::shared_ptr<model::CausalLM> model, EngineConfig config)
   VERL_CHECK(num_blocks >= 2, "EngineConfig: kv_cache_bytes = ", budget, " holds ", num_blocks, " KV blocks of ",
              block_bytes, " bytes; at least 2 are needed");
   cache_ = std::make_unique<PagedKVCache>(layers, num_blocks, config_.block_size, model_->dtype(), model_->device());
-  cache_->set_fused_cpu_attention(config_.fused_cpu_attention);
+  cache_->set_paged_attention_kernel(config_.paged_attention_kernel);
+  std::vector<int64_t> graph_sizes = decode_graph_sizes(config_.cudagraph_capture_sizes, config_.max_num_seqs);
+  if (cuda_decode_graphs_factory() != nullptr && !config_.enforce_eager && model_->device().is_cuda() &&
+      !cache_->needs_mask() && model_->tensor_parallel_size() == 1 && !graph_sizes.empty())
+    graphs_ = cuda_decode_graphs_factory()(model_, *cache_, std::move(graph_sizes),
+                                           (max_model_len_ + config_.block_size - 1) / config_.block_size);
   scheduler_ = std::make_unique<Scheduler>(SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens,
                                                            config_.enable_prefix_caching},
                                            num_blocks, config_.block_size);
@@ -180,6 +187,18 @@ torch::Tensor Engine::run(const std::vector<Chunk>& chunks) {
     const int64_t nb = std::min<int64_t>(static_cast<int64_t>(table.size()), max_blocks);
     std::copy(table.begin(), table.begin() + nb, tables.begin() + i * max_blocks);
     head[i] = c.length - 1;
+  }
+  if (graphs_ && q == 1) {
+    try {
+      torch::Tensor logits = graphs_->run(ids.data(), pos.data(), slots.data(), tables.data(), bs, max_blocks);
+      if (logits.defined()) return logits;
+    } catch (const std::exception& e) {
+      // A graph that cannot be captured here (a kernel or a driver that refuses stream capture) costs speed, not
+      // the rollout: this engine decodes eagerly from now on, and says so once.
+      std::cerr << "verl: CUDA graph capture of the decode step failed; decoding eagerly from now on ("
+                << e.what() << ")\n";
+      graphs_.reset();
+    }
   }
   const auto device = model_->device();
   torch::Tensor pos_t = long_tensor(pos, {bs, q}, device);
@@ -479,6 +498,7 @@ EngineStats Engine::stats() const {
   s.num_free_blocks = scheduler_->blocks().num_free_blocks();
   s.num_preemptions = scheduler_->num_preemptions();
   s.num_cached_tokens = scheduler_->num_cached_tokens();
+  s.num_graph_captures = graphs_ ? graphs_->num_captured() : 0;
   return s;
 }
 

@@ -160,7 +160,9 @@ PagedKVCache::PagedKVCache(const model::ModelConfig& config, int64_t num_blocks,
       num_blocks_(num_blocks),
       block_size_(block_size),
       dtype_(dtype),
-      device_(device) {
+      device_(device),
+      device_has_kernel_(
+          kernels::has_kernel("paged_attention", c10::computeDispatchKey(std::nullopt, std::nullopt, device))) {
   allocate();
 }
 
@@ -180,18 +182,18 @@ void PagedKVCache::allocate() {
   const auto opts = torch::TensorOptions().dtype(dtype_).device(device_);
   for (int64_t i = 0; i < num_layers_; ++i) {
     // The gather path reads unwritten slots (under a false mask), so they must be finite: zeros.
-    // The CPU kernel never reads past a row's position: empty, so untouched blocks cost no RSS.
+    // The kernels never read past a row's position: empty, so untouched blocks cost no RSS.
     const std::vector<int64_t> shape = {num_blocks_, block_size_, kv_heads_, head_dim_};
     k_.push_back(needs_mask() ? torch::zeros(shape, opts) : torch::empty(shape, opts));
     v_.push_back(needs_mask() ? torch::zeros(shape, opts) : torch::empty(shape, opts));
   }
 }
 
-void PagedKVCache::set_fused_cpu_attention(bool on) {
-  if (on == fused_cpu_attention_) return;
+void PagedKVCache::set_paged_attention_kernel(bool on) {
+  if (on == paged_attention_kernel_) return;
   const bool was_allocated = allocated();
   free();
-  fused_cpu_attention_ = on;
+  paged_attention_kernel_ = on;
   if (was_allocated) allocate();
 }
 

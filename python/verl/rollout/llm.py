@@ -74,6 +74,10 @@ class LLM:
     ``gpu_memory_utilization`` of the device's free memory is used. ``enable_prefix_caching`` (vLLM's name) lets a
     request reuse the KV blocks of an earlier request's identical prefix -- a multi-turn conversation's next turn
     prefills only its new tokens; ``stats()["num_cached_tokens"]`` counts the reused tokens.
+    ``paged_attention_kernel``: attention reads the KV blocks in place through verl's paged-attention kernel where
+    the device has one (CPU; CUDA builds); ``False`` gathers each row's blocks for SDPA instead (for comparisons).
+    ``enforce_eager`` / ``cudagraph_capture_sizes`` (vLLM's): on CUDA, decode steps replay a CUDA graph per
+    batch-size bucket unless ``enforce_eager``; the buckets default to 1, 2, 4, 8, multiples of 16 and max_num_seqs.
     """
 
     def __init__(self, model: Any, tokenizer: Any = None, *, dtype: torch.dtype | None = None,
@@ -81,7 +85,8 @@ class LLM:
                  max_num_batched_tokens: int = 2048, max_model_len: int | None = None,
                  kv_cache_memory_bytes: int | None = None, gpu_memory_utilization: float = 0.5,
                  eos_token_id: int | Sequence[int] | None = None, seed: int = 0,
-                 enable_prefix_caching: bool = False) -> None:
+                 enable_prefix_caching: bool = False, paged_attention_kernel: bool = True,
+                 enforce_eager: bool = False, cudagraph_capture_sizes: Sequence[int] | None = None) -> None:
         if isinstance(model, (str, os.PathLike)):
             path = os.fspath(model)
             model = _load_from_path(path, dtype, device)
@@ -107,7 +112,8 @@ class LLM:
         self.engine = _C.rollout.Engine(
             cpp, block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
             max_model_len=max_model_len or 0, kv_cache_bytes=kv_cache_memory_bytes or 0, eos_token_ids=eos, seed=seed,
-            enable_prefix_caching=enable_prefix_caching)
+            enable_prefix_caching=enable_prefix_caching, paged_attention_kernel=paged_attention_kernel,
+            enforce_eager=enforce_eager, cudagraph_capture_sizes=list(cudagraph_capture_sizes or []))
 
     @classmethod
     def from_engine(cls, engine: Any, tokenizer: Any = None) -> LLM:

@@ -47,12 +47,12 @@ std::shared_ptr<CausalLM> tiny_model(const std::string& type, bool tied = false)
 // the next chunk of up to 3 prompt tokens (chunked prefill, crossing block boundaries) or, once its prompt is
 // in, one token; rows at different stages share the forward (padded to the longest chunk, padding written to
 // the scratch slot) and finished rows drop out. Each row's logits at its chunk's last token equal the full
-// forward of the row's tokens so far. `fused`: the CPU kernel reading the blocks in place, or the gather +
-// SDPA path under a mask (what CUDA runs).
-void check_paged_decoding(CausalLM& m, const std::vector<torch::Tensor>& prompts, bool fused) {
+// forward of the row's tokens so far. `kernel`: verl::paged_attention reading the blocks in place (the CPU
+// kernel, or CUDA's), or the gather + SDPA path under a mask. Runs on the model's device.
+void check_paged_decoding(CausalLM& m, const std::vector<torch::Tensor>& prompts, bool kernel) {
   const int64_t block_size = 4, num_blocks = 16, decode_steps = 4, chunk = 3;
   verl::rollout::PagedKVCache cache(m.config(), num_blocks, block_size, m.dtype(), m.device());
-  cache.set_fused_cpu_attention(fused);
+  cache.set_paged_attention_kernel(kernel);
   verl::rollout::BlockManager blocks(num_blocks, block_size);
   const size_t rows = prompts.size();
   std::vector<std::vector<int64_t>> tokens(rows), tables(rows);
@@ -100,15 +100,18 @@ void check_paged_decoding(CausalLM& m, const std::vector<torch::Tensor>& prompts
     torch::Tensor mask;
     if (cache.needs_mask())
       mask = torch::arange(max_blocks * block_size, torch::kLong).view({1, 1, 1, -1}) <= pos.view({bs, 1, q, 1});
-    cache.set_batch({slot, table, pos});
-    torch::Tensor logits = m.forward_cached(ids, pos, cache, mask, head);
+    const torch::Device dev = m.device();
+    pos = pos.to(dev);
+    cache.set_batch({slot.to(dev), table.to(dev), pos});
+    torch::Tensor logits = m.forward_cached(ids.to(dev), pos, cache, mask.defined() ? mask.to(dev) : mask,
+                                            head.to(dev));
     REQUIRE(logits.sizes() == torch::IntArrayRef{bs, 64});
     ++forwards;
     for (int64_t b = 0; b < bs; ++b) {
       const size_t i = batch[b];
       done[i] += len[b];
       torch::Tensor prefix = torch::tensor(std::vector<int64_t>(tokens[i].begin(), tokens[i].begin() + done[i]));
-      torch::Tensor full = m.forward(prefix.unsqueeze(0))[0].select(0, -1);
+      torch::Tensor full = m.forward(prefix.unsqueeze(0).to(m.device()))[0].select(0, -1);
       CHECK(max_diff(logits[b], full) < 1e-10);
     }
   }
@@ -260,7 +263,30 @@ TEST_CASE("CausalLM packed, left-padded and paged-KV-cache forwards agree", "[mo
         off += lens[i];
       }
       // Incremental decoding goes through the rollout engine's paged KV cache (the one decode path).
-      for (bool fused : {true, false}) check_paged_decoding(*m, seqs, fused);
+      for (bool kernel : {true, false}) check_paged_decoding(*m, seqs, kernel);
+    }
+  }
+}
+
+TEST_CASE("CausalLM on CUDA: paged-KV decoding through the CUDA kernel and through gather + SDPA equals the full "
+          "forward", "[model][cuda]") {
+  if (!torch::cuda::is_available()) {
+    WARN("CUDA not available; skipped");
+    return;
+  }
+  for (const std::string type : {"qwen2", "qwen3", "llama"}) {
+    SECTION(type) {
+      auto m = tiny_model(type);
+      m->to(torch::kCUDA);
+      torch::NoGradGuard ng;
+      torch::manual_seed(1);
+      std::vector<torch::Tensor> seqs;
+      for (int64_t l : {5, 9, 3}) seqs.push_back(torch::randint(64, {l}, torch::kLong));
+      verl::rollout::PagedKVCache probe(m->config(), 2, 4, m->dtype(), m->device());
+      probe.set_paged_attention_kernel(true);
+      INFO("the CUDA paged-attention kernel is compiled in (VERL_WITH_CUDA)");
+      CHECK_FALSE(probe.needs_mask());
+      for (bool kernel : {true, false}) check_paged_decoding(*m, seqs, kernel);
     }
   }
 }

@@ -375,7 +375,7 @@ TEST_CASE("CPU paged-attention kernel equals gather + SDPA", "[rollout]") {
   std::vector<SamplingParams> params;
   for (size_t i = 0; i < ps.size(); ++i) params.push_back(sampled(3 + i, 2, 14));
   EngineConfig fused = config(64, 0, 7), gather = config(64, 0, 7);
-  gather.fused_cpu_attention = false;
+  gather.paged_attention_kernel = false;
   auto a = Engine(model, fused).generate(ps, params);
   auto b = Engine(model, gather).generate(ps, params);
   CHECK(tokens_of(a) == tokens_of(b));
@@ -436,4 +436,53 @@ TEST_CASE("generate reports each prompt as it finishes, while the others decode"
     CHECK_FALSE(engine.has_unfinished_requests());
     CHECK(tokens_of(engine.generate(ps, params)) == tokens_of(plain));
   }
+}
+
+TEST_CASE("CUDA decode graphs give the eager engine's tokens and log-probs, across buckets, sleep and new weights",
+          "[rollout][cuda]") {
+  if (!torch::cuda::is_available()) {
+    WARN("CUDA not available; skipped");
+    return;
+  }
+  auto model = tiny_model(torch::kFloat, 0, 1.0);
+  model->to(torch::kCUDA);
+  EngineConfig eager_config = config();
+  eager_config.enforce_eager = true;
+  Engine eager(model, eager_config), graphed(model, config());
+  auto ps = prompts(9, 3);
+  std::vector<SamplingParams> params;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    params.push_back(sampled(50 + static_cast<int64_t>(i), 2, 12));
+    params.back().ignore_eos = true;
+  }
+  auto same = [](const std::vector<RequestOutput>& a, const std::vector<RequestOutput>& b) {
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      REQUIRE(a[i].outputs.size() == b[i].outputs.size());
+      for (size_t j = 0; j < a[i].outputs.size(); ++j) {
+        CHECK(a[i].outputs[j].token_ids == b[i].outputs[j].token_ids);
+        const auto& la = a[i].outputs[j].logprobs;
+        const auto& lb = b[i].outputs[j].logprobs;
+        REQUIRE(la.size() == lb.size());
+        for (size_t t = 0; t < la.size(); ++t) CHECK(std::abs(la[t] - lb[t]) < 1e-4);
+      }
+    }
+  };
+  // 18 rows (bucket 32), then one row (bucket 1).
+  same(graphed.generate(ps, params), eager.generate(ps, params));
+  same(graphed.generate({ps[4]}, {sampled(7, 1, 12)}), eager.generate({ps[4]}, {sampled(7, 1, 12)}));
+  CHECK(graphed.stats().num_graph_captures >= 2);
+  CHECK(eager.stats().num_graph_captures == 0);
+  // Sleep / wake_up re-create the KV pools; new weights are copied in place: the graphs still read the right ones.
+  graphed.sleep();
+  graphed.wake_up();
+  same(graphed.generate(ps, params), eager.generate(ps, params));
+  auto other = tiny_model(torch::kFloat, 5, 1.0);
+  graphed.update_weights(other->named_state());  // the shared model: both engines see the new weights
+  same(graphed.generate(ps, params), eager.generate(ps, params));
+  // Batches above the largest size run eagerly.
+  EngineConfig small = config();
+  small.cudagraph_capture_sizes = {1, 2};
+  Engine limited(model, small);
+  same(limited.generate(ps, params), eager.generate(ps, params));
 }

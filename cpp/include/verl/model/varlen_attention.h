@@ -1,7 +1,9 @@
 // Causal attention over packed variable-length sequences (padding removed, boundaries given by
 // cumulative lengths) at O(sum len_i^2) cost instead of the O(total^2) of a block-diagonal mask.
-// Used by CausalLM::forward_packed (training's remove-padding path); plain ATen ops (SDPA,
-// narrow, index_select), so it runs on any device and is differentiable.
+// Used by CausalLM::forward_packed (training's remove-padding path). On CUDA in bf16 / fp16 one
+// flash-attention varlen call (ATen's _flash_attention_forward, differentiable) does all sequences;
+// elsewhere plain ATen ops (SDPA per group of equal lengths, narrow, index_select), so it runs on any
+// device and is differentiable.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +34,9 @@ struct VERL_API VarlenLayout {
 
   torch::Tensor cu_seqlens;  // (n+1,) int64 on the CPU
   int64_t total = 0;
+  // On a CUDA device: cu_seqlens as int32 there and the longest sequence, flash attention's varlen inputs.
+  torch::Tensor cu_seqlens_device;
+  int64_t max_length = 0;
   std::vector<Group> groups;
   // (total,) int64 on the device: token t of the packed input is row inverse[t] of the groups'
   // concatenated outputs. Undefined when that concatenation already is in packed order.

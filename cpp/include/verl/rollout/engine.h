@@ -46,12 +46,20 @@ struct VERL_API EngineConfig {
   int64_t kv_cache_bytes = 0;
   std::vector<int64_t> eos_token_ids;     // empty = the model config's eos_token_id(s)
   uint64_t seed = 0;                      // seeds requests that carry no seed, in arrival order
-  // CPU: attention reads the paged pool in place (paged_attention.h) instead of gather + SDPA.
-  bool fused_cpu_attention = true;
+  // Attention reads the paged pool in place through verl::paged_attention where the device has a kernel for it
+  // (CPU; CUDA in builds with VERL_WITH_CUDA) instead of gathering each row's blocks for SDPA.
+  bool paged_attention_kernel = true;
   // vLLM's automatic prefix caching across requests (kv_cache.h): a request whose prompt starts with the tokens of
   // an earlier one -- a conversation's next turn, a shared system prompt -- reuses their cached KV blocks and
   // prefills only the rest. The cache is cleared by update_weights() and sleep() (its keys/values go stale).
   bool enable_prefix_caching = false;
+  // CUDA: decode steps replay CUDA graphs captured per batch-size bucket (the first time a bucket is used)
+  // instead of launching every op; true runs them eagerly. vLLM's enforce_eager. No effect on other devices, with
+  // paged_attention_kernel off, or under tensor parallelism (the graphs would hold the collectives).
+  bool enforce_eager = false;
+  // The buckets (vLLM's cudagraph_capture_sizes): a decode batch pads up to the next; one above the largest runs
+  // eagerly. Empty: 1, 2, 4, 8, then every multiple of 16 below max_num_seqs, and max_num_seqs.
+  std::vector<int64_t> cudagraph_capture_sizes;
 };
 
 struct VERL_API CompletionOutput {
@@ -87,7 +95,10 @@ struct VERL_API EngineStats {
   int64_t num_decode_tokens = 0;
   int64_t num_steps = 0;
   int64_t peak_used_blocks = 0;
+  int64_t num_graph_captures = 0;  // CUDA graphs captured (EngineConfig::enforce_eager), recaptures included
 };
+
+class DecodeGraphs;  // rollout/decode_graphs.h
 
 class VERL_API Engine {
  public:
@@ -155,6 +166,7 @@ class VERL_API Engine {
   int64_t max_model_len_ = 0;
   std::vector<int64_t> eos_;
   std::unique_ptr<PagedKVCache> cache_;
+  std::unique_ptr<DecodeGraphs> graphs_;  // CUDA decode graphs; null where decode runs eagerly
   std::set<std::string> released_weights_;  // names released by sleep(true), not yet written by update_weights
   std::unique_ptr<Scheduler> scheduler_;
   std::map<int64_t, std::unique_ptr<Request>> requests_;

@@ -99,7 +99,8 @@ struct VERL_API PagedBatch {
 
 // Keys/values of every layer in blocks: pool (num_blocks, block_size, kv_heads, head_dim).
 // attend() writes the new tokens by slot, then attends causally by position (query t of row i
-// sees the row's tokens 0..positions[i, t]). On CPU (fused_cpu_attention) a kernel reads the
+// sees the row's tokens 0..positions[i, t]). Where the device has a verl::paged_attention kernel
+// (CPU; CUDA in builds with VERL_WITH_CUDA) and paged_attention_kernel is on, the kernel reads the
 // blocks in place and the mask is unused; otherwise each row's blocks are gathered into
 // (bs, kv_heads, max_blocks * block_size, head_dim) and SDPA runs under the caller's mask
 // (bs, 1, q, max_blocks * block_size) bool (true = attend).
@@ -119,9 +120,9 @@ class VERL_API PagedKVCache : public model::AttentionCache {
 
   // The next forward's tokens; on CPU their slots are checked against the pool here, once per step.
   void set_batch(PagedBatch batch);
-  // Whether attend() needs the mask (false when the CPU kernel runs).
-  bool needs_mask() const { return !(fused_cpu_attention_ && device_.is_cpu()); }
-  void set_fused_cpu_attention(bool on);  // re-allocates the pools if the choice changes
+  // Whether attend() needs the mask (false when the paged-attention kernel runs).
+  bool needs_mask() const { return !(paged_attention_kernel_ && device_has_kernel_); }
+  void set_paged_attention_kernel(bool on);  // re-allocates the pools if the choice changes
   // Copies whole blocks src -> dst in every layer (copy-on-write).
   void copy_blocks(const std::vector<std::pair<int64_t, int64_t>>& copies);
 
@@ -137,7 +138,8 @@ class VERL_API PagedKVCache : public model::AttentionCache {
   torch::Device device_;
   std::vector<torch::Tensor> k_, v_;  // per layer (num_blocks, block_size, kv_heads, head_dim)
   PagedBatch batch_;
-  bool fused_cpu_attention_ = true;
+  bool paged_attention_kernel_ = true;
+  bool device_has_kernel_ = false;  // verl::paged_attention has a kernel for device_
 };
 
 }  // namespace verl::rollout

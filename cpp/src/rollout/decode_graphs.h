@@ -1,0 +1,68 @@
+// CUDA graphs of the rollout engine's decode forward (issue 17 item 3): CausalLM::forward_cached over one
+// token per row, captured once per batch-size bucket and replayed, so a decode step costs one graph launch
+// instead of one launch per op (about 25 per layer), and its inputs reach the GPU in one copy.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "verl/core/export.h"
+#include "verl/model/transformer.h"
+#include "verl/rollout/kv_cache.h"
+
+namespace verl::rollout {
+
+// The inputs a decode graph reads, at fixed addresses: ids, positions and KV slots (max_rows,) and block tables
+// (max_rows, max_blocks) in one int64 buffer on the device, filled per step from host arrays with one copy (from
+// pinned memory, asynchronous, on CUDA). A batch of bs rows is padded to `rows` as Engine::run pads: token 0 at
+// position 0, written to the scratch slot 0, reading block 0. Device-generic, so the CPU tests check what the
+// graphs capture.
+class VERL_API DecodeInputs {
+ public:
+  DecodeInputs(int64_t max_rows, int64_t max_blocks, torch::Device device);
+  int64_t max_rows() const { return max_rows_; }
+  int64_t max_blocks() const { return max_blocks_; }
+  // Host arrays as Engine::run builds them: ids, positions, slots (bs,), tables (bs, max_blocks) row-major;
+  // bs <= max_rows() and max_blocks <= max_blocks().
+  void stage(const int64_t* ids, const int64_t* positions, const int64_t* slots, const int64_t* tables, int64_t bs,
+             int64_t max_blocks);
+  // CausalLM::forward_cached over the first `rows` staged rows (a graph's bucket): logits (rows, vocab).
+  torch::Tensor forward(model::CausalLM& model, PagedKVCache& cache, int64_t rows) const;
+
+ private:
+  int64_t max_rows_, max_blocks_;
+  torch::Tensor buffer_;  // ids | positions | slots | tables, each laid out for max_rows
+  torch::Tensor head_;    // (max_rows,) zeros: one token per row
+};
+
+class DecodeGraphs {
+ public:
+  virtual ~DecodeGraphs() = default;
+  // The logits (bs, vocab) at the rows' new tokens. Host arrays, as Engine::run builds them: ids, positions and
+  // KV slots (bs,), block tables (bs, max_blocks) row-major. An undefined tensor when no graph serves the batch
+  // (bs above the largest bucket, or more blocks per row than the graphs were captured for): run it eagerly.
+  virtual torch::Tensor run(const int64_t* ids, const int64_t* positions, const int64_t* slots,
+                            const int64_t* tables, int64_t bs, int64_t max_blocks) = 0;
+  virtual int64_t num_captured() const = 0;
+};
+
+// Batch-size buckets: `sizes` (vLLM's cudagraph_capture_sizes) sorted and capped at max_num_seqs, or when empty
+// 1, 2, 4, 8 and then every multiple of 16 up to max_num_seqs (a batch pads up to the next bucket).
+VERL_API std::vector<int64_t> decode_graph_sizes(std::vector<int64_t> sizes, int64_t max_num_seqs);
+
+// Makes graphs over `model` decoding through `cache` (which must read its blocks with the paged-attention kernel)
+// for rows of up to max_blocks KV blocks. Graphs are captured lazily, the first time a bucket is used, from the
+// batch at hand; they are dropped and captured again when the model's parameters or the KV pools have moved
+// (update_weights with new tensors, sleep / wake_up), which the graphs would otherwise read stale.
+using DecodeGraphsFactory = std::unique_ptr<DecodeGraphs> (*)(std::shared_ptr<model::CausalLM> model,
+                                                              PagedKVCache& cache, std::vector<int64_t> sizes,
+                                                              int64_t max_blocks);
+// The CUDA implementation (rollout/cuda/decode_graphs.cpp) sets it when libverl loads; null in builds without
+// VERL_WITH_CUDA, whose engines decode eagerly. (A registration rather than a macro: the engine compiles the same
+// in both builds.)
+DecodeGraphsFactory& cuda_decode_graphs_factory();
+
+}  // namespace verl::rollout
