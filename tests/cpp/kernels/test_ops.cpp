@@ -91,6 +91,21 @@ TEST_CASE("kernels: paged_attention on each device against the gather + SDPA com
       CHECK(got.sizes() == want.sizes());
       CHECK(max_abs_diff(got, want) <= c.tol);
     }
+    {
+      // bfloat16 on the CPU: the SIMD kernel (head_dim a multiple of 8) against the portable loop. Both widen to
+      // float and accumulate in float, so they can differ by one bf16 rounding step (<= 2^-7 relative) and no more.
+      const torch::Tensor q16 = in.q.to(torch::kBFloat16), k16 = in.k_pool.to(torch::kBFloat16),
+                          v16 = in.v_pool.to(torch::kBFloat16);
+      const torch::Tensor fast = ops::paged_attention(q16, k16, v16, in.tables, in.positions, scale, true);
+      const torch::Tensor slow = ops::paged_attention(q16, k16, v16, in.tables, in.positions, scale, false);
+      REQUIRE(fast.scalar_type() == torch::kBFloat16);
+      const torch::Tensor a = fast.to(torch::kDouble), b = slow.to(torch::kDouble);
+      CHECK(((a - b).abs() <= std::ldexp(1.0, -7) * b.abs() + 1e-6).all().item<bool>());
+      // and both against the float64 composition on the same bf16 inputs, within bf16's resolution
+      const torch::Tensor exact = aten_ops::paged_attention(q16.to(torch::kDouble), k16.to(torch::kDouble),
+                                                            v16.to(torch::kDouble), in.tables, in.positions, scale, true);
+      CHECK(((a - exact).abs() <= std::ldexp(1.0, -7) * exact.abs() + 1e-4).all().item<bool>());
+    }
     if (!cuda_or_skip("paged_attention")) continue;
     const torch::Tensor cpu = ops::paged_attention(in.q, in.k_pool, in.v_pool, in.tables, in.positions, scale, false);
     const torch::Tensor got = ops::paged_attention(in.q.cuda(), in.k_pool.cuda(), in.v_pool.cuda(), in.tables.cuda(),

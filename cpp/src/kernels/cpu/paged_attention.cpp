@@ -1,9 +1,10 @@
 // verl::paged_attention on CPU (kernels/ops.h): keys and values are read in place from their blocks,
 // so a decode step touches each cached token once instead of gathering the whole context first.
-// float32 with head_dim a multiple of 8 runs an AVX2/FMA kernel where the CPU has one (chosen at
-// run time: the library itself is built for baseline x86-64); every other case runs the portable
-// loop below, one work item per (row, kv head, query token), which is also the kernel's test
-// reference.
+// float32 and bfloat16 with head_dim a multiple of 8 run an AVX2/FMA kernel where the CPU has one
+// (chosen at run time: the library itself is built for baseline x86-64; bfloat16 is widened to
+// float32 as it is loaded and accumulated in float32, as the portable loop does); every other case
+// runs the portable loop below, one work item per (row, kv head, query token), which is also the
+// kernel's test reference.
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
@@ -107,7 +108,7 @@ void paged_items_generic(const PagedArgs<scalar_t>& a, int64_t begin, int64_t en
 }
 
 #ifdef VERL_HAVE_AVX2_KERNELS
-// The float32 kernel with 256-bit FMA (simd_avx2.h), for head_dim a multiple of 8. One work item is
+// The float32 / bfloat16 kernel with 256-bit FMA (simd_avx2.h), for head_dim a multiple of 8. One work item is
 // one query token of one row with all its heads, so each block of the row is read as one
 // contiguous run (block_size x kv_heads x head_dim floats) rather than once per kv head in strided
 // halves. Decode is bound by reading the scattered blocks: a core keeps few demand misses in flight,
@@ -121,31 +122,40 @@ using simd::hsum_ps;
 
 constexpr int64_t kPrefetchBlocks = 2;
 
-// Asks L2 for `floats` contiguous floats: a block (or its first rows) before it is read.
-__attribute__((target("avx2,fma"))) inline void prefetch_span(const float* p, int64_t floats) {
-  const char* c = reinterpret_cast<const char*>(p);
-  for (int64_t o = 0; o < floats * static_cast<int64_t>(sizeof(float)); o += 64) _mm_prefetch(c + o, _MM_HINT_T2);
+// Eight elements from p as floats: bfloat16 is the upper half of a float32, so widening is a shift.
+__attribute__((target("avx2,fma"))) inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+__attribute__((target("avx2,fma"))) inline __m256 load8(const c10::BFloat16* p) {
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+
+// Asks L2 for `bytes` contiguous bytes: a block (or its first rows) before it is read.
+__attribute__((target("avx2,fma"))) inline void prefetch_span(const void* p, int64_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch(c + o, _MM_HINT_T2);
 }
 
 // Block b of a context of `len` keys: its first min(block_size, len - b * block_size) token rows.
 // (A plain function, not a lambda: GCC drops the prefetches of a target-attributed function
 // inlined into a lambda, which carries no target attribute.)
-__attribute__((target("avx2,fma"))) inline void prefetch_block(const PagedArgs<float>& a, const float* pool,
+template <typename T>
+__attribute__((target("avx2,fma"))) inline void prefetch_block(const PagedArgs<T>& a, const T* pool,
                                                                const int64_t* table, int64_t len, int64_t b) {
   const int64_t rows = len - b * a.block_size < a.block_size ? len - b * a.block_size : a.block_size;
-  prefetch_span(pool + table[b] * a.block_size * a.token_stride(), rows * a.token_stride());
+  prefetch_span(pool + table[b] * a.block_size * a.token_stride(),
+                rows * a.token_stride() * static_cast<int64_t>(sizeof(T)));
 }
 
 // out[0, N) = q . rows[o * stride] for N keys (N <= 8), d a multiple of 8. N is a template
 // argument so the eight accumulators stay in registers (a run-time count kept them on the stack).
-template <int N>
-__attribute__((target("avx2,fma"))) inline void dot8_avx2(const float* q, const float* rows, int64_t stride, int64_t d,
+template <int N, typename T>
+__attribute__((target("avx2,fma"))) inline void dot8_avx2(const float* q, const T* rows, int64_t stride, int64_t d,
                                                           float* out) {
   __m256 acc[8];
   for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_ps();
   for (int64_t c = 0; c < d; c += 8) {
     const __m256 qv = _mm256_loadu_ps(q + c);
-    for (int k = 0; k < N; ++k) acc[k] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(rows + k * stride + c), acc[k]);
+    for (int k = 0; k < N; ++k) acc[k] = _mm256_fmadd_ps(qv, load8(rows + k * stride + c), acc[k]);
   }
   if constexpr (N == 8) {
     _mm256_storeu_ps(out, hsum8_ps(acc));
@@ -157,7 +167,8 @@ __attribute__((target("avx2,fma"))) inline void dot8_avx2(const float* q, const 
 }
 
 // Scores of n <= 8 keys: the full case, or a block's tail through one switch.
-__attribute__((target("avx2,fma"))) inline void dot_keys_avx2(const float* q, const float* rows, int64_t stride,
+template <typename T>
+__attribute__((target("avx2,fma"))) inline void dot_keys_avx2(const float* q, const T* rows, int64_t stride,
                                                               int64_t n, int64_t d, float* out) {
   switch (n) {
     case 8: return dot8_avx2<8>(q, rows, stride, d, out);
@@ -195,8 +206,8 @@ __attribute__((target("avx2,fma"))) inline void softmax_avx2(float* s, int64_t n
 // acc[0, 8 * LANES) += sum_o w[o] * rows[o * stride][0, 8 * LANES) over n rows. LANES is a template
 // argument so the accumulators stay in registers; even and odd rows go to two accumulator sets so
 // consecutive FMAs do not wait on each other's latency.
-template <int LANES>
-__attribute__((target("avx2,fma"))) inline void add_weighted_rows_avx2(const float* rows, int64_t stride, int64_t n,
+template <int LANES, typename T>
+__attribute__((target("avx2,fma"))) inline void add_weighted_rows_avx2(const T* rows, int64_t stride, int64_t n,
                                                                        const float* w, float* acc) {
   __m256 r0[LANES], r1[LANES];
   for (int l = 0; l < LANES; ++l) {
@@ -206,22 +217,23 @@ __attribute__((target("avx2,fma"))) inline void add_weighted_rows_avx2(const flo
   int64_t o = 0;
   for (; o + 2 <= n; o += 2) {
     const __m256 w0 = _mm256_set1_ps(w[o]), w1 = _mm256_set1_ps(w[o + 1]);
-    const float* v0 = rows + o * stride;
-    const float* v1 = v0 + stride;
+    const T* v0 = rows + o * stride;
+    const T* v1 = v0 + stride;
     for (int l = 0; l < LANES; ++l) {
-      r0[l] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(v0 + 8 * l), r0[l]);
-      r1[l] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(v1 + 8 * l), r1[l]);
+      r0[l] = _mm256_fmadd_ps(w0, load8(v0 + 8 * l), r0[l]);
+      r1[l] = _mm256_fmadd_ps(w1, load8(v1 + 8 * l), r1[l]);
     }
   }
   if (o < n) {
     const __m256 w0 = _mm256_set1_ps(w[o]);
-    for (int l = 0; l < LANES; ++l) r0[l] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(rows + o * stride + 8 * l), r0[l]);
+    for (int l = 0; l < LANES; ++l) r0[l] = _mm256_fmadd_ps(w0, load8(rows + o * stride + 8 * l), r0[l]);
   }
   for (int l = 0; l < LANES; ++l) _mm256_storeu_ps(acc + 8 * l, _mm256_add_ps(r0[l], r1[l]));
 }
 
 // acc[0, d) += the weighted sum of n value rows, 32 lanes of head_dim at a time.
-__attribute__((target("avx2,fma"))) inline void add_weighted_values_avx2(const float* rows, int64_t stride, int64_t n,
+template <typename T>
+__attribute__((target("avx2,fma"))) inline void add_weighted_values_avx2(const T* rows, int64_t stride, int64_t n,
                                                                          const float* w, int64_t d, float* acc) {
   for (int64_t c0 = 0; c0 < d; c0 += 32) {
     switch (d - c0 < 32 ? (d - c0) / 8 : 4) {
@@ -235,7 +247,8 @@ __attribute__((target("avx2,fma"))) inline void add_weighted_values_avx2(const f
 
 // Work items [begin, end): item = row * q_len + query token, every head. `qv` and `acc` hold
 // heads * d floats, `scores` heads * max_blocks * block_size: the caller's per-thread buffers.
-__attribute__((target("avx2,fma"))) void paged_rows_avx2(const PagedArgs<float>& a, int64_t begin, int64_t end,
+template <typename T>
+__attribute__((target("avx2,fma"))) void paged_rows_avx2(const PagedArgs<T>& a, int64_t begin, int64_t end,
                                                          float* qv, float* acc, float* scores) {
   const int64_t d = a.d, heads = a.heads, group = a.group, bsz = a.block_size, token_stride = a.token_stride();
   const int64_t max_len = a.max_blocks * bsz;
@@ -247,8 +260,8 @@ __attribute__((target("avx2,fma"))) void paged_rows_avx2(const PagedArgs<float>&
     const int64_t len = context(item), nb = (len + bsz - 1) / bsz;
     const int64_t* table = table_of(item);
     for (int64_t h = 0; h < heads; ++h) {
-      const float* qrow = a.q + i * a.qs0 + h * a.qs1 + t * a.qs2;
-      for (int64_t c = 0; c < d; ++c) qv[h * d + c] = qrow[c * a.qs3] * scale;
+      const T* qrow = a.q + i * a.qs0 + h * a.qs1 + t * a.qs2;
+      for (int64_t c = 0; c < d; ++c) qv[h * d + c] = static_cast<float>(qrow[c * a.qs3]) * scale;
     }
     if (item == begin)
       for (int64_t b = 0; b < std::min(kPrefetchBlocks, nb); ++b) prefetch_block(a, a.k, table, len, b);
@@ -259,10 +272,10 @@ __attribute__((target("avx2,fma"))) void paged_rows_avx2(const PagedArgs<float>&
         prefetch_block(a, a.k, table, len, ahead);
       else if (ahead - nb < nb)
         prefetch_block(a, a.v, table, len, ahead - nb);
-      const float* kb = a.k + table[b] * bsz * token_stride;
+      const T* kb = a.k + table[b] * bsz * token_stride;
       const int64_t n = std::min(bsz, len - b * bsz);
       for (int64_t h = 0; h < heads; ++h) {
-        const float* kh = kb + (h / group) * d;
+        const T* kh = kb + (h / group) * d;
         float* sh = scores + h * len + b * bsz;
         for (int64_t o = 0; o < n; o += 8)
           dot_keys_avx2(qv + h * d, kh + o * token_stride, token_stride, std::min<int64_t>(8, n - o), d, sh + o);
@@ -279,11 +292,12 @@ __attribute__((target("avx2,fma"))) void paged_rows_avx2(const PagedArgs<float>&
         prefetch_block(a, a.v, table, len, ahead);
       else if (ahead - nb < next_nb)
         prefetch_block(a, a.k, table_of(item + 1), next_len, ahead - nb);
-      const float* vb = a.v + table[b] * bsz * token_stride;
+      const T* vb = a.v + table[b] * bsz * token_stride;
       const int64_t n = std::min(bsz, len - b * bsz);
       for (int64_t h = 0; h < heads; ++h)
         add_weighted_values_avx2(vb + (h / group) * d, token_stride, n, scores + h * len + b * bsz, d, acc + h * d);
     }
+    // float -> bfloat16 rounds to nearest even, as the portable loop's static_cast does.
     for (int64_t h = 0; h < heads; ++h)
       std::copy(acc + h * d, acc + (h + 1) * d, a.out + ((i * a.q_len + t) * heads + h) * d);
   }
@@ -292,25 +306,22 @@ __attribute__((target("avx2,fma"))) void paged_rows_avx2(const PagedArgs<float>&
 
 // The SIMD kernel where one exists for the dtype, head_dim and CPU; false means "run the portable loop".
 template <typename scalar_t>
-bool run_simd(const PagedArgs<scalar_t>&, int64_t) {
-  return false;
-}
-
-bool run_simd(const PagedArgs<float>& a, int64_t rows) {
+bool run_simd(const PagedArgs<scalar_t>& a, int64_t rows) {
 #ifdef VERL_HAVE_AVX2_KERNELS
-  if (!simd::cpu_has_avx2_fma() || a.d % 8 != 0) return false;
-  at::parallel_for(0, rows, 1, [&](int64_t begin, int64_t end) {
-    float* qv = detail::thread_scratch<float, 0>(static_cast<size_t>(a.heads * a.d));
-    float* acc = detail::thread_scratch<float, 1>(static_cast<size_t>(a.heads * a.d));
-    float* scores = detail::thread_scratch<float, 2>(static_cast<size_t>(a.heads * a.max_blocks * a.block_size));
-    paged_rows_avx2(a, begin, end, qv, acc, scores);
-  });
-  return true;
-#else
+  if constexpr (std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, c10::BFloat16>) {
+    if (!simd::cpu_has_avx2_fma() || a.d % 8 != 0) return false;
+    at::parallel_for(0, rows, 1, [&](int64_t begin, int64_t end) {
+      float* qv = detail::thread_scratch<float, 0>(static_cast<size_t>(a.heads * a.d));
+      float* acc = detail::thread_scratch<float, 1>(static_cast<size_t>(a.heads * a.d));
+      float* scores = detail::thread_scratch<float, 2>(static_cast<size_t>(a.heads * a.max_blocks * a.block_size));
+      paged_rows_avx2(a, begin, end, qv, acc, scores);
+    });
+    return true;
+  }
+#endif
   (void)a;
   (void)rows;
   return false;
-#endif
 }
 
 torch::Tensor paged_attention(const torch::Tensor& q_in, const torch::Tensor& k_pool, const torch::Tensor& v_pool,
