@@ -12,7 +12,7 @@ namespace verl::rollout {
 // (bs, max_blocks) int64; positions (bs, q) int64. Query t of row i attends to the row's tokens
 // 0..positions[i, t] (causal by position), read through its block table; head h uses kv head
 // h / (heads / kv_heads). Softmax in float32 (float64 for double inputs). Returns (bs, heads, q, d).
-// float32 with head_dim a multiple of 8 uses an AVX2/FMA kernel when the CPU has one; allow_simd =
+// float32 and bfloat16 with head_dim a multiple of 8 use an AVX2/FMA kernel when the CPU has one; allow_simd =
 // false forces the portable loop (the reference the SIMD kernel is tested against).
 VERL_API torch::Tensor paged_attention_cpu(const torch::Tensor& q, const torch::Tensor& k_pool,
                                            const torch::Tensor& v_pool, const torch::Tensor& block_tables,
