@@ -12,12 +12,12 @@ torch.mm peak measured in the same run.
 With ``--device cuda`` both sides run on the GPU (one untimed warm-up generate each first), the peaks are
 the GPU's, and verl-cpp's side also reports how busy the GPU was during a profiled generate of
 ``--profile-tokens`` new tokens (bench_env.gpu_busy: busy fraction, kernel launches and host
-synchronisations per engine step) for each attention route (``--attention``: the paged-attention
-kernel reading KV blocks in place, and/or gather + SDPA).
+synchronisations per engine step) for each decode route (``--attention``: the paged-attention
+kernel reading KV blocks in place, with CUDA graphs of the decode step or eagerly, and/or gather + SDPA).
 
     python benchmarks/rollout/bench_rollout.py                 # full workload (long on a small CPU)
     python benchmarks/rollout/bench_rollout.py --quick         # 16 prompts x 8, 64 new tokens
-    python benchmarks/rollout/bench_rollout.py --device cuda --dtype bfloat16 --models qwen0.5b --runs 1
+    python benchmarks/rollout/bench_rollout.py --device cuda --dtype bfloat16 --models qwen0.5b --runs 1 --attention all
 """
 
 from __future__ import annotations
@@ -130,10 +130,12 @@ def run_worker(args) -> dict:
     else:
         from verl.rollout import LLM, SamplingParams
 
-        attention = {"kernel": True, "gather": False}[args.attention]
+        # kernel: the paged-attention kernel (and CUDA graphs of the decode step on CUDA); kernel-eager: the kernel
+        # without graphs; gather: gather + SDPA (no graphs either: they need the kernel).
         llm = LLM(args.checkpoint, dtype=dtype, device=args.device, block_size=args.block_size,
                   max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
-                  max_model_len=1024, paged_attention_kernel=attention)
+                  max_model_len=1024, paged_attention_kernel=args.attention != "gather",
+                  enforce_eager=args.attention != "kernel")
 
         def generate(max_tokens=args.max_tokens):
             sp = SamplingParams(n=args.n, temperature=1.0, max_tokens=max_tokens, ignore_eos=True, seed=0)
@@ -151,6 +153,7 @@ def run_worker(args) -> dict:
             steps_before = llm.engine.stats()["num_steps"]
             extra["profile"] = gpu_busy(lambda: generate(args.profile_tokens), args.device)
             extra["profile"]["engine_steps"] = llm.engine.stats()["num_steps"] - steps_before
+        extra["graph_captures"] = llm.engine.stats()["num_graph_captures"]
         extra["attention"] = args.attention
     prompt_tokens = sum(len(p) for p in prompts)
     return dict(side=args.side, model=args.model, seconds=seconds, generated=generated,
@@ -195,8 +198,9 @@ def main() -> None:
     ap.add_argument("--results-json", default=None, help="report and targets as JSON (benchmarks/results_json.py)")
     ap.add_argument("--checkpoint", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--device", default="cpu", help="cpu or cuda[:i]: where both sides run")
-    ap.add_argument("--attention", default="kernel", choices=["kernel", "gather", "both"],
-                    help="verl-cpp's attention route: the paged-attention kernel, gather + SDPA, or both (two sides)")
+    ap.add_argument("--attention", default="kernel", choices=["kernel", "kernel-eager", "gather", "all"],
+                    help="verl-cpp's decode: the paged-attention kernel (on CUDA with graphs of the decode step), the "
+                         "kernel without graphs, gather + SDPA, or all three as three sides")
     ap.add_argument("--profile-tokens", type=int, default=32,
                     help="CUDA: new tokens of the profiled generate that measures GPU busy time (0: none)")
     args = ap.parse_args()
@@ -213,7 +217,7 @@ def main() -> None:
     cuda = args.device.startswith("cuda")
     peaks = {d: gemm_peak(d, args.threads, 8192 if cuda else 1024, args.device) for d in ("float32", "bfloat16")}
     # verl-cpp's sides: one per attention route; the first is the one compared in the targets.
-    routes = ["kernel", "gather"] if args.attention == "both" else [args.attention]
+    routes = ["kernel", "kernel-eager", "gather"] if args.attention == "all" else [args.attention]
     verl_sides = {("verl" if i == 0 else f"verl-{route}"): route for i, route in enumerate(routes)}
     results = []
     import tempfile
@@ -249,7 +253,8 @@ def main() -> None:
                 if "profile" in runs[side][-1]:
                     p = runs[side][-1]["profile"]
                     steps = max(p.get("engine_steps", 0), 1)
-                    print(f"  {side} ({verl_sides.get(side)}) profiled generate of {args.profile_tokens} tokens: wall "
+                    print(f"  {side} ({verl_sides.get(side)}, {runs[side][-1].get('graph_captures', 0)} graph captures) "
+                          f"profiled generate of {args.profile_tokens} tokens: wall "
                           f"{p['wall_s']:.3f}s, GPU busy {100 * p['busy_frac']:.1f}%, {p['engine_steps']} engine steps, "
                           f"{p['launches'] / steps:.0f} launches and {p['host_syncs'] / steps:.1f} host syncs per "
                           f"step; top kernels (ms, calls): {p['gpu_top']}", flush=True)

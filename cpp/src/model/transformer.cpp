@@ -320,7 +320,13 @@ torch::Dtype CausalLM::dtype() const { return model->embed_tokens->weight.scalar
 torch::Device CausalLM::device() const { return model->embed_tokens->weight.device(); }
 
 std::pair<torch::Tensor, torch::Tensor> CausalLM::rope(const torch::Tensor& positions, torch::Dtype dtype) const {
-  torch::Tensor inv_freq = inv_freq_.to(positions.device());
+  torch::Tensor inv_freq = inv_freq_;
+  if (positions.device() != inv_freq_.device()) {
+    std::lock_guard<std::mutex> lock(inv_freq_device_.mutex);
+    if (!inv_freq_device_.tensor.defined() || inv_freq_device_.tensor.device() != positions.device())
+      inv_freq_device_.tensor = inv_freq_.to(positions.device());
+    inv_freq = inv_freq_device_.tensor;
+  }
   torch::Tensor freqs = positions.to(torch::kFloat).unsqueeze(-1) * inv_freq;  // (bs, q, d/2)
   torch::Tensor emb = torch::cat({freqs, freqs}, -1);
   return {emb.cos().to(dtype), emb.sin().to(dtype)};

@@ -18,29 +18,34 @@ DecodeInputs::DecodeInputs(int64_t max_rows, int64_t max_blocks, torch::Device d
 }
 
 void DecodeInputs::stage(const int64_t* ids, const int64_t* positions, const int64_t* slots, const int64_t* tables,
-                         int64_t bs, int64_t max_blocks) {
-  VERL_CHECK(bs >= 1 && bs <= max_rows_ && max_blocks >= 1 && max_blocks <= max_blocks_, "DecodeInputs: a batch of ",
-             bs, " rows x ", max_blocks, " blocks does not fit ", max_rows_, " x ", max_blocks_);
+                         int64_t bs, int64_t max_blocks, int64_t rows, int64_t blocks) {
+  VERL_CHECK(bs >= 1 && bs <= rows && rows <= max_rows_ && max_blocks >= 1 && max_blocks <= blocks &&
+                 blocks <= max_blocks_,
+             "DecodeInputs: a batch of ", bs, " rows x ", max_blocks, " blocks does not fit a bucket of ", rows, " x ",
+             blocks, " (at most ", max_rows_, " x ", max_blocks_, ")");
+  // Only what the bucket reads: ids, positions and slots, then its rows x blocks tables.
+  const int64_t used = 3 * max_rows_ + rows * blocks;
   // On CUDA, pinned memory from LibTorch's caching host allocator: the asynchronous copy records an event on the
   // block, which is not handed out again before the copy has read it.
   const bool cuda = buffer_.is_cuda();
-  torch::Tensor host = torch::empty({buffer_.numel()}, torch::TensorOptions().dtype(torch::kLong).pinned_memory(cuda));
+  torch::Tensor host = torch::empty({used}, torch::TensorOptions().dtype(torch::kLong).pinned_memory(cuda));
   int64_t* h = host.data_ptr<int64_t>();
-  std::fill(h, h + host.numel(), int64_t{0});
+  std::fill(h, h + used, int64_t{0});
   std::copy(ids, ids + bs, h);
   std::copy(positions, positions + bs, h + max_rows_);
   std::copy(slots, slots + bs, h + 2 * max_rows_);
   for (int64_t i = 0; i < bs; ++i)
-    std::copy(tables + i * max_blocks, tables + (i + 1) * max_blocks, h + 3 * max_rows_ + i * max_blocks_);
-  buffer_.copy_(host, /*non_blocking=*/cuda);
+    std::copy(tables + i * max_blocks, tables + (i + 1) * max_blocks, h + 3 * max_rows_ + i * blocks);
+  buffer_.narrow(0, 0, used).copy_(host, /*non_blocking=*/cuda);
 }
 
-torch::Tensor DecodeInputs::forward(model::CausalLM& model, PagedKVCache& cache, int64_t rows) const {
-  VERL_CHECK(rows >= 1 && rows <= max_rows_, "DecodeInputs: rows must be in [1, ", max_rows_, "], got ", rows);
+torch::Tensor DecodeInputs::forward(model::CausalLM& model, PagedKVCache& cache, int64_t rows, int64_t blocks) const {
+  VERL_CHECK(rows >= 1 && rows <= max_rows_ && blocks >= 1 && blocks <= max_blocks_, "DecodeInputs: a bucket of ",
+             rows, " rows x ", blocks, " blocks does not fit ", max_rows_, " x ", max_blocks_);
   const torch::Tensor ids = buffer_.narrow(0, 0, rows).view({rows, 1});
   const torch::Tensor positions = buffer_.narrow(0, max_rows_, rows).view({rows, 1});
   const torch::Tensor slots = buffer_.narrow(0, 2 * max_rows_, rows);
-  const torch::Tensor tables = buffer_.narrow(0, 3 * max_rows_, rows * max_blocks_).view({rows, max_blocks_});
+  const torch::Tensor tables = buffer_.narrow(0, 3 * max_rows_, rows * blocks).view({rows, blocks});
   cache.set_batch({slots, tables, positions});
   return model.forward_cached(ids, positions, cache, torch::Tensor(), head_.narrow(0, 0, rows));
 }

@@ -16,21 +16,21 @@
 namespace verl::rollout {
 
 // The inputs a decode graph reads, at fixed addresses: ids, positions and KV slots (max_rows,) and block tables
-// (max_rows, max_blocks) in one int64 buffer on the device, filled per step from host arrays with one copy (from
-// pinned memory, asynchronous, on CUDA). A batch of bs rows is padded to `rows` as Engine::run pads: token 0 at
-// position 0, written to the scratch slot 0, reading block 0. Device-generic, so the CPU tests check what the
-// graphs capture.
+// (rows, blocks) in one int64 buffer on the device, filled per step from host arrays with one copy (from pinned
+// memory, asynchronous, on CUDA). A batch of bs rows x max_blocks table columns is padded to a graph's bucket of
+// `rows` x `blocks` as Engine::run pads: token 0 at position 0, written to the scratch slot 0, reading block 0.
+// Device-generic, so the CPU tests check what the graphs capture.
 class VERL_API DecodeInputs {
  public:
   DecodeInputs(int64_t max_rows, int64_t max_blocks, torch::Device device);
   int64_t max_rows() const { return max_rows_; }
   int64_t max_blocks() const { return max_blocks_; }
-  // Host arrays as Engine::run builds them: ids, positions, slots (bs,), tables (bs, max_blocks) row-major;
-  // bs <= max_rows() and max_blocks <= max_blocks().
+  // Host arrays as Engine::run builds them: ids, positions, slots (bs,), tables (bs, max_blocks) row-major, laid
+  // out for a bucket of `rows` x `blocks`: bs <= rows <= max_rows(), max_blocks <= blocks <= max_blocks().
   void stage(const int64_t* ids, const int64_t* positions, const int64_t* slots, const int64_t* tables, int64_t bs,
-             int64_t max_blocks);
-  // CausalLM::forward_cached over the first `rows` staged rows (a graph's bucket): logits (rows, vocab).
-  torch::Tensor forward(model::CausalLM& model, PagedKVCache& cache, int64_t rows) const;
+             int64_t max_blocks, int64_t rows, int64_t blocks);
+  // CausalLM::forward_cached over the staged bucket (the last stage()'s rows x blocks): logits (rows, vocab).
+  torch::Tensor forward(model::CausalLM& model, PagedKVCache& cache, int64_t rows, int64_t blocks) const;
 
  private:
   int64_t max_rows_, max_blocks_;
@@ -47,16 +47,21 @@ class DecodeGraphs {
   virtual torch::Tensor run(const int64_t* ids, const int64_t* positions, const int64_t* slots,
                             const int64_t* tables, int64_t bs, int64_t max_blocks) = 0;
   virtual int64_t num_captured() const = 0;
+  // Drops every graph and its memory pool (Engine::sleep: the memory goes back to the caching allocator); they are
+  // captured again when next used.
+  virtual void clear() = 0;
 };
 
 // Batch-size buckets: `sizes` (vLLM's cudagraph_capture_sizes) sorted and capped at max_num_seqs, or when empty
 // 1, 2, 4, 8 and then every multiple of 16 up to max_num_seqs (a batch pads up to the next bucket).
 VERL_API std::vector<int64_t> decode_graph_sizes(std::vector<int64_t> sizes, int64_t max_num_seqs);
 
-// Makes graphs over `model` decoding through `cache` (which must read its blocks with the paged-attention kernel)
-// for rows of up to max_blocks KV blocks. Graphs are captured lazily, the first time a bucket is used, from the
-// batch at hand; they are dropped and captured again when the model's parameters or the KV pools have moved
-// (update_weights with new tensors, sleep / wake_up), which the graphs would otherwise read stale.
+// Makes graphs over `model` decoding through `cache` (which must decode with the paged-attention kernel) for rows
+// of up to max_blocks KV blocks. A graph serves a bucket of rows (`sizes`) x table columns (powers of two from 4,
+// capped at max_blocks: the kernel's scratch follows the context, not max_model_len). Graphs are captured lazily,
+// the first time a bucket is used, from the batch at hand; they are dropped and captured again when the model's
+// parameters or the KV pools have moved (update_weights with new tensors, sleep / wake_up), which the graphs would
+// otherwise read stale.
 using DecodeGraphsFactory = std::unique_ptr<DecodeGraphs> (*)(std::shared_ptr<model::CausalLM> model,
                                                               PagedKVCache& cache, std::vector<int64_t> sizes,
                                                               int64_t max_blocks);

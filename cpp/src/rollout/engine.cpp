@@ -67,7 +67,7 @@ Engine::Engine(std::shared_ptr<model::CausalLM> model, EngineConfig config)
   cache_->set_paged_attention_kernel(config_.paged_attention_kernel);
   std::vector<int64_t> graph_sizes = decode_graph_sizes(config_.cudagraph_capture_sizes, config_.max_num_seqs);
   if (cuda_decode_graphs_factory() != nullptr && !config_.enforce_eager && model_->device().is_cuda() &&
-      !cache_->needs_mask() && model_->tensor_parallel_size() == 1 && !graph_sizes.empty())
+      cache_->uses_kernel(1) && model_->tensor_parallel_size() == 1 && !graph_sizes.empty())
     graphs_ = cuda_decode_graphs_factory()(model_, *cache_, std::move(graph_sizes),
                                            (max_model_len_ + config_.block_size - 1) / config_.block_size);
   scheduler_ = std::make_unique<Scheduler>(SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens,
@@ -203,7 +203,7 @@ torch::Tensor Engine::run(const std::vector<Chunk>& chunks) {
   const auto device = model_->device();
   torch::Tensor pos_t = long_tensor(pos, {bs, q}, device);
   torch::Tensor mask;
-  if (cache_->needs_mask()) {
+  if (cache_->needs_mask(q)) {
     torch::Tensor key_pos = torch::arange(max_blocks * B, torch::dtype(torch::kLong).device(device));
     mask = key_pos.view({1, 1, 1, -1}) <= pos_t.view({bs, 1, q, 1});
   }
@@ -471,6 +471,7 @@ void Engine::sleep(bool release_weights) {
   std::unique_lock<std::mutex> step_lock = lock_between_steps();
   VERL_CHECK(!scheduler_->has_work() && pending_.empty(), "Engine.sleep: requests are still in flight");
   scheduler_->blocks().clear_prefix_cache();
+  if (graphs_) graphs_->clear();  // their memory pool goes back with the KV cache; recaptured when next used
   cache_->free();
   if (!release_weights) return;
   for (const auto& item : model_->named_parameters(true)) {

@@ -183,9 +183,10 @@ void PagedKVCache::allocate() {
   for (int64_t i = 0; i < num_layers_; ++i) {
     // The gather path reads unwritten slots (under a false mask), so they must be finite: zeros.
     // The kernels never read past a row's position: empty, so untouched blocks cost no RSS.
+    const bool gathers = needs_mask(1) || needs_mask(2);
     const std::vector<int64_t> shape = {num_blocks_, block_size_, kv_heads_, head_dim_};
-    k_.push_back(needs_mask() ? torch::zeros(shape, opts) : torch::empty(shape, opts));
-    v_.push_back(needs_mask() ? torch::zeros(shape, opts) : torch::empty(shape, opts));
+    k_.push_back(gathers ? torch::zeros(shape, opts) : torch::empty(shape, opts));
+    v_.push_back(gathers ? torch::zeros(shape, opts) : torch::empty(shape, opts));
   }
 }
 
@@ -230,7 +231,7 @@ torch::Tensor PagedKVCache::attend(int64_t layer, const torch::Tensor& q, const 
   const int64_t groups = heads / kv_heads_;
   kernels::kv_cache_write(k_[layer], batch_.slot_mapping, k_new);
   kernels::kv_cache_write(v_[layer], batch_.slot_mapping, v_new);
-  if (!needs_mask())
+  if (uses_kernel(q_len))
     return kernels::paged_attention(q, k_[layer], v_[layer], batch_.block_tables, batch_.positions,
                                     1.0 / std::sqrt(static_cast<double>(d)));
   // Read: each row's blocks in order -> (bs, kv_heads, ctx, d).

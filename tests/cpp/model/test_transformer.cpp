@@ -98,7 +98,7 @@ void check_paged_decoding(CausalLM& m, const std::vector<torch::Tensor>& prompts
       head[b] = len[b] - 1;
     }
     torch::Tensor mask;
-    if (cache.needs_mask())
+    if (cache.needs_mask(q))
       mask = torch::arange(max_blocks * block_size, torch::kLong).view({1, 1, 1, -1}) <= pos.view({bs, 1, q, 1});
     const torch::Device dev = m.device();
     pos = pos.to(dev);
@@ -285,7 +285,8 @@ TEST_CASE("CausalLM on CUDA: paged-KV decoding through the CUDA kernel and throu
       verl::rollout::PagedKVCache probe(m->config(), 2, 4, m->dtype(), m->device());
       probe.set_paged_attention_kernel(true);
       INFO("the CUDA paged-attention kernel is compiled in (VERL_WITH_CUDA)");
-      CHECK_FALSE(probe.needs_mask());
+      CHECK(probe.uses_kernel(1));
+      CHECK_FALSE(probe.uses_kernel(3));  // prefill chunks gather for SDPA on CUDA
       for (bool kernel : {true, false}) check_paged_decoding(*m, seqs, kernel);
     }
   }

@@ -32,7 +32,7 @@ TEST_CASE("DecodeInputs: a staged decode batch padded to its bucket equals the e
   torch::NoGradGuard no_grad;
   const int64_t block_size = 4, num_blocks = 24;
   PagedKVCache cache(m.config(), num_blocks, block_size, m.dtype(), m.device());
-  REQUIRE_FALSE(cache.needs_mask());  // the paged-attention kernel, as the graphs require
+  REQUIRE(cache.uses_kernel(1));  // the paged-attention kernel, as the graphs require
   BlockManager blocks(num_blocks, block_size);
   // Three rows: prompts of 5, 9 and 3 tokens prefilled one row at a time, then one decode token each.
   std::vector<std::vector<int64_t>> tokens;
@@ -68,11 +68,12 @@ TEST_CASE("DecodeInputs: a staged decode batch padded to its bucket equals the e
   cache.set_batch({torch::tensor(slots), torch::tensor(table).view({bs, max_blocks}), torch::tensor(pos).view({bs, 1})});
   torch::Tensor eager = m.forward_cached(torch::tensor(ids).view({bs, 1}), torch::tensor(pos).view({bs, 1}), cache,
                                          torch::Tensor(), torch::zeros({bs}, torch::kLong));
-  DecodeInputs inputs(/*max_rows=*/8, /*max_blocks=*/6, m.device());
-  inputs.stage(ids.data(), pos.data(), slots.data(), table.data(), bs, max_blocks);
-  for (int64_t rows : {3, 4, 8}) {  // the batch itself, and padded to buckets of 4 and 8
-    INFO("rows " << rows);
-    torch::Tensor padded = inputs.forward(m, cache, rows);
+  DecodeInputs inputs(/*max_rows=*/8, /*max_blocks=*/8, m.device());
+  // The batch itself, and padded to buckets of more rows (4, 8) and more table columns (up to 8).
+  for (auto [rows, blocks] : std::vector<std::pair<int64_t, int64_t>>{{3, max_blocks}, {4, max_blocks}, {8, 4}, {4, 8}}) {
+    INFO("bucket " << rows << " x " << blocks);
+    inputs.stage(ids.data(), pos.data(), slots.data(), table.data(), bs, max_blocks, rows, blocks);
+    torch::Tensor padded = inputs.forward(m, cache, rows, blocks);
     REQUIRE(padded.sizes() == torch::IntArrayRef{rows, 64});
     CHECK(max_diff(padded.narrow(0, 0, bs), eager) < 1e-12);
     CHECK(torch::isfinite(padded).all().item<bool>());  // the padding rows read the scratch slot they wrote
@@ -87,8 +88,11 @@ TEST_CASE("DecodeInputs: a staged decode batch padded to its bucket equals the e
                                   torch::Tensor(), torch::zeros({bs}, torch::kLong)),
                  eager) == 0.0);
   // A batch that does not fit is refused before anything is written.
-  CHECK_THROWS_AS(inputs.stage(ids.data(), pos.data(), slots.data(), table.data(), 9, max_blocks),
-                  verl::InvalidArgument);
-  CHECK_THROWS_AS(inputs.stage(ids.data(), pos.data(), slots.data(), table.data(), bs, 7), verl::InvalidArgument);
-  CHECK_THROWS_AS(inputs.forward(m, cache, 9), verl::InvalidArgument);
+  CHECK_THROWS_AS(inputs.stage(ids.data(), pos.data(), slots.data(), table.data(), bs, max_blocks, 2, 8),
+                  verl::InvalidArgument);  // more rows than the bucket
+  CHECK_THROWS_AS(inputs.stage(ids.data(), pos.data(), slots.data(), table.data(), bs, max_blocks, 9, 8),
+                  verl::InvalidArgument);  // a bucket above max_rows
+  CHECK_THROWS_AS(inputs.stage(ids.data(), pos.data(), slots.data(), table.data(), bs, max_blocks, 4, 2),
+                  verl::InvalidArgument);  // fewer table columns than the batch's
+  CHECK_THROWS_AS(inputs.forward(m, cache, 4, 9), verl::InvalidArgument);
 }

@@ -473,10 +473,13 @@ TEST_CASE("CUDA decode graphs give the eager engine's tokens and log-probs, acro
   same(graphed.generate({ps[4]}, {sampled(7, 1, 12)}), eager.generate({ps[4]}, {sampled(7, 1, 12)}));
   CHECK(graphed.stats().num_graph_captures >= 2);
   CHECK(eager.stats().num_graph_captures == 0);
-  // Sleep / wake_up re-create the KV pools; new weights are copied in place: the graphs still read the right ones.
+  // Sleep drops the graphs and their pool, wake_up re-creates the KV pools: captured again, into a fresh pool; new
+  // weights are copied in place: the graphs still read the right ones.
+  const int64_t captured = graphed.stats().num_graph_captures;
   graphed.sleep();
   graphed.wake_up();
   same(graphed.generate(ps, params), eager.generate(ps, params));
+  CHECK(graphed.stats().num_graph_captures > captured);
   auto other = tiny_model(torch::kFloat, 5, 1.0);
   graphed.update_weights(other->named_state());  // the shared model: both engines see the new weights
   same(graphed.generate(ps, params), eager.generate(ps, params));

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -215,7 +216,17 @@ class VERL_API CausalLM : public torch::nn::Module {
   HeadKind head_kind_;
   std::shared_ptr<dist::Communicator> tensor_parallel_;
   std::shared_ptr<ParameterGathering> gathering_;
-  torch::Tensor inv_freq_;  // (head_dim / 2,) float32, a buffer so it follows .to(device)
+  torch::Tensor inv_freq_;  // (head_dim / 2,) float32 on the CPU: not a buffer, Module::to(dtype) would round it
+  // inv_freq_ on the device the model runs on, copied once per device rather than in every forward: that copy is a
+  // blocking host-to-device transfer, which a CUDA graph capture of the decode step could not contain either.
+  struct DeviceCopy {
+    std::mutex mutex;
+    torch::Tensor tensor;
+    DeviceCopy() = default;
+    DeviceCopy(const DeviceCopy&) {}
+    DeviceCopy& operator=(const DeviceCopy&) { return *this; }
+  };
+  mutable DeviceCopy inv_freq_device_;
   bool gradient_checkpointing_ = false;
 };
 

@@ -101,7 +101,8 @@ struct VERL_API PagedBatch {
 // attend() writes the new tokens by slot, then attends causally by position (query t of row i
 // sees the row's tokens 0..positions[i, t]). Where the device has a verl::paged_attention kernel
 // (CPU; CUDA in builds with VERL_WITH_CUDA) and paged_attention_kernel is on, the kernel reads the
-// blocks in place and the mask is unused; otherwise each row's blocks are gathered into
+// blocks in place and the mask is unused -- on CUDA for decode steps (one query token per row) only:
+// its scratch grows with query tokens x context, so prefill chunks gather; otherwise each row's blocks are gathered into
 // (bs, kv_heads, max_blocks * block_size, head_dim) and SDPA runs under the caller's mask
 // (bs, 1, q, max_blocks * block_size) bool (true = attend).
 class VERL_API PagedKVCache : public model::AttentionCache {
@@ -120,8 +121,11 @@ class VERL_API PagedKVCache : public model::AttentionCache {
 
   // The next forward's tokens; on CPU their slots are checked against the pool here, once per step.
   void set_batch(PagedBatch batch);
-  // Whether attend() needs the mask (false when the paged-attention kernel runs).
-  bool needs_mask() const { return !(paged_attention_kernel_ && device_has_kernel_); }
+  // Whether attend() for q_len query tokens per row runs the paged-attention kernel; if not, it needs the mask.
+  bool uses_kernel(int64_t q_len) const {
+    return paged_attention_kernel_ && device_has_kernel_ && (q_len == 1 || device_.is_cpu());
+  }
+  bool needs_mask(int64_t q_len) const { return !uses_kernel(q_len); }
   void set_paged_attention_kernel(bool on);  // re-allocates the pools if the choice changes
   // Copies whole blocks src -> dst in every layer (copy-on-write).
   void copy_blocks(const std::vector<std::pair<int64_t, int64_t>>& copies);

@@ -28,6 +28,10 @@ torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& k_poo
              "paged_attention: block_tables (bs, max_blocks) and positions (bs, q) expected, got ", tables.sizes(),
              " and ", pos.sizes());
   const int64_t max_blocks = tables.size(1);
+  // A pool viewed at an odd element offset cannot be read in pairs (the engine's pools are whole allocations).
+  const auto pair_bytes = static_cast<uintptr_t>(2 * k_pool.element_size());
+  const bool pools_paired = reinterpret_cast<uintptr_t>(k_pool.const_data_ptr()) % pair_bytes == 0 &&
+                            reinterpret_cast<uintptr_t>(v_pool.const_data_ptr()) % pair_bytes == 0;
   // Written as (bs, q, heads, d), the layout o_proj wants, and returned as a permuted view (as on CPU).
   torch::Tensor out = torch::empty({bs, q_len, heads, d}, q.options());
   const auto acc_dtype = q.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
@@ -35,7 +39,8 @@ torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& k_poo
   check_launch(launch_paged_attention(q.const_data_ptr(), strides4(q), k_pool.const_data_ptr(), v_pool.const_data_ptr(),
                                       tables.const_data_ptr<int64_t>(), pos.const_data_ptr<int64_t>(), out.data_ptr(),
                                       scores.data_ptr(), bs, q_len, heads, kv_heads, d, block_size, max_blocks, scale,
-                                      launcher_dtype(q.scalar_type(), "paged_attention"), stream_of(q)),
+                                      launcher_dtype(q.scalar_type(), "paged_attention"), pools_paired,
+                                      stream_of(q)),
                "paged_attention");
   return out.permute({0, 2, 1, 3});
 }

@@ -177,8 +177,8 @@ __global__ void paged_attention_gqa_kernel(const T* q, Strides4 qs, const T* k_p
                                            double scale) {
   using Acc = typename Elem<T>::Acc;
   const int groups = static_cast<int>(heads / kv_heads);
-  extern __shared__ unsigned char shared_bytes[];
-  Acc* qv = reinterpret_cast<Acc*>(shared_bytes);  // groups * d: the scaled queries
+  extern __shared__ __align__(16) unsigned char gqa_shared[];
+  Acc* qv = reinterpret_cast<Acc*>(gqa_shared);  // groups * d: the scaled queries
   Acc* red = qv + groups * d;                        // kWarps * kMaxGroup: reductions
   Acc* inv = red + kWarps * kMaxGroup;               // kMaxGroup: 1 / softmax sums
   Acc* part = inv + kMaxGroup;                       // kWarps * groups * d: the warps' value sums
@@ -293,11 +293,11 @@ template <typename T>
 cudaError_t launch(const void* q, Strides4 qs, const void* k_pool, const void* v_pool, const int64_t* tables,
                    const int64_t* positions, void* out, void* scores, int64_t bs, int64_t q_len, int64_t heads,
                    int64_t kv_heads, int64_t d, int64_t block_size, int64_t max_blocks, double scale,
-                   cudaStream_t stream) {
+                   bool pools_paired, cudaStream_t stream) {
   using Acc = typename Elem<T>::Acc;
   if (bs * q_len * heads == 0) return cudaSuccess;
   const int64_t groups = heads / kv_heads;
-  if (groups <= kMaxGroup && d % 2 == 0 && d <= 2 * 32 * kMaxPairs) {
+  if (pools_paired && groups <= kMaxGroup && d % 2 == 0 && d <= 2 * 32 * kMaxPairs) {
     const dim3 grid(static_cast<unsigned>(bs * q_len), static_cast<unsigned>(kv_heads));
     const size_t shared =
         static_cast<size_t>(groups * d + kWarps * kMaxGroup + kMaxGroup + kWarps * groups * d) * sizeof(Acc);
@@ -321,20 +321,20 @@ cudaError_t launch_paged_attention(const void* q, Strides4 qs, const void* k_poo
                                    const int64_t* tables, const int64_t* positions, void* out, void* scores,
                                    int64_t bs, int64_t q_len, int64_t heads, int64_t kv_heads, int64_t d,
                                    int64_t block_size, int64_t max_blocks, double scale, Dtype dtype,
-                                   cudaStream_t stream) {
+                                   bool pools_paired, cudaStream_t stream) {
   switch (dtype) {
     case Dtype::kFloat32:
       return launch<float>(q, qs, k_pool, v_pool, tables, positions, out, scores, bs, q_len, heads, kv_heads, d,
-                           block_size, max_blocks, scale, stream);
+                           block_size, max_blocks, scale, pools_paired, stream);
     case Dtype::kFloat64:
       return launch<double>(q, qs, k_pool, v_pool, tables, positions, out, scores, bs, q_len, heads, kv_heads, d,
-                            block_size, max_blocks, scale, stream);
+                            block_size, max_blocks, scale, pools_paired, stream);
     case Dtype::kFloat16:
       return launch<__half>(q, qs, k_pool, v_pool, tables, positions, out, scores, bs, q_len, heads, kv_heads, d,
-                            block_size, max_blocks, scale, stream);
+                            block_size, max_blocks, scale, pools_paired, stream);
     case Dtype::kBFloat16:
       return launch<__nv_bfloat16>(q, qs, k_pool, v_pool, tables, positions, out, scores, bs, q_len, heads, kv_heads,
-                                   d, block_size, max_blocks, scale, stream);
+                                   d, block_size, max_blocks, scale, pools_paired, stream);
   }
   return cudaErrorInvalidValue;
 }

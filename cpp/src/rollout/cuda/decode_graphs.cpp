@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "verl/core/error.h"
 
@@ -29,7 +30,7 @@ class CudaDecodeGraphs final : public DecodeGraphs {
         device_(model_->device()),
         inputs_(sizes_.back(), max_blocks, device_) {
     VERL_CHECK(device_.is_cuda(), "DecodeGraphs: the model must be on a CUDA device, got ", device_.str());
-    VERL_CHECK(!cache_.needs_mask(), "DecodeGraphs: the KV cache must attend with the paged-attention kernel");
+    VERL_CHECK(cache_.uses_kernel(1), "DecodeGraphs: the KV cache must decode with the paged-attention kernel");
   }
 
   torch::Tensor run(const int64_t* ids, const int64_t* positions, const int64_t* slots, const int64_t* tables,
@@ -37,17 +38,32 @@ class CudaDecodeGraphs final : public DecodeGraphs {
     const auto bucket = std::lower_bound(sizes_.begin(), sizes_.end(), bs);
     if (bucket == sizes_.end() || max_blocks > inputs_.max_blocks() || bs < 1) return {};
     const int64_t rows = *bucket;
-    if (moved()) graphs_.clear();
-    inputs_.stage(ids, positions, slots, tables, bs, max_blocks);
-    auto it = graphs_.find(rows);
-    if (it == graphs_.end()) it = graphs_.emplace(rows, capture(rows)).first;
+    int64_t blocks = 4;
+    while (blocks < max_blocks) blocks *= 2;
+    blocks = std::min(blocks, inputs_.max_blocks());
+    if (moved()) clear_graphs();
+    inputs_.stage(ids, positions, slots, tables, bs, max_blocks, rows, blocks);
+    auto it = graphs_.find({rows, blocks});
+    if (it == graphs_.end()) it = graphs_.emplace(std::make_pair(rows, blocks), capture(rows, blocks)).first;
     it->second->replay();
     return logits_.narrow(0, 0, bs);
   }
 
   int64_t num_captured() const override { return captures_; }
 
+  void clear() override {
+    clear_graphs();
+    addresses_.clear();
+  }
+
  private:
+  // A pool that no graph uses any more cannot be captured into again (the allocator keeps its id with a zero use
+  // count and refuses it): a fresh one for the next capture.
+  void clear_graphs() {
+    graphs_.clear();
+    pool_ = c10::MempoolId_t{0, 0};
+  }
+
   // Whether a parameter, buffer or KV pool is no longer where the graphs read it.
   bool moved() {
     std::vector<const void*> now;
@@ -62,8 +78,21 @@ class CudaDecodeGraphs final : public DecodeGraphs {
     return changed;
   }
 
-  // Captures the forward of `rows` staged rows; every graph writes its logits into the one static buffer.
-  std::unique_ptr<at::cuda::CUDAGraph> capture(int64_t rows) {
+  // The current stream waits for everything the side stream was given, on every way out of capture().
+  struct JoinBack {
+    c10::Stream side, current;
+    ~JoinBack() {
+      try {
+        c10::Event done(c10::DeviceType::CUDA);
+        done.record(side);
+        done.block(current);
+      } catch (...) {  // an error here is the capture's, already on its way out
+      }
+    }
+  };
+
+  // Captures the forward of the staged rows x blocks bucket; every graph writes its logits into one static buffer.
+  std::unique_ptr<at::cuda::CUDAGraph> capture(int64_t rows, int64_t blocks) {
     const c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
     const c10::Stream current = cuda.getStream(device_);
     const c10::Stream side = cuda.getStreamFromGlobalPool(device_, /*isHighPriority=*/false);
@@ -75,26 +104,22 @@ class CudaDecodeGraphs final : public DecodeGraphs {
     c10::Event staged(c10::DeviceType::CUDA);
     staged.record(current);
     staged.block(side);  // the staged inputs and the keys/values written so far
-    {
-      const c10::StreamGuard on_side(side);
-      // One eager run first, on the capture stream: modules load and cuBLAS sets up its workspace outside the
-      // capture. It writes the same keys/values the replay writes.
-      logits_.narrow(0, 0, rows).copy_(inputs_.forward(*model_, cache_, rows));
-      graph->capture_begin(pool_, cudaStreamCaptureModeThreadLocal);
+    const JoinBack join{side, current};
+    const c10::StreamGuard on_side(side);
+    // One eager run first, on the capture stream: modules load and cuBLAS sets up its workspace outside the
+    // capture. It writes the same keys/values the replay writes.
+    logits_.narrow(0, 0, rows).copy_(inputs_.forward(*model_, cache_, rows, blocks));
+    graph->capture_begin(pool_, cudaStreamCaptureModeThreadLocal);
+    try {
+      logits_.narrow(0, 0, rows).copy_(inputs_.forward(*model_, cache_, rows, blocks));
+    } catch (...) {
       try {
-        logits_.narrow(0, 0, rows).copy_(inputs_.forward(*model_, cache_, rows));
-      } catch (...) {
-        try {
-          graph->capture_end();
-        } catch (...) {  // the capture's own error is the one to report
-        }
-        throw;
+        graph->capture_end();
+      } catch (...) {  // the capture's own error is the one to report
       }
-      graph->capture_end();
+      throw;
     }
-    c10::Event captured(c10::DeviceType::CUDA);
-    captured.record(side);
-    captured.block(current);
+    graph->capture_end();
     ++captures_;
     return graph;
   }
@@ -106,7 +131,7 @@ class CudaDecodeGraphs final : public DecodeGraphs {
   DecodeInputs inputs_;
   torch::Tensor logits_;
   c10::MempoolId_t pool_{0, 0};
-  std::map<int64_t, std::unique_ptr<at::cuda::CUDAGraph>> graphs_;
+  std::map<std::pair<int64_t, int64_t>, std::unique_ptr<at::cuda::CUDAGraph>> graphs_;  // by (rows, blocks)
   std::vector<const void*> addresses_;
   int64_t captures_ = 0;
 };
