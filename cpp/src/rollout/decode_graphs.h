@@ -1,6 +1,6 @@
 // CUDA graphs of the rollout engine's decode forward (issue 17 item 3): CausalLM::forward_cached over one
-// token per row, captured once per batch-size bucket and replayed, so a decode step costs one graph launch
-// instead of one launch per op (about 25 per layer), and its inputs reach the GPU in one copy.
+// token per row, captured once per bucket (batch size x block-table width) and replayed, so a decode step costs
+// one graph launch instead of one launch per op (about 25 per layer), and its inputs reach the GPU in one copy.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +34,7 @@ class VERL_API DecodeInputs {
 
  private:
   int64_t max_rows_, max_blocks_;
-  torch::Tensor buffer_;  // ids | positions | slots | tables, each laid out for max_rows
+  torch::Tensor buffer_;  // ids | positions | slots (max_rows each) | tables (the staged bucket's rows x blocks)
   torch::Tensor head_;    // (max_rows,) zeros: one token per row
 };
 
@@ -52,8 +52,9 @@ class DecodeGraphs {
   virtual void clear() = 0;
 };
 
-// Batch-size buckets: `sizes` (vLLM's cudagraph_capture_sizes) sorted and capped at max_num_seqs, or when empty
-// 1, 2, 4, 8 and then every multiple of 16 up to max_num_seqs (a batch pads up to the next bucket).
+// Batch-size buckets: `sizes` (vLLM's cudagraph_capture_sizes) sorted, without repeats and without those above
+// max_num_seqs; when empty, 1, 2, 4, 8, every multiple of 16 below max_num_seqs, and max_num_seqs. A batch pads up
+// to the next bucket; one above the largest runs eagerly. A size below 1 is an InvalidArgument.
 VERL_API std::vector<int64_t> decode_graph_sizes(std::vector<int64_t> sizes, int64_t max_num_seqs);
 
 // Makes graphs over `model` decoding through `cache` (which must decode with the paged-attention kernel) for rows
