@@ -12,6 +12,20 @@ import time
 from collections.abc import Sequence
 
 
+def timed(fn, device: str = "cpu"):
+    """(fn(), seconds), a GPU synchronised before and after so the seconds cover its queued work."""
+    import torch
+
+    cuda = torch.device(device).type == "cuda"
+    if cuda:
+        torch.cuda.synchronize(device)
+    start = time.perf_counter()
+    result = fn()
+    if cuda:
+        torch.cuda.synchronize(device)
+    return result, time.perf_counter() - start
+
+
 def gemm_peak(dtype_name: str, threads: int, n: int = 1024, device: str = "cpu") -> float:
     """FLOP/s of an n x n x n torch.mm in `dtype_name` with `threads` threads on `device`: the best of 5
     samples, each the mean of 4 calls, after 3 warm-ups (a GPU is synchronised around each sample; pass an n
@@ -22,20 +36,13 @@ def gemm_peak(dtype_name: str, threads: int, n: int = 1024, device: str = "cpu")
     dtype = getattr(torch, dtype_name)
     a, b = torch.randn(n, n).to(device, dtype), torch.randn(n, n).to(device, dtype)
 
-    def sync():
-        if a.is_cuda:
-            torch.cuda.synchronize(a.device)
+    def four():
+        for _ in range(4):
+            torch.mm(a, b)
 
     for _ in range(3):
         torch.mm(a, b)
-    best = float("inf")
-    for _ in range(5):
-        sync()
-        start = time.perf_counter()
-        for _ in range(4):
-            torch.mm(a, b)
-        sync()
-        best = min(best, (time.perf_counter() - start) / 4)
+    best = min(timed(four, device)[1] / 4 for _ in range(5))
     return 2 * n**3 / best
 
 

@@ -24,12 +24,11 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import grpo_common as common  # noqa: E402
-from bench_env import gemm_peak  # noqa: E402
+from bench_env import gemm_peak, timed  # noqa: E402
 from grpo_sides import run_verl  # noqa: E402
 
 # issue 17, on an H100, 0.5B shapes, 32 x 8 x 256: the step and the update / log-prob pass against plain PyTorch
@@ -88,23 +87,12 @@ def plain_pytorch(checkpoint: str, seqlens: list[int], vocab: int, micro: int, l
             for ids, mask, _ in micro_batches():
                 token_log_probs(ids, mask)
 
-    def sync():
-        if torch.device(device).type == "cuda":
-            torch.cuda.synchronize(device)
-
-    def timed(fn):
+    def median_seconds(fn):
         fn()  # warm-up
-        times = []
-        for _ in range(repeats):
-            sync()
-            t0 = time.perf_counter()
-            fn()
-            sync()
-            times.append(time.perf_counter() - t0)
-        return statistics.median(times)
+        return statistics.median(timed(fn, device)[1] for _ in range(repeats))
 
     cuda = torch.device(device).type == "cuda"
-    result = dict(update_s=timed(update), log_prob_s=timed(log_prob_pass),
+    result = dict(update_s=median_seconds(update), log_prob_s=median_seconds(log_prob_pass),
                   peak_mem_gib=torch.cuda.max_memory_allocated(device) / 2**30 if cuda else float("nan"))
     del model, opt
     return result

@@ -28,11 +28,10 @@ import os
 import resource
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import results_json  # noqa: E402  (benchmarks/results_json.py)
-from bench_env import gemm_peak, summarize  # noqa: E402
+from bench_env import gemm_peak, summarize, timed  # noqa: E402
 
 SPEEDUP_TARGETS = {"tiny": 5.0, "small": 2.0,  # issue 5: generated tokens/s vs transformers (CPU)
                    "qwen0.5b": 12.0}  # issue 17, on an H100: also >= 60k tokens/s and the GPU >= 80 % busy
@@ -87,15 +86,6 @@ def run_worker(args) -> dict:
     prompts = workload(args)
     extra = {}
 
-    def timed(fn):
-        if cuda:
-            torch.cuda.synchronize(args.device)
-        t0 = time.perf_counter()
-        result = fn()
-        if cuda:
-            torch.cuda.synchronize(args.device)
-        return result, time.perf_counter() - t0
-
     if args.side == "hf":
         # Both sides read the same checkpoint the parent wrote (same weights; neither side pays
         # for building the other's model in its peak RSS).
@@ -124,7 +114,7 @@ def run_worker(args) -> dict:
 
         if cuda:
             generate(4)  # CUDA context, cuBLAS handles, allocator: not part of the measurement
-        out, seconds = timed(generate)
+        out, seconds = timed(generate, args.device)
         generated = len(prompts) * args.n * args.max_tokens
         assert out.shape[1] == width + args.max_tokens
     else:
@@ -143,7 +133,7 @@ def run_worker(args) -> dict:
 
         if cuda:
             generate(4)
-        outs, seconds = timed(generate)
+        outs, seconds = timed(generate, args.device)
         generated = sum(len(c.token_ids) for o in outs for c in o.outputs)
         assert generated == len(prompts) * args.n * args.max_tokens
         total, embed = param_count(llm.model.state_dict())
