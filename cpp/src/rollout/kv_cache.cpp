@@ -180,11 +180,11 @@ void PagedKVCache::free() {
 void PagedKVCache::allocate() {
   if (allocated()) return;
   const auto opts = torch::TensorOptions().dtype(dtype_).device(device_);
+  // The gather path (decode or prefill) reads unwritten slots under a false mask, so they must be finite: zeros.
+  // The kernels never read past a row's position: empty, so untouched blocks cost no RSS.
+  const bool gathers = !uses_kernel(1) || !uses_kernel(2);
+  const std::vector<int64_t> shape = {num_blocks_, block_size_, kv_heads_, head_dim_};
   for (int64_t i = 0; i < num_layers_; ++i) {
-    // The gather path reads unwritten slots (under a false mask), so they must be finite: zeros.
-    // The kernels never read past a row's position: empty, so untouched blocks cost no RSS.
-    const bool gathers = needs_mask(1) || needs_mask(2);
-    const std::vector<int64_t> shape = {num_blocks_, block_size_, kv_heads_, head_dim_};
     k_.push_back(gathers ? torch::zeros(shape, opts) : torch::empty(shape, opts));
     v_.push_back(gathers ? torch::zeros(shape, opts) : torch::empty(shape, opts));
   }
