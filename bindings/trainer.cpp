@@ -172,7 +172,8 @@ void register_trainer(py::module_& m) {
                        std::shared_ptr<dist::Communicator> actor_shard_group,
                        std::shared_ptr<dist::Communicator> actor_replica_group,
                        std::shared_ptr<dist::Communicator> critic_shard_group,
-                       std::shared_ptr<dist::Communicator> critic_replica_group) {
+                       std::shared_ptr<dist::Communicator> critic_replica_group,
+                       std::shared_ptr<dist::Communicator> rollout_pool) {
              trainer::PPOTrainerModels models{std::move(actor), std::move(ref), std::move(critic), std::move(engine)};
              trainer::PPOTrainerOptions options;
              options.pad_token_id = pad_token_id;
@@ -182,6 +183,7 @@ void register_trainer(py::module_& m) {
              options.communicator = std::move(communicator);
              options.tensor_parallel = std::move(tensor_parallel);
              options.tensor_parallel_slice = std::move(tensor_parallel_slice);
+             options.rollout_pool = std::move(rollout_pool);
              if (!cost_fn.is_none()) options.cost_fn = wrap_reward(cost_fn.cast<py::function>());
              models.cost_critic = std::move(cost_critic);
              if (!rollout_fn.is_none()) options.rollout_fn = wrap_rollout(rollout_fn.cast<py::function>());
@@ -199,10 +201,11 @@ void register_trainer(py::module_& m) {
            py::arg("tensor_parallel_slice") = nullptr, py::arg("cost_fn") = py::none(), py::arg("cost_critic") = nullptr, py::arg("rollout_fn") = py::none(),
            py::arg("reward_per_sample") = false, py::arg("actor_shard_group") = nullptr,
            py::arg("actor_replica_group") = nullptr, py::arg("critic_shard_group") = nullptr,
-           py::arg("critic_replica_group") = nullptr)
+           py::arg("critic_replica_group") = nullptr, py::arg("rollout_pool") = nullptr)
       .def("step", &PPOTrainer::step, py::arg("prompts"), Release())
       .def_property_readonly("is_controller", &PPOTrainer::is_controller)
       .def_property_readonly("world_size", &PPOTrainer::world_size)
+      .def_property_readonly("is_rollout_pool_rank", &PPOTrainer::is_rollout_pool_rank)
       .def("serve", &PPOTrainer::serve, Release(),
            "Workers (rank > 0): run the controller's dispatched work until it calls release_workers().")
       .def("release_workers", &PPOTrainer::release_workers, Release(),

@@ -699,8 +699,9 @@ void check_added_keys(const Config& config) {
       "reward.max_concurrent",       "reward.reward_kwargs",
       "reward_model.reward_kwargs",  "reward_model.overlong_buffer",
       "reward.custom_reward_function.reward_kwargs", "custom_reward_function.reward_kwargs",
-      // verl's one_step_off_ppo_trainer.yaml: the rollout's resource pool (PPOTrainerConfig checks rollout.nnodes;
-      // n_gpus_per_node has no effect: the rollout runs on the trainer's device)
+      // verl's one_step_off_ppo_trainer.yaml: the rollout's resource pool, rollout.nnodes x rollout.n_gpus_per_node
+      // ranks after the trainer's (PPOTrainerConfig reads and checks both; 0 per node: no pool, the rollout a thread
+      // of the one trainer process)
       "rollout.nnodes", "rollout.n_gpus_per_node"};
   const Json tree = config.to_json(/*resolve_values=*/false);
   std::vector<std::string> leaves;

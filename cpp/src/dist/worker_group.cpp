@@ -98,19 +98,22 @@ DataProto LocalWorkerGroup::call(const std::string& name, const DataProto& data,
   return DataProto::concat({run_method(name, with_offset(data, 0))});
 }
 
-CollectiveWorkerGroup::CollectiveWorkerGroup(std::shared_ptr<Communicator> communicator)
-    : comm_(std::move(communicator)) {
+CollectiveWorkerGroup::CollectiveWorkerGroup(std::shared_ptr<Communicator> communicator, bool controller_computes)
+    : comm_(std::move(communicator)), controller_computes_(controller_computes) {
   VERL_CHECK(comm_ != nullptr, "CollectiveWorkerGroup: the communicator is null");
+  VERL_CHECK(controller_computes_ || comm_->world_size() >= 2,
+             "CollectiveWorkerGroup: a pool needs a worker besides the controller, got a group of ", comm_->world_size());
 }
 
 DataProto CollectiveWorkerGroup::call(const std::string& name, const DataProto& data, Dispatch dispatch,
                                       int64_t ranks_per_chunk) {
   VERL_CHECK(is_controller(), "worker group: call('", name, "') on rank ", rank(), "; only rank 0 (the controller) calls");
   VERL_CHECK(has_method(name), "worker group: no method '", untrusted::escape(name, 200), "'");
-  VERL_CHECK(ranks_per_chunk >= 1 && world_size() % ranks_per_chunk == 0, "worker group: '", name,
-             "' asks for chunks of ", ranks_per_chunk, " ranks, which does not divide the ", world_size(), " ranks");
+  const int64_t computing = world_size() - first_computing_rank();
+  VERL_CHECK(ranks_per_chunk >= 1 && computing % ranks_per_chunk == 0, "worker group: '", name,
+             "' asks for chunks of ", ranks_per_chunk, " ranks, which does not divide the ", computing, " ranks");
   const int64_t k = dispatch == Dispatch::kBroadcast ? 1 : ranks_per_chunk;
-  const int64_t chunks = world_size() / k;
+  const int64_t chunks = dispatch == Dispatch::kBroadcast ? world_size() : computing / k;
   DataProto input = data;
   int64_t pad_rows = 0;
   if (dispatch == Dispatch::kPadSplit) std::tie(input, pad_rows) = pad_dataproto_to_divisor(data, chunks);
@@ -126,6 +129,7 @@ DataProto CollectiveWorkerGroup::call(const std::string& name, const DataProto& 
                   ", which does not divide it");
     const int64_t rows = input.size() / chunks;
     std::vector<std::vector<char>> parts;
+    if (!controller_computes_) parts.emplace_back();  // the controller's: nothing to run
     for (int64_t g = 0; g < chunks; ++g) {
       DataProto chunk = with_offset(input.slice(g * rows, (g + 1) * rows), g * rows);
       std::vector<char> bytes = detail::pickle_data_proto(chunk, "the batch of '" + name + "'");
@@ -139,9 +143,12 @@ DataProto CollectiveWorkerGroup::call(const std::string& name, const DataProto& 
 
 DataProto CollectiveWorkerGroup::run_and_gather(const std::string& name, const DataProto& chunk, int64_t pad_rows,
                                                 Dispatch dispatch, int64_t ranks_per_chunk) {
-  std::vector<char> reply;
+  // A pool's controller runs no split call: it answers 'O' alone, and its answer is not read.
+  const bool runs = controller_computes_ || !is_controller() || dispatch == Dispatch::kBroadcast;
+  const int64_t first = dispatch == Dispatch::kBroadcast ? 0 : first_computing_rank();
+  std::vector<char> reply{'O'};
   try {
-    reply = ok_reply(run_method(name, chunk));
+    if (runs) reply = ok_reply(run_method(name, chunk));
   } catch (...) {
     reply = error_reply(std::current_exception());
   }
@@ -152,7 +159,7 @@ DataProto CollectiveWorkerGroup::run_and_gather(const std::string& name, const D
     const std::vector<char>& answer = replies[static_cast<size_t>(r)];
     if (answer.empty() || answer[0] != 'O') rethrow_reply(answer, r, name);
   }
-  for (int64_t r = 0; r < world_size(); r += ranks_per_chunk) {  // one answer per chunk: its group's first rank
+  for (int64_t r = first; r < world_size(); r += ranks_per_chunk) {  // one answer per chunk: its group's first rank
     const std::vector<char>& answer = replies[static_cast<size_t>(r)];
     results.push_back(detail::unpickle_data_proto(std::vector<char>(answer.begin() + 1, answer.end()),
                                                   "the result of '" + name + "' from rank " + std::to_string(r)));

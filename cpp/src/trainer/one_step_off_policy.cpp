@@ -46,7 +46,11 @@ void PPOTrainer::submit_rollouts(const DataProto& prompts) {
   VERL_CHECK_AS(DataError, prompts.size() > 0, "submit_rollouts: the prompt batch is empty");
   // verl's _fit_update_weights before _async_gen_next_batch: the weights of the last completed update.
   const auto sync_start = Clock::now();
-  ready_engine();
+  if (pool_) {
+    sync_pool_weights();
+  } else {
+    ready_engine();
+  }
   sync_rollout_weights_seconds_ = seconds_since(sync_start);
   // Trained after the batches already waited for: its uids and seeds are those of that step.
   const int64_t step_no = global_step_ + 1 + waited_not_optimized_;

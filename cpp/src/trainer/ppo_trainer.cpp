@@ -405,17 +405,20 @@ PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
   s.rollout_seed = config.get_as<int64_t>(r + "seed");
   s.free_cache_engine = config.get_as<bool>(r + "free_cache_engine");
   s.hybrid_engine = config.get_as<bool>("actor_rollout_ref.hybrid_engine");
-  // verl's one_step_off_ppo_trainer.yaml adds the rollout's resource pool. Here the rollout is a thread of the
-  // trainer's process on its device: one node, and n_gpus_per_node has no effect.
-  if (config.has("rollout.nnodes")) {
-    VERL_CHECK_AS(ConfigError, !s.hybrid_engine,
-                  "rollout.nnodes is the one-step off-policy trainer's rollout pool; it needs "
-                  "actor_rollout_ref.hybrid_engine=false");
-    const Json nnodes = config.get("rollout.nnodes");
-    VERL_CHECK_AS(ConfigError, nnodes == Json(1),
-                  "rollout.nnodes=", untrusted::quote(nnodes), ": a rollout pool on other nodes is not implemented "
-                  "(the rollout runs in the trainer's process, in a thread of its own); set rollout.nnodes=1");
+  // verl's one_step_off_ppo_trainer.yaml adds the rollout's resource pool: rollout.nnodes x rollout.n_gpus_per_node
+  // ranks of its own (PPOTrainerOptions::rollout_pool), or none (n_gpus_per_node = 0, this build's default: the
+  // rollout is a thread of the one trainer process).
+  for (const char* key : {"rollout.nnodes", "rollout.n_gpus_per_node"}) {
+    if (!config.has(key)) continue;
+    VERL_CHECK_AS(ConfigError, !s.hybrid_engine, key,
+                  " is the one-step off-policy trainer's rollout pool; it needs actor_rollout_ref.hybrid_engine=false");
+    const Json value = config.get(key);
+    const bool nnodes = std::string(key) == "rollout.nnodes";
+    VERL_CHECK_AS(ConfigError, value.is_number_integer() && value.get<int64_t>() >= (nnodes ? 1 : 0), key,
+                  " must be an integer >= ", (nnodes ? 1 : 0), ", got ", untrusted::quote(value));
   }
+  if (config.has("rollout.nnodes") && config.has("rollout.n_gpus_per_node"))
+    s.rollout_pool_ranks = config.get_as<int64_t>("rollout.nnodes") * config.get_as<int64_t>("rollout.n_gpus_per_node");
   s.val_n = config.get_as<int64_t>(r + "val_kwargs.n");
   VERL_CHECK_AS(ConfigError, s.val_n >= 1, r, "val_kwargs.n must be >= 1, got ", s.val_n);
   s.val_temperature = config.get_as<double>(r + "val_kwargs.temperature");
@@ -496,18 +499,56 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
 
   const model::ModelConfig& mc = models_.actor->config();
   pad_token_id_ = options.pad_token_id.value_or(mc.pad_token_id.value_or(0));
-  if (!settings_.hybrid_engine) {
-    // verl's one-step off-policy trainer runs its rollout on a worker group of its own; here it is a thread of this
-    // process, and the training side's collectives would interleave with the rollout's.
+  // verl's one-step off-policy layout: a rollout pool of its own ranks. This rank is the controller (given the pool
+  // and the trainer's rank 0), a pool rank (given the pool, no trainer ranks), or another trainer rank.
+  const bool pooled = !settings_.hybrid_engine && settings_.rollout_pool_ranks > 0;
+  if (options.rollout_pool) {
+    VERL_CHECK_AS(ConfigError, pooled, "a rollout pool (PPOTrainerOptions::rollout_pool) was given, but the config "
+                  "asks for none: it needs actor_rollout_ref.hybrid_engine=false and rollout.n_gpus_per_node > 0");
+    VERL_CHECK_AS(ConfigError, options.rollout_pool->world_size() == settings_.rollout_pool_ranks + 1,
+                  "rollout.nnodes x rollout.n_gpus_per_node = ", settings_.rollout_pool_ranks,
+                  " rollout ranks, but the rollout pool's group (the controller and the pool) has ",
+                  options.rollout_pool->world_size(), " ranks");
+    pool_rank_ = options.rollout_pool->rank() != 0;
+    VERL_CHECK_AS(ConfigError,
+                  pool_rank_ ? options.communicator == nullptr
+                             : options.communicator == nullptr || options.communicator->rank() == 0,
+                  pool_rank_ ? "a rollout pool rank trains nothing: give it no trainer communicator"
+                             : "the rollout pool's controller must be the trainer's rank 0");
+    VERL_CHECK_AS(ConfigError, settings_.rollout_pool_ranks % settings_.rollout_tensor_parallel_size == 0,
+                  "actor_rollout_ref.rollout.tensor_model_parallel_size = ", settings_.rollout_tensor_parallel_size,
+                  " does not divide the rollout pool's ", settings_.rollout_pool_ranks,
+                  " ranks (rollout.nnodes x rollout.n_gpus_per_node)");
+    VERL_CHECK_AS(ConfigError, !rollout_fn_, "actor_rollout_ref.rollout.multi_turn.enable=true with a rollout pool "
+                  "(rollout.n_gpus_per_node > 0) is not implemented: the agent loops run on the controller's engine");
+  } else {
+    VERL_CHECK_AS(ConfigError, !pooled || (options.communicator && options.communicator->rank() != 0),
+                  "rollout.nnodes x rollout.n_gpus_per_node = ", settings_.rollout_pool_ranks,
+                  " asks for a rollout pool of ranks of its own, but this trainer got none "
+                  "(PPOTrainerOptions::rollout_pool: launch trainer.nnodes x trainer.n_gpus_per_node + that many ranks "
+                  "under torchrun); rollout.n_gpus_per_node=0 runs the rollout in a thread of the one trainer process");
+  }
+  // The trainer's ranks of a pooled job generate nothing (no engine: the pool's ranks hold the rollout's weights).
+  const bool trains_for_pool = pooled && !pool_rank_;
+  if (!settings_.hybrid_engine && !pooled) {
+    // Without a pool the rollout is a thread of this process, and the training side's collectives would interleave
+    // with the rollout's.
     const int64_t world = options.communicator ? options.communicator->world_size() : 1;
     VERL_CHECK_AS(ConfigError, world == 1 && settings_.rollout_tensor_parallel_size == 1,
-                  "actor_rollout_ref.hybrid_engine=false (one-step off-policy) runs in one process: got ", world,
-                  " ranks and rollout.tensor_model_parallel_size = ", settings_.rollout_tensor_parallel_size);
+                  "actor_rollout_ref.hybrid_engine=false (one-step off-policy) without a rollout pool "
+                  "(rollout.n_gpus_per_node = 0) runs in one process: got ", world,
+                  " ranks and rollout.tensor_model_parallel_size = ", settings_.rollout_tensor_parallel_size,
+                  "; give the rollout ranks of its own with rollout.n_gpus_per_node");
+  }
+  if (!settings_.hybrid_engine) {
     VERL_CHECK_AS(ConfigError, !config_.get_as<bool>("algorithm.filter_groups.enable"),
                   "actor_rollout_ref.hybrid_engine=false (one-step off-policy) with algorithm.filter_groups.enable="
                   "true is not implemented: DAPO's dynamic sampling gathers several generation batches per step");
   }
-  if (models_.engine) {
+  if (trains_for_pool) {
+    VERL_CHECK_AS(ConfigError, !models_.engine, "a rollout engine was given to a trainer rank of a job with a rollout "
+                  "pool: the pool's ranks generate");
+  } else if (models_.engine) {
     engine_ = models_.engine;
     VERL_CHECK_AS(ConfigError,
                   settings_.hybrid_engine ||
@@ -544,8 +585,8 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     std::shared_ptr<model::CausalLM> rollout_model = actor_->compute_model();
     const int64_t tp = settings_.rollout_tensor_parallel_size;
     const int64_t world = options.communicator ? options.communicator->world_size() : 1;
-    VERL_CHECK_AS(ConfigError, world % tp == 0, "actor_rollout_ref.rollout.tensor_model_parallel_size = ", tp,
-                  " does not divide the job's ", world, " ranks (trainer.nnodes x trainer.n_gpus_per_node)");
+    VERL_CHECK_AS(ConfigError, pool_rank_ || world % tp == 0, "actor_rollout_ref.rollout.tensor_model_parallel_size = ",
+                  tp, " does not divide the job's ", world, " ranks (trainer.nnodes x trainer.n_gpus_per_node)");
     if (tp > 1) {
       VERL_CHECK_AS(ConfigError, options.tensor_parallel && options.tensor_parallel->world_size() == tp,
                     "actor_rollout_ref.rollout.tensor_model_parallel_size = ", tp,
@@ -558,7 +599,7 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
       rollout_model->eval();
       for (auto& p : rollout_model->parameters()) p.set_requires_grad(false);
     }
-    if (!settings_.hybrid_engine || (tp == 1 && world > 1)) {
+    if (tp == 1 && (!settings_.hybrid_engine || world > 1)) {
       // The rollout's own weights: generation reads them while the actor's are being updated (one-step
       // off-policy); or the actor is about to be sharded over the ranks (ZeRO-3), and each rank decodes its rows on a
       // whole copy, refreshed from the gathered shards after every update.
@@ -609,7 +650,8 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
       for (auto& [name, t] : model->named_state()) state.push_back(t);
       dp.broadcast_from_controller(state);
     }
-    const int64_t tp = settings_.rollout_tensor_parallel_size;
+    // A pooled job's trainer ranks hand the weights to the pool, which shards them for its own tensor parallelism.
+    const int64_t tp = trains_for_pool ? 1 : settings_.rollout_tensor_parallel_size;
     if (tp > 1) {
       // The actor's shards are laid out for the rollout within each shard group (the 3D-HybridEngine).
       VERL_CHECK_AS(ConfigError, actor_fsdp % tp == 0, "actor_rollout_ref.rollout.tensor_model_parallel_size = ", tp,
@@ -627,19 +669,24 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     if (cost_critic_) cost_critic_->set_data_parallel(options.communicator, critic_groups);
     // The rollout copy was made before rank 0's weights arrived; every rank hands them over now, together (later
     // hand-overs happen in dispatched work only: update_weights, generate).
-    hand_over_weights();
+    if (engine_) hand_over_weights();
   }
   register_worker_methods();
+  if (options.rollout_pool) {
+    pool_ = std::make_unique<dist::CollectiveWorkerGroup>(options.rollout_pool, /*controller_computes=*/false);
+    if (pool_rank_) tensor_parallel_ = options.tensor_parallel;  // the pool's replica: shards the weights it receives
+  }
+  if (pooled) register_pool_methods();
+}
+
+rollout::Engine& PPOTrainer::engine() {
+  VERL_CHECK_AS(InvalidArgument, engine_ != nullptr, "PPOTrainer.engine: this is a trainer rank of a job with a "
+                "rollout pool (rollout.n_gpus_per_node > 0); the pool's ranks hold the rollout engine");
+  return *engine_;
 }
 
 void PPOTrainer::register_worker_methods() {
-  workers_->register_method("generate", [this](const DataProto& chunk) {
-    rollout::SamplingParams params = mode_sampling_params(chunk.meta_info().at(kGenModeKey).get<std::string>());
-    // Row i of the whole batch samples with seed + i on whichever rank generates it.
-    const int64_t seed = chunk.meta_info().at(kGenSeedKey).get<int64_t>() +
-                         chunk.meta_info().at(dist::kRowOffsetKey).get<int64_t>();
-    return generate_on_engine(chunk, params, seed);
-  });
+  workers_->register_method("generate", [this](const DataProto& chunk) { return generate_chunk(chunk); });
   workers_->register_method("compute_log_prob", [this](const DataProto& chunk) {
     return actor_->compute_log_prob(chunk, /*calculate_entropy=*/true);
   });
@@ -695,9 +742,17 @@ void PPOTrainer::register_worker_methods() {
   });
 }
 
+DataProto PPOTrainer::generate_chunk(const DataProto& chunk) {
+  rollout::SamplingParams params = mode_sampling_params(chunk.meta_info().at(kGenModeKey).get<std::string>());
+  // Row i of the whole batch samples with seed + i on whichever rank generates it.
+  const int64_t seed =
+      chunk.meta_info().at(kGenSeedKey).get<int64_t>() + chunk.meta_info().at(dist::kRowOffsetKey).get<int64_t>();
+  return generate_on_engine(chunk, params, seed);
+}
+
 DataProto PPOTrainer::dispatch(const std::string& method, const DataProto& data, dist::Dispatch how,
                                int64_t ranks_per_chunk) {
-  VERL_CHECK(workers_->is_controller(), "PPOTrainer: rank ", workers_->rank(),
+  VERL_CHECK(is_controller(), "PPOTrainer: rank ", workers_->rank(),
              " is a worker; only rank 0 (the controller) runs the step -- workers call serve()");
   return workers_->call(method, data, how, ranks_per_chunk);
 }
@@ -775,8 +830,11 @@ void PPOTrainer::save_optimizer(const std::string& role, const std::string& path
   dispatch("save_optimizer", request, dist::Dispatch::kBroadcast);
 }
 
-void PPOTrainer::serve() { workers_->serve(); }
-void PPOTrainer::release_workers() { workers_->release(); }
+void PPOTrainer::serve() { pool_rank_ ? pool_->serve() : workers_->serve(); }
+void PPOTrainer::release_workers() {
+  workers_->release();
+  if (pool_) pool_->release();
+}
 
 PPOTrainer::~PPOTrainer() {
   // A batch still in flight reads this trainer: it finishes first (its result or error is dropped).
@@ -907,7 +965,7 @@ DataProto PPOTrainer::generate_on_engine(const DataProto& rows, const rollout::S
 bool PPOTrainer::streams_rewards() const {
   // The engine of this process generates every row and the reward callback is this process's: one rank, no
   // tensor-parallel group, no agent loops (which generate turn by turn), no Safe-RLHF cost (scored with the batch).
-  return reward_per_sample_ && workers_->world_size() == 1 && settings_.rollout_tensor_parallel_size == 1 &&
+  return reward_per_sample_ && workers_->world_size() == 1 && !pool_ && settings_.rollout_tensor_parallel_size == 1 &&
          !rollout_fn_ && !cost_fn_;
 }
 
@@ -926,9 +984,15 @@ DataProto PPOTrainer::generate(const DataProto& prompts, const std::string& mode
   DataProto request = prompts;
   request.meta_info()[kGenModeKey] = mode;
   request.meta_info()[kGenSeedKey] = seed;
+  VERL_CHECK(is_controller(), "PPOTrainer: rank ", workers_->rank(),
+             " is a worker; only rank 0 (the controller) generates -- workers call serve()");
+  // A rollout pool gets the weights of the last update first, unless submit_rollouts' batch is being generated
+  // (this is its thread: the weights were sent at its submission).
+  if (pool_ && !rollout_in_flight_) sync_pool_weights();
   // A duplicated row costs only time here: pad the batch to a multiple of the ranks.
   // Each tensor-parallel group of ranks generates one share of the rows together.
-  DataProto out = dispatch("generate", request, dist::Dispatch::kPadSplit, settings_.rollout_tensor_parallel_size);
+  DataProto out = generation_group().call("generate", request, dist::Dispatch::kPadSplit,
+                                          settings_.rollout_tensor_parallel_size);
   return out.to(prompts.tensor("input_ids").device());
 }
 
@@ -1036,6 +1100,9 @@ void PPOTrainer::ready_engine() {
 }
 
 void PPOTrainer::hand_over_weights() {
+  // A rollout pool rank's weights come from the controller's broadcasts only (receive_pool_weights); the trainer
+  // ranks of a pooled job have no engine (sync_pool_weights sends the pool the weights).
+  if (pool_rank_ || !engine_) return;
   // The engine generates with the actor's compute model (refreshed by the update): nothing to copy. A
   // separately built engine gets the compute-dtype tensors by name, the weights the actor computes with (gathered
   // from every rank's shards under ZeRO-3: every rank hands over at once).

@@ -60,9 +60,27 @@ def _int_key(config: Any, key: str) -> int:
     return value
 
 
-def expected_world_size(config: Any) -> int:
-    """``trainer.nnodes x trainer.n_gpus_per_node``: the number of ranks the config lays out."""
+def trainer_world_size(config: Any) -> int:
+    """``trainer.nnodes x trainer.n_gpus_per_node``: the ranks that train."""
     return _int_key(config, "trainer.nnodes") * _int_key(config, "trainer.n_gpus_per_node")
+
+
+def rollout_pool_size(config: Any) -> int:
+    """The one-step off-policy trainer's rollout pool (``actor_rollout_ref.hybrid_engine=False``, verl's
+    ``one_step_off_ppo_trainer.yaml``): ``rollout.nnodes x rollout.n_gpus_per_node`` ranks of its own after the
+    trainer's, which generate while the trainer's ranks train; 0 without one (``rollout.n_gpus_per_node=0``, this
+    build's default: the rollout is a thread of the one trainer process)."""
+    if config.get("actor_rollout_ref.hybrid_engine") or "rollout.n_gpus_per_node" not in config:
+        return 0
+    per_node = config.get("rollout.n_gpus_per_node")
+    if isinstance(per_node, bool) or not isinstance(per_node, int) or per_node < 0:
+        raise ConfigError(f"rollout.n_gpus_per_node must be an integer >= 0, got {per_node!r}")
+    return _int_key(config, "rollout.nnodes") * per_node if per_node else 0
+
+
+def expected_world_size(config: Any) -> int:
+    """The number of ranks the config lays out: the trainer's, plus a rollout pool's (``rollout_pool_size``)."""
+    return trainer_world_size(config) + rollout_pool_size(config)
 
 
 def check_layout(config: Any, world_size: int) -> None:
@@ -71,18 +89,29 @@ def check_layout(config: Any, world_size: int) -> None:
     if expected != world_size:
         launched = ("one process (no torchrun)" if world_size == 1 and "WORLD_SIZE" not in os.environ
                     else f"a world of {world_size} ranks")
+        pool = rollout_pool_size(config)
+        layout = (f"trainer.nnodes ({config.get('trainer.nnodes')}) x trainer.n_gpus_per_node "
+                  f"({config.get('trainer.n_gpus_per_node')})")
+        if pool:
+            layout += (f" + rollout.nnodes ({config.get('rollout.nnodes')}) x rollout.n_gpus_per_node "
+                       f"({config.get('rollout.n_gpus_per_node')})")
         raise ConfigError(
-            f"trainer.nnodes ({config.get('trainer.nnodes')}) x trainer.n_gpus_per_node "
-            f"({config.get('trainer.n_gpus_per_node')}) = {expected} ranks, but this job was launched as {launched}: "
-            "start it with torchrun --nnodes <trainer.nnodes> --nproc_per_node <trainer.n_gpus_per_node>, or set the "
-            "two keys to the launch")
+            f"{layout} = {expected} ranks, but this job was launched as {launched}: start it with torchrun with that "
+            "many ranks (--nnodes x --nproc_per_node), or set the keys to the launch")
 
 
 def rollout_tensor_parallel_size(config: Any, world_size: int) -> int:
-    """``actor_rollout_ref.rollout.tensor_model_parallel_size``, checked against the job's ranks: it must divide them
-    (each group of that many consecutive ranks generates as one tensor-parallel replica)."""
+    """``actor_rollout_ref.rollout.tensor_model_parallel_size``, checked against the ranks that generate (the job's
+    ``world_size``, or a rollout pool's): it must divide them (each group of that many consecutive ranks generates as
+    one tensor-parallel replica)."""
     key = "actor_rollout_ref.rollout.tensor_model_parallel_size"
     tp = _int_key(config, key)
+    pool = rollout_pool_size(config)
+    if pool:
+        if pool % tp:
+            raise ConfigError(f"{key} = {tp} does not divide the rollout pool's {pool} ranks (rollout.nnodes x "
+                              "rollout.n_gpus_per_node): every tensor-parallel rollout replica needs its own ranks")
+        return tp
     if world_size % tp:
         raise ConfigError(f"{key} = {tp} does not divide the job's {world_size} ranks (trainer.nnodes x "
                           "trainer.n_gpus_per_node): every tensor-parallel rollout replica needs its own ranks")
@@ -104,7 +133,10 @@ def fsdp_size(config: Any, role: str, world_size: int) -> int:
     if isinstance(size, bool) or not isinstance(size, int) or size < 1 or world_size % size:
         raise ConfigError(f"{key} = {config.get(key)!r} does not divide the job's {world_size} ranks (-1: shard over "
                           "all of them)")
-    if role == "actor":
+    if rollout_pool_size(config) and size != world_size:
+        raise ConfigError(f"{key} = {config.get(key)!r} (HSDP) with a rollout pool (rollout.n_gpus_per_node > 0) is not "
+                          "implemented: shard over all the trainer's ranks (-1)")
+    if role == "actor" and not rollout_pool_size(config):  # a pool shards the weights it receives itself
         tp = rollout_tensor_parallel_size(config, world_size)
         if size % tp:
             raise ConfigError(f"actor_rollout_ref.rollout.tensor_model_parallel_size = {tp} does not divide {key} = "
@@ -118,6 +150,9 @@ def shard_groups(config: Any, communicator: Any, role: str) -> tuple[Any, Any]:
     shard group), as ``verl._C.dist.Communicator``; (None, None) otherwise. Every rank creates every group, in the
     same order."""
     world = communicator.world_size if communicator is not None else 1
+    if rollout_pool_size(config):
+        fsdp_size(config, role, world - rollout_pool_size(config))  # no HSDP beside a pool
+        return None, None
     size = fsdp_size(config, role, world)
     if size == world:
         return None, None
@@ -155,9 +190,10 @@ def communicator(config: Any, device: str, launch: LaunchEnv | None = None) -> A
     caller already did (then it is used as it is)."""
     launch = launch or LaunchEnv.from_environ()
     check_layout(config, launch.world_size)
-    rollout_tensor_parallel_size(config, launch.world_size)
+    trainers = trainer_world_size(config)
+    rollout_tensor_parallel_size(config, trainers)
     for role in FSDP_SIZE_KEYS:
-        fsdp_size(config, role, launch.world_size)
+        fsdp_size(config, role, trainers)
     if launch.world_size == 1:
         return None
     import torch
@@ -188,12 +224,42 @@ def tensor_parallel_communicators(config: Any, communicator: Any) -> tuple[Any, 
     re-shards the actor); (None, None) when t is 1. Every rank creates every group, in the same order."""
     world = communicator.world_size if communicator is not None else 1
     tp = rollout_tensor_parallel_size(config, world)
-    if tp == 1:
+    if tp == 1 or rollout_pool_size(config):  # a pool's TP groups: rollout_pool_groups
         return None, None
     size = fsdp_size(config, "actor", world)
     tensor_parallel = _new_groups(config, communicator, [list(range(first, first + tp)) for first in range(0, world, tp)])
     slices = [list(range(first + k, first + size, tp)) for first in range(0, world, size) for k in range(tp)]
     return tensor_parallel, _new_groups(config, communicator, slices)
+
+
+def rollout_pool_groups(config: Any, communicator: Any) -> tuple[Any, Any, Any]:
+    """The one-step off-policy layout with a rollout pool (``rollout_pool_size`` > 0): ranks ``[0, T)`` train (T =
+    ``trainer_world_size``), ranks ``[T, T + R)`` generate. Returns this rank's (trainer group -- None on a pool rank
+    and when T is 1 --, pool group -- rank 0 and the pool's ranks, rank 0 its controller; None on the trainer's other
+    ranks --, tensor-parallel group within the pool -- ``tensor_model_parallel_size`` consecutive pool ranks; None
+    elsewhere or when it is 1), as ``verl._C.dist.Communicator``. Every rank creates every group, in the same order."""
+    import torch.distributed as dist
+
+    from .. import _C
+
+    trainers, pool = trainer_world_size(config), rollout_pool_size(config)
+    tp = rollout_tensor_parallel_size(config, trainers)
+    timeout = datetime.timedelta(seconds=timeout_seconds(config))
+    rank = communicator.rank
+
+    def group(ranks: list[int]) -> Any:
+        made = dist.new_group(ranks, timeout=timeout)
+        if rank not in ranks or len(ranks) == 1:
+            return None
+        return _C.dist.Communicator(made, device=communicator.device, timeout_s=timeout_seconds(config))
+
+    trainer = group(list(range(trainers)))
+    pool_group = group([0] + list(range(trainers, trainers + pool)))
+    tensor_parallel = None
+    for first in range(trainers, trainers + pool, tp) if tp > 1 else ():
+        made = group(list(range(first, first + tp)))
+        tensor_parallel = made if made is not None else tensor_parallel
+    return trainer, pool_group, tensor_parallel
 
 
 def _restart_safe_store(launch: LaunchEnv, timeout: float) -> Any:
@@ -278,7 +344,7 @@ def controller_call(method: F) -> F:
     @functools.wraps(method)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         trainer = self._trainer
-        if trainer.world_size == 1:
+        if self.communicator is None:  # one process
             return method(self, *args, **kwargs)
         if not trainer.is_controller:
             trainer.serve()

@@ -101,6 +101,25 @@ def run_ppo(config: Config) -> None:
     trainer.fit()
 
 
+def run_or_launch(config: Config, argv: list[str], module: str) -> int:
+    """``run_ppo(config)`` in this process -- one process, or a rank torchrun started --, else (verl's one-command
+    habit) the config's ranks started on this host through torch's elastic launcher, each running ``module`` with
+    ``argv``: ``trainer.n_gpus_per_node`` of them, plus a one-step off-policy rollout pool's
+    ``rollout.n_gpus_per_node``. Returns the exit status."""
+    if "WORLD_SIZE" not in os.environ and distributed.expected_world_size(config) > 1:
+        for nodes, launch in (("trainer.nnodes", "--nnodes <trainer.nnodes> --nproc_per_node <trainer.n_gpus_per_node>"),
+                              ("rollout.nnodes", "--nnodes <trainer.nnodes + rollout.nnodes>")):
+            if nodes == "rollout.nnodes" and not distributed.rollout_pool_size(config):
+                continue
+            if int(config.get(nodes)) > 1:
+                raise ConfigError(f"{nodes}={config.get(nodes)}: a multi-node job starts on every node with torchrun "
+                                  f"{launch} --rdzv-endpoint <host:port> -m {module} ...")
+        distributed.rollout_tensor_parallel_size(config, distributed.trainer_world_size(config))
+        return distributed.launch_local_workers(distributed.expected_world_size(config), argv, module=module)
+    run_ppo(config)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         explain, args = split_explain(sys.argv[1:] if argv is None else argv)
@@ -116,20 +135,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(config.to_yaml())
         return 0
     try:
-        if "WORLD_SIZE" not in os.environ and distributed.expected_world_size(config) > 1:
-            # verl's one-command habit: trainer.n_gpus_per_node=N starts the N local ranks (torch's elastic launcher).
-            if int(config.get("trainer.nnodes")) > 1:
-                raise ConfigError(f"trainer.nnodes={config.get('trainer.nnodes')}: a multi-node job starts on every "
-                                  "node with torchrun --nnodes <trainer.nnodes> --nproc_per_node "
-                                  "<trainer.n_gpus_per_node> --rdzv-endpoint <host:port> -m verl.trainer.main_ppo ...")
-            distributed.rollout_tensor_parallel_size(config, distributed.expected_world_size(config))
-            return distributed.launch_local_workers(int(config.get("trainer.n_gpus_per_node")),
-                                                    sys.argv[1:] if argv is None else list(argv))
-        run_ppo(config)
+        return run_or_launch(config, sys.argv[1:] if argv is None else list(argv), "verl.trainer.main_ppo")
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    return 0
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "dist/thread_group.h"
 #include "verl/core/error.h"
 #include "verl/rollout/engine.h"
 #include "verl/trainer/ppo_trainer.h"
@@ -215,6 +216,43 @@ TEST_CASE("one-step off-policy: misuse and errors", "[trainer]") {
     CHECK_THROWS_AS(PPOTrainer(one_step_config({"algorithm.filter_groups.enable=true"}), {tiny_model()},
                                target_fraction),
                     ConfigError);
+    // verl's rollout pool (rollout.nnodes x rollout.n_gpus_per_node ranks of its own): laid out or refused by name.
+    CHECK_THROWS_WITH(PPOTrainer(one_step_config({"+rollout.nnodes=1", "+rollout.n_gpus_per_node=1"}), {tiny_model()},
+                                 target_fraction),
+                      Catch::Contains("asks for a rollout pool") && Catch::Contains("rollout.n_gpus_per_node=0"));
+    CHECK_THROWS_WITH(PPOTrainer(toy_config("grpo", {"+rollout.nnodes=1", "+rollout.n_gpus_per_node=0"}),
+                                 {tiny_model()}, target_fraction),
+                      Catch::Contains("rollout.nnodes") && Catch::Contains("hybrid_engine=false"));
+    CHECK_THROWS_WITH(PPOTrainer(one_step_config({"+rollout.nnodes=0", "+rollout.n_gpus_per_node=1"}), {tiny_model()},
+                                 target_fraction),
+                      Catch::Contains("rollout.nnodes must be an integer >= 1"));
+    auto hub = std::make_shared<verl::testing::ThreadExchange>(2);
+    PPOTrainerOptions pooled;
+    pooled.rollout_pool = verl::testing::thread_communicator(0, 2, hub);  // the controller and one pool rank
+    CHECK_THROWS_WITH(PPOTrainer(one_step_config(), {tiny_model()}, target_fraction, pooled),
+                      Catch::Contains("the config asks for none"));
+    CHECK_THROWS_WITH(PPOTrainer(one_step_config({"+rollout.nnodes=1", "+rollout.n_gpus_per_node=2"}), {tiny_model()},
+                                 target_fraction, pooled),
+                      Catch::Contains("= 2 rollout ranks") && Catch::Contains("has 2 ranks"));
+    CHECK_THROWS_WITH(PPOTrainer(one_step_config({"+rollout.nnodes=1", "+rollout.n_gpus_per_node=1",
+                                                  "actor_rollout_ref.rollout.tensor_model_parallel_size=2"}),
+                                 {tiny_model()}, target_fraction, pooled),
+                      Catch::Contains("does not divide the rollout pool's 1 ranks"));
+    {
+      // The controller of a pooled job holds no engine: the pool's ranks generate.
+      PPOTrainer controller(one_step_config({"+rollout.nnodes=1", "+rollout.n_gpus_per_node=1"}), {tiny_model()},
+                            target_fraction, pooled);
+      CHECK(controller.is_controller());
+      CHECK_FALSE(controller.is_rollout_pool_rank());
+      CHECK_THROWS_WITH(controller.engine(), Catch::Contains("the pool's ranks hold the rollout engine"));
+      PPOTrainerOptions pool_rank;
+      pool_rank.rollout_pool = verl::testing::thread_communicator(1, 2, hub);
+      PPOTrainer generator(one_step_config({"+rollout.nnodes=1", "+rollout.n_gpus_per_node=1"}), {tiny_model()},
+                           target_fraction, pool_rank);
+      CHECK_FALSE(generator.is_controller());
+      CHECK(generator.is_rollout_pool_rank());
+      CHECK(generator.engine().model() != generator.models().actor);  // a copy of its own, taking the broadcasts
+    }
     // An engine on a module of its own is the rollout's copy.
     auto replica = std::make_shared<rollout::Engine>(tiny_model(), rollout::EngineConfig{});
     PPOTrainer t(one_step_config(), {tiny_model(), nullptr, nullptr, replica}, target_fraction);

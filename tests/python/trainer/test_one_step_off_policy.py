@@ -114,13 +114,13 @@ def test_cli_config_is_verls_one_step_config(tiny_model_dir, tmp_path):
     result = run_cli("--print-config", "actor_rollout_ref.hybrid_engine=False")
     assert result.returncode == 0, result.stderr
     tree = yaml.safe_load(result.stdout)
-    assert tree["rollout"] == {"nnodes": 1, "n_gpus_per_node": 8}
+    assert tree["rollout"] == {"nnodes": 1, "n_gpus_per_node": 0}  # verl's 8: a pool of ranks of its own
     assert tree["algorithm"]["rollout_correction"]["bypass_mode"] is True
     assert tree["actor_rollout_ref"]["rollout"]["free_cache_engine"] is False
     refused = run_cli("trainer.device=cpu")
     assert refused.returncode == 2 and "actor_rollout_ref.hybrid_engine" in refused.stderr
     refused = run_cli(*toy_overrides(tiny_model_dir, str(tmp_path), "grpo", 1), "actor_rollout_ref.hybrid_engine=False",
-                      "rollout.nnodes=2", cwd=tmp_path)
+                      "rollout.nnodes=2", "rollout.n_gpus_per_node=1", cwd=tmp_path)
     assert refused.returncode == 2 and "rollout.nnodes" in refused.stderr
     refused = run_cli("actor_rollout_ref.hybrid_engine=False", "trainer.n_gpus_per_node=2")
     assert refused.returncode == 2 and "trainer.n_gpus_per_node" in refused.stderr

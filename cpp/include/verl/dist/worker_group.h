@@ -10,6 +10,10 @@
 //
 // Two implementations: LocalWorkerGroup (one process: call() runs the method on the whole batch) and
 // CollectiveWorkerGroup (c10d, verl/dist/communicator.h). make_worker_group picks by the communicator.
+//
+// A CollectiveWorkerGroup may also be a pool the controller feeds without computing in it (verl's one-step
+// off-policy rollout pool: the trainer's controller and the rollout ranks): rows are then split over ranks 1.. only,
+// and the controller's results are its workers'. Broadcast calls still run on every rank, the controller included.
 #pragma once
 
 #include <cstdint>
@@ -82,10 +86,11 @@ class VERL_API LocalWorkerGroup : public WorkerGroup {
   void release() override {}
 };
 
-// Ranks of a c10d process group; rank 0 is the controller.
+// Ranks of a c10d process group; rank 0 is the controller. `controller_computes` false: a pool (see above), of at
+// least one worker besides the controller.
 class VERL_API CollectiveWorkerGroup : public WorkerGroup {
  public:
-  explicit CollectiveWorkerGroup(std::shared_ptr<Communicator> communicator);
+  explicit CollectiveWorkerGroup(std::shared_ptr<Communicator> communicator, bool controller_computes = true);
   int64_t rank() const override { return comm_->rank(); }
   int64_t world_size() const override { return comm_->world_size(); }
   std::shared_ptr<Communicator> communicator() const override { return comm_; }
@@ -101,7 +106,11 @@ class VERL_API CollectiveWorkerGroup : public WorkerGroup {
   DataProto run_and_gather(const std::string& name, const DataProto& chunk, int64_t pad_rows, Dispatch dispatch,
                            int64_t ranks_per_chunk);
 
+  // The ranks split calls run on: all of them, or those after the controller in a pool.
+  int64_t first_computing_rank() const { return controller_computes_ ? 0 : 1; }
+
   std::shared_ptr<Communicator> comm_;
+  bool controller_computes_ = true;
 };
 
 // LocalWorkerGroup for a null communicator or a world of one, else CollectiveWorkerGroup.

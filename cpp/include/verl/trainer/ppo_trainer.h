@@ -93,9 +93,19 @@ struct VERL_API PPOTrainerOptions {
   // rank by rows (data parallel: the same step as one process on the whole batch); the others call serve().
   // Null (or a world of one): one process.
   std::shared_ptr<dist::Communicator> communicator;
+  // One-step off-policy (hybrid_engine=false) in verl's layout: the rollout generates on ranks of its own (verl's
+  // rollout resource pool, rollout.nnodes x rollout.n_gpus_per_node ranks) while the trainer's ranks train. This is
+  // the group of the trainer's controller (its rank 0) and the pool's ranks: the controller dispatches generation
+  // over the pool (rows split over the pool's ranks, the controller generating none) and, once per
+  // submit_rollouts, broadcasts the actor's compute weights to it a unit at a time (gathered from the trainer ranks'
+  // ZeRO-3 shards unit by unit, so no rank holds a second whole copy). Given on the controller and on every pool rank
+  // (whose `communicator` is null: a pool rank trains nothing, builds the engine and serve()s the pool); null on the
+  // trainer's other ranks and without a pool (the rollout is then a thread of the one trainer process).
+  std::shared_ptr<dist::Communicator> rollout_pool;
   // actor_rollout_ref.rollout.tensor_model_parallel_size = t > 1: this rank's group of t consecutive ranks
   // (verl/model/tensor_parallel.h), which generates as one tensor-parallel replica of the actor; the job's
-  // world_size / t replicas each generate their share of the batch. Required exactly when t > 1.
+  // world_size / t replicas each generate their share of the batch (with a rollout pool: t consecutive pool ranks,
+  // the pool's own replicas). Required exactly when t > 1 on a rank that generates.
   std::shared_ptr<dist::Communicator> tensor_parallel;
   // With t > 1 over several ranks: the world_size / t ranks that share this rank's TP rank (r % t), ordered by group
   // (r / t) (with HSDP: those of its shard group). The actor's ZeRO-3 shards are laid out so that one all-gather among them gives this rank its
@@ -183,8 +193,11 @@ struct VERL_API PPOTrainerConfig {
   bool free_cache_engine = true;
   // actor_rollout_ref.hybrid_engine. false: verl's one-step off-policy trainer (verl/experimental/
   // one_step_off_policy): the rollout engine generates from a copy of the weights of its own, handed over from the
-  // actor once per submit_rollouts, so generation can overlap the update. One process only.
+  // actor once per submit_rollouts, so generation can overlap the update. In one process (a thread of it), or over
+  // a rollout pool of ranks of its own (PPOTrainerOptions::rollout_pool).
   bool hybrid_engine = true;
+  // rollout.nnodes x rollout.n_gpus_per_node (one-step off-policy): the ranks of the rollout pool; 0: none.
+  int64_t rollout_pool_ranks = 0;
   // actor_rollout_ref.rollout.val_kwargs
   int64_t val_n = 1;
   double val_temperature = 0.0;
@@ -256,7 +269,7 @@ class VERL_API PPOTrainer {
 
   // Multi-process jobs (PPOTrainerOptions::communicator). Rank 0 is the controller; the others call serve(), which
   // runs the controller's dispatched work until it calls release_workers() (both no-ops in one process).
-  bool is_controller() const { return workers_->is_controller(); }
+  bool is_controller() const { return !pool_rank_ && workers_->is_controller(); }
   // The "actor", "critic" or "cost_critic" optimizer of this rank (InvalidArgument for another role or a missing
   // critic).
   workers::Optimizer& optimizer(const std::string& role);
@@ -283,7 +296,10 @@ class VERL_API PPOTrainer {
   // Every rank, no collective: the `role` model and its optimizer (moments and schedule) from a sharded checkpoint
   // directory written at any number of ranks; at this job's layout each rank reads its own files only.
   void load_model_shards(const std::string& role, const std::string& dir);
+  // The trainer's ranks (a rollout pool's ranks are not counted; on a pool rank: 1).
   int64_t world_size() const { return workers_->world_size(); }
+  // Whether this rank generates for the controller's rollout pool (PPOTrainerOptions::rollout_pool) and trains nothing.
+  bool is_rollout_pool_rank() const { return pool_rank_; }
   void serve();
   void release_workers();
 
@@ -293,7 +309,8 @@ class VERL_API PPOTrainer {
   workers::ActorWorker* ref() { return ref_.get(); }
   workers::CriticWorker* critic() { return critic_.get(); }
   workers::CriticWorker* cost_critic() { return cost_critic_.get(); }
-  rollout::Engine& engine() { return *engine_; }
+  // InvalidArgument on a trainer rank of a job with a rollout pool (the pool's ranks generate; they hold the engine).
+  rollout::Engine& engine();
   // The worker training `role` (InvalidArgument as optimizer()).
   workers::MixedPrecision& precision(const std::string& role);
   const PPOTrainerModels& models() const { return models_; }
@@ -327,6 +344,16 @@ class VERL_API PPOTrainer {
   DataProto generate_with_rollout_fn(const DataProto& rows, const std::string& mode, int64_t seed);
   RewardOutput call_reward(const DataProto& batch);
   void hand_over_weights();
+  // With a rollout pool (controller): the actor's compute weights to every pool rank, if they changed since the last
+  // time (a pool call whose controller side gathers the trainer ranks' units and broadcasts them; see
+  // rollout_pool.cpp). A pool rank's side: receive_pool_weights.
+  void sync_pool_weights();
+  void send_unit_to_pool(const std::map<std::string, torch::Tensor>& part);
+  void receive_pool_weights();
+  void register_pool_methods();
+  // The rows' generation on the ranks that generate: the trainer's, or the rollout pool's.
+  dist::WorkerGroup& generation_group() { return pool_ ? *pool_ : *workers_; }
+  DataProto generate_chunk(const DataProto& chunk);
   // Awake, with the actor's current weights: what generation needs.
   void ready_engine();
   void register_worker_methods();
@@ -355,7 +382,7 @@ class VERL_API PPOTrainer {
   // PPOTrainerOptions' tensor_parallel / tensor_parallel_slice, with t > 1 over several ranks.
   std::shared_ptr<dist::Communicator> tensor_parallel_, tensor_parallel_slice_;
   // The rollout generates from a copy gathered from the actor's ZeRO-3 shards (several ranks): it sleeps without it.
-  bool rollout_copy_of_shards() { return actor_->precision().sharding() != nullptr; }
+  bool rollout_copy_of_shards() { return engine_ && actor_->precision().sharding() != nullptr; }
   std::pair<workers::MixedPrecision*, workers::Optimizer*> trained(const std::string& role);  // the compute weights' version sum the engine's own copy was made from
   std::unique_ptr<algo::KLController> kl_ctrl_;
   int64_t global_step_ = 0;
@@ -370,6 +397,10 @@ class VERL_API PPOTrainer {
   std::optional<double> sync_rollout_weights_seconds_;
   DataProto last_batch_;
   std::unique_ptr<dist::WorkerGroup> workers_;
+  // PPOTrainerOptions::rollout_pool's group (controller and pool ranks); pool_rank_: this rank is one of the pool's.
+  std::unique_ptr<dist::WorkerGroup> pool_;
+  bool pool_rank_ = false;
+  int64_t pool_weights_version_ = -1;  // the actor's compute weights version last broadcast to the pool
 };
 
 }  // namespace verl::trainer

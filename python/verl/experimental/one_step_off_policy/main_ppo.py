@@ -4,10 +4,16 @@ verl's one-step off-policy entry point: the config is ``one_step_off_ppo_trainer
 off, calculate_log_probs on, ``algorithm.rollout_correction.bypass_mode`` on, and the rollout pool's
 ``rollout.nnodes`` / ``rollout.n_gpus_per_node``) over verl's PPO defaults, then the overrides; ``--config-path DIR
 --config-name NAME`` replaces it (the file is then the whole layer over the PPO defaults). As verl's
-``OneStepOffRayTrainer``, it requires ``actor_rollout_ref.hybrid_engine=False``. The rollout runs in this process on
-the trainer's device, in a thread with a copy of the weights of its own (``verl.PPOTrainer.submit_rollouts``), so
-``rollout.nnodes`` must be 1 and ``rollout.n_gpus_per_node`` has no effect; the job is one process
-(``trainer.nnodes`` x ``trainer.n_gpus_per_node`` = 1).
+``OneStepOffRayTrainer``, it requires ``actor_rollout_ref.hybrid_engine=False``.
+
+Where the rollout runs:
+- ``rollout.n_gpus_per_node=N`` (> 0), verl's layout: a rollout pool of ``rollout.nnodes x N`` ranks of its own after
+  the trainer's ``trainer.nnodes x trainer.n_gpus_per_node``. Launch all of them with torchrun, or let this command
+  start them on this host (``--nproc_per_node`` = the sum). The pool generates batch N+1 while the trainer's ranks train
+  on batch N; the controller sends it the weights once per step.
+- ``rollout.n_gpus_per_node=0`` (this build's default; verl's is 8): no pool. The rollout runs in the one trainer
+  process (``trainer.nnodes x trainer.n_gpus_per_node = 1``), in a thread with a copy of the weights of its own
+  (``verl.PPOTrainer.submit_rollouts``).
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ import yaml
 
 from ...config import Config, load_config
 from ...errors import ConfigError
-from ...trainer.main_ppo import explain_keys, parse_args, run_ppo, split_explain
+from ...trainer import distributed
+from ...trainer.main_ppo import explain_keys, parse_args, run_or_launch, split_explain
 
 CONFIG_NAME = "one_step_off_ppo_trainer"
 CONFIG_PATH = os.path.join(os.path.dirname(__file__), "config", CONFIG_NAME + ".yaml")
@@ -50,10 +57,12 @@ def check_one_step_config(config: Config) -> None:
     if config.get("actor_rollout_ref.hybrid_engine"):
         raise ConfigError("actor_rollout_ref.hybrid_engine must be False for the one-step off-policy trainer (verl's "
                           "OneStepOffRayTrainer asserts it): the rollout generates from a copy of the weights of its own")
-    world = int(config.get("trainer.nnodes")) * int(config.get("trainer.n_gpus_per_node"))
-    if world != 1:
-        raise ConfigError(f"trainer.nnodes x trainer.n_gpus_per_node = {world}: the one-step off-policy trainer runs "
-                          "in one process here (the rollout is a thread of it); set both to 1")
+    world = distributed.trainer_world_size(config)
+    if world != 1 and not distributed.rollout_pool_size(config):
+        raise ConfigError(f"trainer.nnodes x trainer.n_gpus_per_node = {world} with rollout.n_gpus_per_node = 0: "
+                          "without a rollout pool the one-step off-policy trainer runs in one process (the rollout is "
+                          "a thread of it); give the rollout ranks of its own with rollout.n_gpus_per_node, or set "
+                          "both trainer keys to 1")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,11 +77,10 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(config.to_yaml())
             return 0
         check_one_step_config(config)
-        run_ppo(config)
+        return run_or_launch(config, sys.argv[1:] if argv is None else list(argv), PROG)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,36 @@
+"""One one-step off-policy job (verl's ``one_step_off_policy``), run under torchrun by test_one_step_pool.py (or as one
+process): ``fit()`` on the toy GRPO config with ``actor_rollout_ref.hybrid_engine=False``. With
+``rollout.n_gpus_per_node`` = R > 0 the last R ranks are the rollout pool. Every rank writes the final actor weights
+(gathered from the trainer's shards) and its role to OUT.rankR; the controller's metrics go to the file logger
+(VERL_FILE_LOGGER_ROOT).
+
+    python one_step_job.py OUT key=value ...
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+
+import verl
+from verl import PPOTrainer
+
+
+def reward(response: str) -> float:
+    return (len(response) % 5) / 4.0  # dense and varied: GRPO groups get non-zero advantages
+
+
+def main() -> None:
+    out, overrides = sys.argv[1], sys.argv[2:]
+    trainer = PPOTrainer(config=verl.load_config(overrides=overrides), reward_fn=reward)
+    trainer.fit()
+    state = trainer.model_state_dict("actor")  # every rank takes part; the pool's ranks get the controller's
+    torch.save({"state": state, "pool_rank": trainer._trainer.is_rollout_pool_rank,
+                "controller": trainer._trainer.is_controller},
+               f"{out}.rank{os.environ.get('RANK', '0')}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""verl's one-step off-policy trainer over a rollout pool of its own ranks (issue 19 item 4 across processes): with
+``rollout.n_gpus_per_node`` = R the last R ranks of the job generate batch N+1 while the trainer's ranks train on
+batch N, the controller sending the pool the weights once per step. The seeds of a row do not depend on the rank that
+samples it, so a pooled run -- one trainer rank and one rollout rank, or two ZeRO-3 trainer ranks and a tensor-parallel
+pool of two -- takes the steps the one-process run (the rollout a thread of it) takes: same metrics, same weights."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import verl
+from verl.errors import ConfigError
+from verl.trainer import distributed
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "trainer"))
+from trainer_helpers import toy_overrides, write_rows, write_tiny_model  # noqa: E402
+
+pytestmark = pytest.mark.dist
+
+STEPS = 3
+SAME_METRICS = ["critic/score/mean", "critic/advantages/mean", "response_length/mean", "actor/entropy",
+                "actor/pg_loss", "actor/grad_norm", "training/rollout_probs_diff_max",
+                "rollout_corr/rollout_is_mean"]
+
+
+@pytest.fixture(scope="module")
+def job_files(tmp_path_factory) -> dict[str, str]:
+    d = tmp_path_factory.mktemp("one_step_pool")
+    return {"model": write_tiny_model(str(d / "model")), "train": write_rows(str(d / "train.jsonl"), 16),
+            "val": write_rows(str(d / "val.jsonl"), 4), "dir": str(d)}
+
+
+def one_step_overrides(files: dict[str, str], trainers: int, pool: int, out: str) -> list[str]:
+    return [*toy_overrides(files["model"], out, estimator="grpo", steps=STEPS),
+            f"data.train_files={files['train']}", f"data.val_files={files['val']}", "trainer.test_freq=2",
+            "actor_rollout_ref.hybrid_engine=False", "actor_rollout_ref.rollout.free_cache_engine=False",
+            # decoupled: the old log-probs recomputed, the staleness corrected by token-level importance weights
+            "algorithm.rollout_correction.bypass_mode=False", "algorithm.rollout_correction.rollout_is=token",
+            "+rollout.nnodes=1", f"+rollout.n_gpus_per_node={pool}",
+            # one mini-batch per step: every trainer rank sees the rows one process sees (see test_data_parallel)
+            "actor_rollout_ref.actor.ppo_mini_batch_size=4", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+            f"trainer.n_gpus_per_node={trainers}", "actor_rollout_ref.nccl_timeout=120",
+            "actor_rollout_ref.actor.optim.lr=1e-3"]
+
+
+def run_job(files: dict[str, str], trainers: int, pool: int, *extra: str) -> tuple[list[dict], list[dict]]:
+    """The toy one-step job with `trainers` trainer ranks and a pool of `pool`: the controller's logged steps and every
+    rank's saved result."""
+    tag = f"{trainers}-{pool}{'-' + str(abs(hash(extra))) if extra else ''}"
+    out, logs = os.path.join(files["dir"], f"{tag}.pt"), os.path.join(files["dir"], f"logs-{tag}")
+    args = [os.path.join(HERE, "one_step_job.py"), out, *one_step_overrides(files, trainers, pool, out + ".d"), *extra]
+    env = dict(os.environ, OMP_NUM_THREADS="1", VERL_FILE_LOGGER_ROOT=logs)
+    world = trainers + pool
+    cmd = [sys.executable, *args] if world == 1 else [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world}", *args]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-6000:]
+    with open(os.path.join(logs, "proj", "exp.jsonl")) as f:
+        rows = [json.loads(line)["data"] for line in f]
+    steps = [r for r in rows if "training/global_step" in r]
+    return steps, [torch.load(f"{out}.rank{r}", weights_only=False) for r in range(world)]
+
+
+def assert_same_steps(single: list[dict], pooled: list[dict]) -> None:
+    assert [s["training/global_step"] for s in pooled] == list(range(1, STEPS + 1))
+    for step, (one, many) in enumerate(zip(single, pooled)):
+        for key in SAME_METRICS + sorted(k for k in one if k.startswith("val-core/")):
+            if key in one:
+                assert many[key] == pytest.approx(one[key], rel=1e-5, abs=1e-6), (step, key, one[key], many[key])
+            else:
+                assert key not in many, (step, key)
+    # the pool got the weights before every batch but the first, whose generation overlapped nothing
+    assert ["timing_s/sync_rollout_weights" in s for s in pooled] == [True, True, False]
+    assert any(k.startswith("val-core/") for k in pooled[1])  # the validation after step 2 generated on the pool
+
+
+@pytest.fixture(scope="module")
+def single_run(job_files) -> tuple[list[dict], dict]:
+    """The one-process run: the rollout a thread of the trainer's process."""
+    steps, (single,) = run_job(job_files, 1, 0)
+    assert steps[1]["training/rollout_probs_diff_max"] > 1e-4  # one step stale from the second batch on
+    return steps, single
+
+
+@pytest.mark.parametrize("trainers,pool,extra", [
+    (1, 1, ()),
+    (1, 2, ()),  # the rows split over two pool ranks (row i still samples with seed + i)
+    (2, 2, ("actor_rollout_ref.rollout.tensor_model_parallel_size=2",)),  # ZeRO-3 trainers, one TP replica
+])
+def test_rollout_pool_takes_the_steps_of_one_process(job_files, single_run, trainers, pool, extra):
+    single_steps, single = single_run
+    steps, ranks = run_job(job_files, trainers, pool, *extra)
+    assert_same_steps(single_steps, steps)
+    assert [r["pool_rank"] for r in ranks] == [False] * trainers + [True] * pool
+    assert [r["controller"] for r in ranks] == [True] + [False] * (trainers + pool - 1)
+    for name, weight in single["state"].items():
+        torch.testing.assert_close(ranks[0]["state"][name], weight, rtol=1e-5, atol=1e-5, msg=name)
+        for r, other in enumerate(ranks[1:], start=1):
+            assert torch.equal(other["state"][name], ranks[0]["state"][name]), (r, name)
+
+
+def test_pool_layouts_that_do_not_fit_are_refused_before_any_process_group():
+    def config(*overrides: str):
+        return verl.load_config(overrides=["actor_rollout_ref.hybrid_engine=False", "+rollout.nnodes=1", *overrides])
+
+    with pytest.raises(ConfigError, match=r"rollout.n_gpus_per_node \(2\) = 3 ranks, but this job was launched as a "
+                                          r"world of 2 ranks"):
+        distributed.communicator(config("+rollout.n_gpus_per_node=2"), "cpu", distributed.LaunchEnv(2, 0, 0))
+    with pytest.raises(ConfigError, match=r"tensor_model_parallel_size = 2 does not divide the rollout pool's 3 ranks"):
+        distributed.communicator(config("+rollout.n_gpus_per_node=3",
+                                        "actor_rollout_ref.rollout.tensor_model_parallel_size=2"),
+                                 "cpu", distributed.LaunchEnv(4, 0, 0))
+    with pytest.raises(ConfigError, match=r"fsdp_size = 1 \(HSDP\) with a rollout pool"):
+        distributed.communicator(config("+rollout.n_gpus_per_node=1", "trainer.n_gpus_per_node=2",
+                                        "actor_rollout_ref.actor.fsdp_config.fsdp_size=1"),
+                                 "cpu", distributed.LaunchEnv(3, 0, 0))
+    import torch.distributed as dist
+    assert not dist.is_initialized()
