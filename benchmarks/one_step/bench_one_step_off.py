@@ -10,9 +10,11 @@ the one-step side's mean wait for its batch (timing_s/gen) against its generatio
 (timing_s/generate_async + reward_async): the share of rollout time hidden behind training.
 
 On a CPU the two threads share the cores, so the overlap gains where the rollout waits (the reward's latency, a tool,
-a remote server) and little where both sides compute; on a GPU the rollout would own a device of its own.
+a remote server) and little where both sides compute. `--pool` adds verl's layout as a third side: one trainer rank
+and a rollout pool of one rank (rollout.n_gpus_per_node=1) under torchrun, each with half the threads -- the rollout
+owns its cores, as it would own a GPU.
 
-    python benchmarks/one_step/bench_one_step_off.py [--reward-ms 0 20] [--steps 6] [--runs 3] [--threads 2]
+    python benchmarks/one_step/bench_one_step_off.py [--reward-ms 0 20] [--steps 6] [--runs 3] [--threads 2] [--pool]
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ def write_job(work: str, args: argparse.Namespace) -> dict:
     return {"model": model_dir, "data": data}
 
 
-def overrides(job: dict, args: argparse.Namespace, hybrid: bool, out: str) -> list[str]:
+def overrides(job: dict, args: argparse.Namespace, side: str, out: str) -> list[str]:
+    hybrid = side == "sync"
     return [
         f"actor_rollout_ref.model.path={job['model']}", f"data.train_files={job['data']}",
         "algorithm.adv_estimator=grpo", "data.shuffle=false", "data.max_prompt_length=32",
@@ -81,6 +84,7 @@ def overrides(job: dict, args: argparse.Namespace, hybrid: bool, out: str) -> li
         # verl's one-step config: the rollout's log-probs are the old policy
         *([] if hybrid else ["actor_rollout_ref.rollout.free_cache_engine=false",
                              "algorithm.rollout_correction.bypass_mode=true"]),
+        *(["+rollout.nnodes=1", "+rollout.n_gpus_per_node=1"] if side == "pool" else []),
     ]
 
 
@@ -100,11 +104,12 @@ def run_side(args: argparse.Namespace) -> None:
 
     with tempfile.TemporaryDirectory() as out:
         os.environ["VERL_FILE_LOGGER_ROOT"] = out
-        trainer = PPOTrainer(config=RLConfig(overrides=overrides(job, args, args.side == "sync", out)),
-                             reward_fn=reward)
+        trainer = PPOTrainer(config=RLConfig(overrides=overrides(job, args, args.side, out)), reward_fn=reward)
         start = time.perf_counter()
         trainer.fit()
         seconds = time.perf_counter() - start
+        if os.environ.get("RANK", "0") != "0":
+            return  # the pool's rank: the controller reports
         with open(os.path.join(out, "bench", "one_step.jsonl"), encoding="utf-8") as f:
             rows = [json.loads(line)["data"] for line in f]
     keys = ("timing_s/gen", "timing_s/generate_async", "timing_s/reward_async", "timing_s/reward",
@@ -118,12 +123,13 @@ def main() -> None:
     p.add_argument("--reward-ms", type=float, nargs="+", default=[0.0, 10.0])
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--prompts", type=int, default=16)
-    p.add_argument("--n", type=int, default=4)
+    p.add_argument("--n", "--samples", dest="n", type=int, default=4)  # --samples: torchrun takes --n for its own
     p.add_argument("--response-length", type=int, default=64)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--pool", action="store_true", help="also one trainer rank + a rollout pool of one (torchrun)")
     p.add_argument("--results-json")
-    p.add_argument("--side", choices=["sync", "one_step"], help=argparse.SUPPRESS)
+    p.add_argument("--side", choices=["sync", "one_step", "pool"], help=argparse.SUPPRESS)
     p.add_argument("--job", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.side:
@@ -138,14 +144,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         job = write_job(work, args)
         for reward_ms in args.reward_ms:
-            times = {"sync": [], "one_step": []}
+            sides = ("sync", "one_step", "pool") if args.pool else ("sync", "one_step")
+            times = {side: [] for side in sides}
             hidden = []
             for _ in range(args.runs):
-                for side in ("sync", "one_step"):
-                    cmd = [sys.executable, __file__, "--side", side, "--job", json.dumps(job),
+                for side in sides:
+                    launch = [sys.executable]
+                    if side == "pool":  # two ranks, each with half the threads
+                        launch += ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+                    threads = max(1, args.threads // 2) if side == "pool" else args.threads
+                    cmd = [*launch, __file__, "--side", side, "--job", json.dumps(job),
                            "--reward-ms", str(reward_ms), "--steps", str(args.steps), "--prompts", str(args.prompts),
-                           "--n", str(args.n), "--response-length", str(args.response_length),
-                           "--threads", str(args.threads)]
+                           "--samples", str(args.n), "--response-length", str(args.response_length),
+                           "--threads", str(threads)]
                     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
                     result = json.loads(out.strip().splitlines()[-1])
                     times[side].append(result["steps"] / result["seconds"])
@@ -164,6 +175,15 @@ def main() -> None:
                          f"{100 * h['median']:.0f}% ({100 * h['min']:.0f}-{100 * h['max']:.0f}%)")
             data[f"reward_{reward_ms:g}ms"] = {"sync_steps_per_s": times["sync"], "one_step_steps_per_s":
                                                times["one_step"], "hidden_fraction": hidden}
+            if args.pool:
+                pool = summarize(times["pool"])
+                lines.append(f"  rollout pool (1 trainer rank + 1 rollout rank, {max(1, args.threads // 2)} thread(s) "
+                             f"each): {pool['median']:.3f} steps/s ({pool['min']:.3f}-{pool['max']:.3f}): "
+                             f"{pool['median'] / s['median']:.2f}x synchronous")
+                data[f"reward_{reward_ms:g}ms"]["pool_steps_per_s"] = times["pool"]
+                targets.append(results_json.target(f"one-step over a rollout pool vs synchronous, reward "
+                                                   f"{reward_ms:g} ms/sample", pool["median"] / s["median"], "> 1x",
+                                                   None, detail="steps/s ratio (not judged on 2 cores)"))
             targets.append(results_json.target(f"one-step off-policy vs synchronous, reward {reward_ms:g} ms/sample",
                                                ratio, "> 1x", None, detail="steps/s ratio (not judged on 2 cores)"))
     report = "\n".join(lines)

@@ -445,14 +445,17 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
   settings_ = PPOTrainerConfig::from_config(config_);
   check_offload_keys(config_, models_.actor->device());
 
-  actor_ = std::make_unique<workers::ActorWorker>(config_, models_.actor, workers::PolicyRole::kActor);
-  if (settings_.use_reference) {
+  // A rollout pool's rank trains nothing: no actor, reference or critic workers (their weights, compute copies and
+  // optimizers); its actor module becomes the rollout's copy of the weights.
+  pool_rank_ = options.rollout_pool && options.rollout_pool->rank() != 0;
+  if (!pool_rank_) actor_ = std::make_unique<workers::ActorWorker>(config_, models_.actor, workers::PolicyRole::kActor);
+  if (settings_.use_reference && !pool_rank_) {
     if (!models_.ref) models_.ref = copy_as_reference(*models_.actor);
     VERL_CHECK(models_.ref->head_kind() == model::HeadKind::kLanguageModel,
                "PPOTrainer: the reference model must have the LM head");
     ref_ = std::make_unique<workers::ActorWorker>(config_, models_.ref, workers::PolicyRole::kReference);
   }
-  if (settings_.use_critic) {
+  if (settings_.use_critic && !pool_rank_) {
     if (!models_.critic) models_.critic = critic_from_actor(*models_.actor, options.init_seed);
     VERL_CHECK(models_.critic->head_kind() == model::HeadKind::kValue,
                "PPOTrainer: the critic model must have the value head");
@@ -478,7 +481,7 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
                 "actor_rollout_ref.rollout.multi_turn.enable=true with rollout.tensor_model_parallel_size = ",
                 settings_.rollout_tensor_parallel_size,
                 ": agent loops generate on the controller's engine, which holds a tensor-parallel shard; use 1");
-  if (settings_.safe_rlhf && settings_.use_critic) {
+  if (settings_.safe_rlhf && settings_.use_critic && !pool_rank_) {
     // Its own value head (another seed): the cost critic learns the cost's values as the critic the reward's.
     if (!models_.cost_critic) models_.cost_critic = critic_from_actor(*models_.actor, options.init_seed + 1);
     VERL_CHECK(models_.cost_critic->head_kind() == model::HeadKind::kValue,
@@ -486,10 +489,10 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     cost_critic_ = std::make_unique<workers::CriticWorker>(config_, models_.cost_critic);
   }
   // A model given for a role the config does not use would be saved and restored as if it were trained.
-  VERL_CHECK_AS(ConfigError, !models_.critic || critic_,
+  VERL_CHECK_AS(ConfigError, !models_.critic || critic_ || pool_rank_,
                 "a critic model was given but this config uses no critic (algorithm.adv_estimator=",
                 settings_.adv_estimator, ", critic.enable); leave it out or enable the critic");
-  VERL_CHECK_AS(ConfigError, !models_.cost_critic || cost_critic_,
+  VERL_CHECK_AS(ConfigError, !models_.cost_critic || cost_critic_ || pool_rank_,
                 "a cost critic model was given but this config has none (it needs algorithm.safe_rlhf.enable=true "
                 "and a critic); leave it out");
   if (settings_.use_kl_in_reward) {
@@ -509,7 +512,6 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
                   "rollout.nnodes x rollout.n_gpus_per_node = ", settings_.rollout_pool_ranks,
                   " rollout ranks, but the rollout pool's group (the controller and the pool) has ",
                   options.rollout_pool->world_size(), " ranks");
-    pool_rank_ = options.rollout_pool->rank() != 0;
     VERL_CHECK_AS(ConfigError,
                   pool_rank_ ? options.communicator == nullptr
                              : options.communicator == nullptr || options.communicator->rank() == 0,
@@ -551,7 +553,7 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
   } else if (models_.engine) {
     engine_ = models_.engine;
     VERL_CHECK_AS(ConfigError,
-                  settings_.hybrid_engine ||
+                  settings_.hybrid_engine || pool_rank_ ||
                       (engine_->model() != models_.actor && engine_->model() != actor_->compute_model()),
                   "actor_rollout_ref.hybrid_engine=false needs a rollout engine with weights of its own, but the "
                   "given engine generates from the actor's model");
@@ -582,7 +584,16 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     // The engine generates from the actor's compute-dtype weights (the actor module itself unless mixed
     // precision keeps a copy): the rollout log-probs and the actor's recomputation share weights and kernels.
     // Tensor-parallel generation runs on this rank's shard of them instead, re-made after every update.
-    std::shared_ptr<model::CausalLM> rollout_model = actor_->compute_model();
+    std::shared_ptr<model::CausalLM> rollout_model = pool_rank_ ? models_.actor : actor_->compute_model();
+    if (pool_rank_) {
+      // The actor's compute dtype, as the trainer's ranks compute (and send the weights) in it.
+      const std::string key = "actor_rollout_ref.actor.fsdp_config.dtype";
+      torch::NoGradGuard no_grad;
+      rollout_model->to(rollout_model->device(),
+                        workers::resolve_compute_dtype(config_.get_as<std::string>(key), key, rollout_model->device()));
+      rollout_model->eval();
+      for (auto& p : rollout_model->parameters()) p.set_requires_grad(false);
+    }
     const int64_t tp = settings_.rollout_tensor_parallel_size;
     const int64_t world = options.communicator ? options.communicator->world_size() : 1;
     VERL_CHECK_AS(ConfigError, pool_rank_ || world % tp == 0, "actor_rollout_ref.rollout.tensor_model_parallel_size = ",
@@ -591,7 +602,7 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
       VERL_CHECK_AS(ConfigError, options.tensor_parallel && options.tensor_parallel->world_size() == tp,
                     "actor_rollout_ref.rollout.tensor_model_parallel_size = ", tp,
                     " needs this rank's tensor-parallel group of ", tp, " ranks (PPOTrainerOptions::tensor_parallel)");
-      const auto& compute = *actor_->compute_model();
+      const auto& compute = *rollout_model;
       torch::NoGradGuard no_grad;
       rollout_model = std::make_shared<model::CausalLM>(compute.config(), model::HeadKind::kLanguageModel,
                                                         options.tensor_parallel);
@@ -599,7 +610,7 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
       rollout_model->eval();
       for (auto& p : rollout_model->parameters()) p.set_requires_grad(false);
     }
-    if (tp == 1 && (!settings_.hybrid_engine || world > 1)) {
+    if (tp == 1 && !pool_rank_ && (!settings_.hybrid_engine || world > 1)) {
       // The rollout's own weights: generation reads them while the actor's are being updated (one-step
       // off-policy); or the actor is about to be sharded over the ranks (ZeRO-3), and each rank decodes its rows on a
       // whole copy, refreshed from the gathered shards after every update.
@@ -677,6 +688,16 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     if (pool_rank_) tensor_parallel_ = options.tensor_parallel;  // the pool's replica: shards the weights it receives
   }
   if (pooled) register_pool_methods();
+}
+
+void PPOTrainer::check_trains(const std::string& what) const {
+  VERL_CHECK_AS(InvalidArgument, !pool_rank_, "PPOTrainer: '", what, "' on a rank of the rollout pool, which trains "
+                "nothing (its weights come from the controller once per step)");
+}
+
+workers::ActorWorker& PPOTrainer::actor() {
+  check_trains("actor");
+  return *actor_;
 }
 
 rollout::Engine& PPOTrainer::engine() {
@@ -758,6 +779,7 @@ DataProto PPOTrainer::dispatch(const std::string& method, const DataProto& data,
 }
 
 std::pair<workers::MixedPrecision*, workers::Optimizer*> PPOTrainer::trained(const std::string& role) {
+  check_trains(role);
   if (role == "actor") return {&actor_->precision(), &actor_->optimizer()};
   if (role == "cost_critic") {
     VERL_CHECK(cost_critic_ != nullptr, "this trainer has no cost critic");
@@ -1092,6 +1114,7 @@ Metrics PPOTrainer::optimize(DataProto batch) { return optimize_impl(std::move(b
 
 void PPOTrainer::ready_engine() {
   if (engine_->sleeping()) engine_->wake_up();
+  if (pool_rank_) return;  // its weights come from the controller (receive_pool_weights)
   // submit_rollouts handed the weights over before its thread started; the actor's are being trained meanwhile.
   if (rollout_in_flight_) return;
   // Weights written since the last hand-over (a checkpoint load, a user's edit) reach the engine first.

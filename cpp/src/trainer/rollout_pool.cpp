@@ -66,8 +66,9 @@ void PPOTrainer::send_unit_to_pool(const std::map<std::string, torch::Tensor>& p
     header.push_back({{"name", name}, {"shape", tensor.sizes().vec()}, {"dtype", static_cast<int>(tensor.scalar_type())}});
   dist::Communicator& comm = *pool_->communicator();
   comm.broadcast_bytes(to_bytes(header.dump()), 0);
+  torch::NoGradGuard no_grad;
   for (const auto& [name, tensor] : part) {
-    torch::Tensor t = tensor.contiguous();
+    torch::Tensor t = tensor.detach().contiguous();  // one process's part is the compute model's own parameters
     comm.broadcast_(t, 0);
   }
 }

@@ -833,7 +833,8 @@ class PPOTrainer:
         dataloader position."""
         from verl.models import safetensors
 
-        for role in self._trained_roles():
+        # A rollout pool's rank trains nothing: the controller sends it the restored weights before it generates.
+        for role in [] if self._trainer.is_rollout_pool_rank else self._trained_roles():
             role_dir = os.path.join(path, role)
             if _C.model.is_sharded_checkpoint(role_dir):
                 # Per-rank files: at this job's layout every rank reads its own; else each joins them and keeps its

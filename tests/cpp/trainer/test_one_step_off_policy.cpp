@@ -247,11 +247,17 @@ TEST_CASE("one-step off-policy: misuse and errors", "[trainer]") {
       CHECK_THROWS_WITH(controller.engine(), Catch::Contains("the pool's ranks hold the rollout engine"));
       PPOTrainerOptions pool_rank;
       pool_rank.rollout_pool = verl::testing::thread_communicator(1, 2, hub);
-      PPOTrainer generator(one_step_config({"+rollout.nnodes=1", "+rollout.n_gpus_per_node=1"}), {tiny_model()},
-                           target_fraction, pool_rank);
+      // A pool rank trains nothing: no actor, reference or critic workers; its actor module is the rollout's copy.
+      PPOTrainer generator(one_step_config({"+rollout.nnodes=1", "+rollout.n_gpus_per_node=1",
+                                            "actor_rollout_ref.actor.use_kl_loss=true", "critic.enable=true"}),
+                           {tiny_model()}, target_fraction, pool_rank);
       CHECK_FALSE(generator.is_controller());
       CHECK(generator.is_rollout_pool_rank());
-      CHECK(generator.engine().model() != generator.models().actor);  // a copy of its own, taking the broadcasts
+      CHECK(generator.engine().model() == generator.models().actor);
+      CHECK(generator.ref() == nullptr);
+      CHECK(generator.critic() == nullptr);
+      CHECK_THROWS_AS(generator.actor(), InvalidArgument);
+      CHECK_THROWS_WITH(generator.optimizer("actor"), Catch::Contains("the rollout pool, which trains nothing"));
     }
     // An engine on a module of its own is the rollout's copy.
     auto replica = std::make_shared<rollout::Engine>(tiny_model(), rollout::EngineConfig{});

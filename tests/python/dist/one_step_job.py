@@ -27,8 +27,12 @@ def main() -> None:
     trainer = PPOTrainer(config=verl.load_config(overrides=overrides), reward_fn=reward)
     trainer.fit()
     state = trainer.model_state_dict("actor")  # every rank takes part; the pool's ranks get the controller's
+    try:  # a pool's rank holds no trainer state
+        held = trainer._trainer.model_weight_bytes("actor")
+    except ValueError as e:
+        held = str(e)
     torch.save({"state": state, "pool_rank": trainer._trainer.is_rollout_pool_rank,
-                "controller": trainer._trainer.is_controller},
+                "controller": trainer._trainer.is_controller, "weight_bytes": held},
                f"{out}.rank{os.environ.get('RANK', '0')}")
 
 

@@ -100,10 +100,26 @@ def test_rollout_pool_takes_the_steps_of_one_process(job_files, single_run, trai
     assert_same_steps(single_steps, steps)
     assert [r["pool_rank"] for r in ranks] == [False] * trainers + [True] * pool
     assert [r["controller"] for r in ranks] == [True] + [False] * (trainers + pool - 1)
+    for r in ranks[trainers:]:
+        assert "the rollout pool, which trains nothing" in r["weight_bytes"]
     for name, weight in single["state"].items():
         torch.testing.assert_close(ranks[0]["state"][name], weight, rtol=1e-5, atol=1e-5, msg=name)
         for r, other in enumerate(ranks[1:], start=1):
             assert torch.equal(other["state"][name], ranks[0]["state"][name]), (r, name)
+
+
+def test_resume_sends_the_pool_the_restored_weights(job_files):
+    """A pooled job resumed from its step-2 checkpoint: the trainer's ranks load it, and the pool -- which loads
+    nothing -- generates the resumed step's batch from the restored weights (the trainer's recomputation agrees with
+    the rollout's log-probs), not from the model it started with."""
+    steps, _ = run_job(job_files, 1, 1, "trainer.save_freq=2")
+    assert steps[2]["training/rollout_probs_diff_max"] > 1e-4  # uninterrupted, batch 3 was one step stale
+    saved = os.path.join(job_files["dir"], "1-1-" + str(abs(hash(("trainer.save_freq=2",)))) + ".pt.d", "ckpt",
+                         "global_step_2")
+    assert os.path.isdir(saved), saved
+    resumed, _ = run_job(job_files, 1, 1, "trainer.resume_mode=resume_path", f"trainer.resume_from_path={saved}")
+    assert [s["training/global_step"] for s in resumed] == [3]
+    assert resumed[0]["training/rollout_probs_diff_max"] < 1e-5
 
 
 def test_pool_layouts_that_do_not_fit_are_refused_before_any_process_group():
@@ -123,3 +139,23 @@ def test_pool_layouts_that_do_not_fit_are_refused_before_any_process_group():
                                  "cpu", distributed.LaunchEnv(3, 0, 0))
     import torch.distributed as dist
     assert not dist.is_initialized()
+
+
+def test_one_command_starts_the_trainer_and_the_pool(job_files, tmp_path):
+    """verl's one-step command line without torchrun: trainer.n_gpus_per_node + rollout.n_gpus_per_node local ranks
+    (torch's elastic launcher), the reward from verl's custom_reward_function."""
+    scorer = tmp_path / "score.py"
+    scorer.write_text("def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
+                      "    return (len(solution_str) % 5) / 4.0\n")
+    args = [a for a in one_step_overrides(job_files, 1, 1, str(tmp_path)) if not a.startswith("+rollout.")]
+    env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
+    env["VERL_FILE_LOGGER_ROOT"] = str(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "verl.experimental.one_step_off_policy.main_ppo", *args,
+                           "rollout.n_gpus_per_node=1", f"custom_reward_function.path={scorer}",
+                           "custom_reward_function.name=compute_score"],
+                          env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-6000:]
+    with open(tmp_path / "proj" / "exp.jsonl") as f:
+        steps = [row for row in map(json.loads, f) if "training/global_step" in row["data"]]
+    assert [s["data"]["training/global_step"] for s in steps] == list(range(1, STEPS + 1))
+    assert "timing_s/sync_rollout_weights" in steps[1]["data"]

@@ -305,7 +305,8 @@ class VERL_API PPOTrainer {
 
   const PPOTrainerConfig& settings() const { return settings_; }
   const Config& config() const { return config_; }
-  workers::ActorWorker& actor() { return *actor_; }
+  // InvalidArgument on a rollout pool's rank (is_rollout_pool_rank), as the other accessors of what it does not train.
+  workers::ActorWorker& actor();
   workers::ActorWorker* ref() { return ref_.get(); }
   workers::CriticWorker* critic() { return critic_.get(); }
   workers::CriticWorker* cost_critic() { return cost_critic_.get(); }
@@ -382,7 +383,9 @@ class VERL_API PPOTrainer {
   // PPOTrainerOptions' tensor_parallel / tensor_parallel_slice, with t > 1 over several ranks.
   std::shared_ptr<dist::Communicator> tensor_parallel_, tensor_parallel_slice_;
   // The rollout generates from a copy gathered from the actor's ZeRO-3 shards (several ranks): it sleeps without it.
-  bool rollout_copy_of_shards() { return engine_ && actor_->precision().sharding() != nullptr; }
+  bool rollout_copy_of_shards() { return engine_ && actor_ && actor_->precision().sharding() != nullptr; }
+  // InvalidArgument naming `what` on a rollout pool's rank.
+  void check_trains(const std::string& what) const;
   std::pair<workers::MixedPrecision*, workers::Optimizer*> trained(const std::string& role);  // the compute weights' version sum the engine's own copy was made from
   std::unique_ptr<algo::KLController> kl_ctrl_;
   int64_t global_step_ = 0;
