@@ -367,7 +367,9 @@ std::vector<KeyEntry> build_ppo() {
   add(t, {
              H(ar + "hybrid_engine", "true: actor and rollout share the weights; false: verl's one-step off-policy "
                                      "trainer -- the rollout engine holds a copy of its own and generates the next "
-                                     "batch on a thread while this one trains (one process)"),
+                                     "batch while this one trains: on a rollout pool of rollout.nnodes x "
+                                     "rollout.n_gpus_per_node ranks of its own, or with none (0 per node) on a thread "
+                                     "of the one trainer process"),
              H(ar + "nccl_timeout", "seconds every collective among the ranks may wait, Gloo's too: a rank that "
                                     "died or hangs ends the others with a DistributedError"),
          });
