@@ -469,18 +469,24 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
   safe_rlhf_lambda_ = settings_.lambda_init;
   rollout_fn_ = std::move(options.rollout_fn);
   reward_per_sample_ = options.reward_per_sample;
-  const bool multi_turn = config_.get_as<bool>("actor_rollout_ref.rollout.multi_turn.enable");
-  VERL_CHECK_AS(ConfigError, multi_turn == static_cast<bool>(rollout_fn_),
-                multi_turn ? "actor_rollout_ref.rollout.multi_turn.enable=true generates through verl's agent loops, "
-                             "which the C++ trainer takes as PPOTrainerOptions::rollout_fn (verl.PPOTrainer passes "
-                             "verl.experimental.agent_loop); none was given"
-                           : "an agent-loop rollout (rollout_fn) was given but actor_rollout_ref.rollout.multi_turn."
-                             "enable is false; set it to true or leave the rollout out");
+  multi_turn_ = config_.get_as<bool>("actor_rollout_ref.rollout.multi_turn.enable");
+  // The agent loops run where the engine is: this process's, or (one-step off-policy over a rollout pool) each pool
+  // rank's on its share of the rows; the trainer's ranks of a pooled job take none.
+  const bool loops_elsewhere = !settings_.hybrid_engine && settings_.rollout_pool_ranks > 0 && !pool_rank_;
+  VERL_CHECK_AS(ConfigError, multi_turn_ && !loops_elsewhere ? static_cast<bool>(rollout_fn_) : !rollout_fn_,
+                !multi_turn_ ? "an agent-loop rollout (rollout_fn) was given but actor_rollout_ref.rollout.multi_turn."
+                               "enable is false; set it to true or leave the rollout out"
+                : loops_elsewhere
+                    ? "an agent-loop rollout (rollout_fn) was given to a trainer rank of a job with a rollout pool: "
+                      "the agent loops run on the pool's ranks, give it to them"
+                    : "actor_rollout_ref.rollout.multi_turn.enable=true generates through verl's agent loops, which "
+                      "the C++ trainer takes as PPOTrainerOptions::rollout_fn (verl.PPOTrainer passes "
+                      "verl.experimental.agent_loop); none was given");
   // One rank's engine generates the agent loops' turns, so it must hold the whole model.
-  VERL_CHECK_AS(ConfigError, !rollout_fn_ || settings_.rollout_tensor_parallel_size == 1,
+  VERL_CHECK_AS(ConfigError, !multi_turn_ || settings_.rollout_tensor_parallel_size == 1,
                 "actor_rollout_ref.rollout.multi_turn.enable=true with rollout.tensor_model_parallel_size = ",
                 settings_.rollout_tensor_parallel_size,
-                ": agent loops generate on the controller's engine, which holds a tensor-parallel shard; use 1");
+                ": agent loops generate on one rank's engine, which would hold a tensor-parallel shard; use 1");
   if (settings_.safe_rlhf && settings_.use_critic && !pool_rank_) {
     // Its own value head (another seed): the cost critic learns the cost's values as the critic the reward's.
     if (!models_.cost_critic) models_.cost_critic = critic_from_actor(*models_.actor, options.init_seed + 1);
@@ -521,8 +527,6 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
                   "actor_rollout_ref.rollout.tensor_model_parallel_size = ", settings_.rollout_tensor_parallel_size,
                   " does not divide the rollout pool's ", settings_.rollout_pool_ranks,
                   " ranks (rollout.nnodes x rollout.n_gpus_per_node)");
-    VERL_CHECK_AS(ConfigError, !rollout_fn_, "actor_rollout_ref.rollout.multi_turn.enable=true with a rollout pool "
-                  "(rollout.n_gpus_per_node > 0) is not implemented: the agent loops run on the controller's engine");
   } else {
     VERL_CHECK_AS(ConfigError, !pooled || (options.communicator && options.communicator->rank() != 0),
                   "rollout.nnodes x rollout.n_gpus_per_node = ", settings_.rollout_pool_ranks,
@@ -764,11 +768,12 @@ void PPOTrainer::register_worker_methods() {
 }
 
 DataProto PPOTrainer::generate_chunk(const DataProto& chunk) {
-  rollout::SamplingParams params = mode_sampling_params(chunk.meta_info().at(kGenModeKey).get<std::string>());
+  const std::string mode = chunk.meta_info().at(kGenModeKey).get<std::string>();
   // Row i of the whole batch samples with seed + i on whichever rank generates it.
   const int64_t seed =
       chunk.meta_info().at(kGenSeedKey).get<int64_t>() + chunk.meta_info().at(dist::kRowOffsetKey).get<int64_t>();
-  return generate_on_engine(chunk, params, seed);
+  if (rollout_fn_) return generate_with_rollout_fn(chunk, mode, seed);  // a rollout pool's rank runs the agent loops
+  return generate_on_engine(chunk, mode_sampling_params(mode), seed);
 }
 
 DataProto PPOTrainer::dispatch(const std::string& method, const DataProto& data, dist::Dispatch how,
@@ -913,7 +918,7 @@ DataProto PPOTrainer::pop_generation_input(DataProto& batch) const {
   std::vector<std::string> keys{"input_ids", "attention_mask"};
   if (batch.has_tensor("position_ids")) keys.emplace_back("position_ids");
   DataProto input = batch.pop(keys);
-  if (rollout_fn_) {
+  if (multi_turn_) {
     // Agent loops read the rows' messages and per-sample settings (raw_prompt, agent_name, tools_kwargs, ...).
     for (const auto& [key, column] : batch.non_tensor_batch()) input.set_column(key, column);
   } else if (batch.has_column("agent_name")) {

@@ -264,6 +264,9 @@ class PPOTrainer:
         if self.communicator is not None and distributed.rollout_pool_size(cfg):
             train_communicator, self.rollout_pool, self.tensor_parallel = distributed.rollout_pool_groups(
                 cfg, self.communicator)
+        # The agent loops run where the rollout engine is: this process's, or a rollout pool rank's (on its rows).
+        loops_here = agent_rollout_enabled(cfg) and (
+            not distributed.rollout_pool_size(cfg) or (self.rollout_pool is not None and self.rollout_pool.rank != 0))
         self._trainer = _C.trainer.PPOTrainer(
             cfg.cpp, _cpp_module(model, "model"), self._reward_callback, ref=_cpp_module(ref_model, "ref_model"),
             critic=_cpp_module(critic_model, "critic_model"),
@@ -274,14 +277,15 @@ class PPOTrainer:
             tensor_parallel=self.tensor_parallel, tensor_parallel_slice=self.tensor_parallel_slice,
             cost_fn=self._cost_callback if self.cost_fn is not None or self.cost_worker is not None else None,
             cost_critic=_cpp_module(cost_critic_model, "cost_critic_model"),
-            rollout_fn=self._agent_rollout_call if agent_rollout_enabled(cfg) else None,
+            rollout_fn=self._agent_rollout_call if loops_here else None,
             reward_per_sample=self._reward_is_per_sample(),
             actor_shard_group=self.actor_shard_groups[0], actor_replica_group=self.actor_shard_groups[1],
             critic_shard_group=self.critic_shard_groups[0], critic_replica_group=self.critic_shard_groups[1],
             rollout_pool=self.rollout_pool)
-        #: the agent loops that generate when actor_rollout_ref.rollout.multi_turn.enable (else None)
+        #: the agent loops that generate when actor_rollout_ref.rollout.multi_turn.enable (else None; and on the
+        #: trainer's ranks of a job with a rollout pool, whose ranks run them)
         self.agent_rollout = AgentRollout(self._trainer.engine, tokenizer, cfg, self._trainer.pad_token_id,
-                                          tools=tools) if agent_rollout_enabled(cfg) else None
+                                          tools=tools) if loops_here else None
         self.global_steps = 0
         self.epoch = 0
         self.tracker = None

@@ -238,6 +238,19 @@ TEST_CASE("one-step off-policy: misuse and errors", "[trainer]") {
                                                   "actor_rollout_ref.rollout.tensor_model_parallel_size=2"}),
                                  {tiny_model()}, target_fraction, pooled),
                       Catch::Contains("does not divide the rollout pool's 1 ranks"));
+    // Agent loops run on the pool's ranks: the controller takes no rollout_fn, a pool rank needs one.
+    PPOTrainerOptions looping = pooled;
+    looping.rollout_fn = [](const DataProto& rows, const rollout::SamplingParams&, int64_t) { return rows; };
+    const std::vector<std::string> pool_turns{"+rollout.nnodes=1", "+rollout.n_gpus_per_node=1",
+                                              "actor_rollout_ref.rollout.multi_turn.enable=true"};
+    CHECK_THROWS_WITH(PPOTrainer(one_step_config(pool_turns), {tiny_model()}, target_fraction, looping),
+                      Catch::Contains("the agent loops run on the pool's ranks"));
+    {
+      PPOTrainerOptions pool_rank;
+      pool_rank.rollout_pool = verl::testing::thread_communicator(1, 2, hub);
+      CHECK_THROWS_WITH(PPOTrainer(one_step_config(pool_turns), {tiny_model()}, target_fraction, pool_rank),
+                        Catch::Contains("none was given"));
+    }
     {
       // The controller of a pooled job holds no engine: the pool's ranks generate.
       PPOTrainer controller(one_step_config({"+rollout.nnodes=1", "+rollout.n_gpus_per_node=1"}), {tiny_model()},

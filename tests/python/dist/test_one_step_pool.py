@@ -92,12 +92,16 @@ def single_run(job_files) -> tuple[list[dict], dict]:
 @pytest.mark.parametrize("trainers,pool,extra", [
     (1, 1, ()),
     (1, 2, ()),  # the rows split over two pool ranks (row i still samples with seed + i)
+    # verl's agent loops on each pool rank's share of the rows (single_turn_agent: the engine's tokens, bit for bit)
+    (1, 2, ("actor_rollout_ref.rollout.multi_turn.enable=true",)),
     (2, 2, ("actor_rollout_ref.rollout.tensor_model_parallel_size=2",)),  # ZeRO-3 trainers, one TP replica
 ])
 def test_rollout_pool_takes_the_steps_of_one_process(job_files, single_run, trainers, pool, extra):
     single_steps, single = single_run
     steps, ranks = run_job(job_files, trainers, pool, *extra)
     assert_same_steps(single_steps, steps)
+    if "actor_rollout_ref.rollout.multi_turn.enable=true" in extra:
+        assert all(s["num_turns/mean"] == 2 for s in steps)  # the loops ran: a user turn and an assistant turn
     assert [r["pool_rank"] for r in ranks] == [False] * trainers + [True] * pool
     assert [r["controller"] for r in ranks] == [True] + [False] * (trainers + pool - 1)
     for r in ranks[trainers:]:

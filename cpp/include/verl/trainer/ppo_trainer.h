@@ -375,6 +375,7 @@ class VERL_API PPOTrainer {
   RewardFn cost_fn_;
   RolloutFn rollout_fn_;
   bool reward_per_sample_ = false;
+  bool multi_turn_ = false;  // actor_rollout_ref.rollout.multi_turn.enable: generation through agent loops
   double safe_rlhf_lambda_ = 0.0;
   std::shared_ptr<rollout::Engine> engine_;
   int64_t handed_over_version_ = -1;
