@@ -859,6 +859,9 @@ void PPOTrainer::save_optimizer(const std::string& role, const std::string& path
 
 void PPOTrainer::serve() { pool_rank_ ? pool_->serve() : workers_->serve(); }
 void PPOTrainer::release_workers() {
+  // A batch submitted to the rollout pool is generated through the pool's group on the submitting thread: it
+  // finishes first (wait_rollouts still returns it), since the release goes through the same group.
+  if (pool_ && rollout_in_flight_ && rollout_future_.valid()) rollout_future_.wait();
   workers_->release();
   if (pool_) pool_->release();
 }

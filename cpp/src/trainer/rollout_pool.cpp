@@ -43,9 +43,16 @@ void PPOTrainer::register_pool_methods() {
     return;
   }
   pool_->register_method(kSyncMethod, [this](const DataProto&) {
-    dispatch(kSendMethod, DataProto(), dist::Dispatch::kBroadcast);
-    // The end of the units.
-    pool_->communicator()->broadcast_bytes(to_bytes(Json::array().dump()), 0);
+    // The end of the units, also after a trainer rank failed between two of them: the pool's ranks then stop
+    // receiving and answer, and the call reports the failure (the weights are sent again by the next sync).
+    const auto end_of_units = [this] { pool_->communicator()->broadcast_bytes(to_bytes(Json::array().dump()), 0); };
+    try {
+      dispatch(kSendMethod, DataProto(), dist::Dispatch::kBroadcast);
+    } catch (...) {
+      end_of_units();
+      throw;
+    }
+    end_of_units();
     return DataProto();
   });
 }

@@ -667,7 +667,11 @@ class PPOTrainer:
         ``verl.experimental.one_step_off_policy``): hands the actor's current weights to the rollout engine's own copy
         and generates and scores the trajectories of ``batch`` (default: the training set's next batch) on a thread
         while this process goes on training; ``wait_rollouts()`` returns them. One batch in flight at a time; until it
-        is waited for, ``optimize`` may run but not ``step``, ``collect_rollouts`` or ``validate``."""
+        is waited for, ``optimize`` may run but not ``step``, ``collect_rollouts`` or ``validate``.
+
+        With a rollout pool (``rollout.n_gpus_per_node`` > 0, under torchrun) the pool's ranks generate it. Called
+        from a script's top level, this call returns once the batch is generated: the job's other ranks leave each
+        public call together, and the pool's ranks must have finished serving it. ``fit()`` overlaps for real."""
         prompts = self._prompt_batch(batch if batch is not None else self._next_prompt_batch())
         prompts.meta_info.setdefault("epoch", self.epoch)
         self._trainer.submit_rollouts(prompts.to_cpp())

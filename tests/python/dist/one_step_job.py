@@ -2,13 +2,15 @@
 process): ``fit()`` on the toy GRPO config with ``actor_rollout_ref.hybrid_engine=False``. With
 ``rollout.n_gpus_per_node`` = R > 0 the last R ranks are the rollout pool. Every rank writes the final actor weights
 (gathered from the trainer's shards) and its role to OUT.rankR; the controller's metrics go to the file logger
-(VERL_FILE_LOGGER_ROOT).
+(VERL_FILE_LOGGER_ROOT). VERL_ONE_STEP_JOB_BY_HAND=1: the loop through submit_rollouts / wait_rollouts / optimize at
+the script's top level instead of fit() (no validation).
 
     python one_step_job.py OUT key=value ...
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -22,10 +24,30 @@ def reward(response: str) -> float:
     return (len(response) % 5) / 4.0  # dense and varied: GRPO groups get non-zero advantages
 
 
+def by_hand(trainer: PPOTrainer, out: str) -> None:
+    """verl's one-step loop through the public calls at the script's top level (every rank runs them; the controller
+    writes the steps' metrics to OUT.metrics.json)."""
+    batches = iter(trainer.train_dataloader)
+    total = int(trainer.config.get("trainer.total_training_steps"))
+    trainer.submit_rollouts(next(batches))
+    steps = []
+    for step in range(total):
+        trajectories = trainer.wait_rollouts()
+        if step + 1 < total:
+            trainer.submit_rollouts(next(batches))
+        steps.append(dict(trainer.optimize(trajectories).metrics))
+    if os.environ.get("RANK", "0") == "0":
+        with open(f"{out}.metrics.json", "w") as f:
+            json.dump(steps, f)
+
+
 def main() -> None:
     out, overrides = sys.argv[1], sys.argv[2:]
     trainer = PPOTrainer(config=verl.load_config(overrides=overrides), reward_fn=reward)
-    trainer.fit()
+    if os.environ.get("VERL_ONE_STEP_JOB_BY_HAND"):
+        by_hand(trainer, out)
+    else:
+        trainer.fit()
     state = trainer.model_state_dict("actor")  # every rank takes part; the pool's ranks get the controller's
     try:  # a pool's rank holds no trainer state
         held = trainer._trainer.model_weight_bytes("actor")

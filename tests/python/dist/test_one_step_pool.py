@@ -50,21 +50,27 @@ def one_step_overrides(files: dict[str, str], trainers: int, pool: int, out: str
             "actor_rollout_ref.actor.optim.lr=1e-3"]
 
 
-def run_job(files: dict[str, str], trainers: int, pool: int, *extra: str) -> tuple[list[dict], list[dict]]:
-    """The toy one-step job with `trainers` trainer ranks and a pool of `pool`: the controller's logged steps and every
-    rank's saved result."""
-    tag = f"{trainers}-{pool}{'-' + str(abs(hash(extra))) if extra else ''}"
+def run_job(files: dict[str, str], trainers: int, pool: int, *extra: str,
+            by_hand: bool = False) -> tuple[list[dict], list[dict]]:
+    """The toy one-step job with `trainers` trainer ranks and a pool of `pool`: the controller's steps (logged by
+    fit(), or returned by optimize() with `by_hand`) and every rank's saved result."""
+    tag = f"{trainers}-{pool}{'-' + str(abs(hash(extra))) if extra else ''}{'-by-hand' if by_hand else ''}"
     out, logs = os.path.join(files["dir"], f"{tag}.pt"), os.path.join(files["dir"], f"logs-{tag}")
     args = [os.path.join(HERE, "one_step_job.py"), out, *one_step_overrides(files, trainers, pool, out + ".d"), *extra]
     env = dict(os.environ, OMP_NUM_THREADS="1", VERL_FILE_LOGGER_ROOT=logs)
+    if by_hand:
+        env["VERL_ONE_STEP_JOB_BY_HAND"] = "1"
     world = trainers + pool
     cmd = [sys.executable, *args] if world == 1 else [
         sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world}", *args]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-6000:]
-    with open(os.path.join(logs, "proj", "exp.jsonl")) as f:
-        rows = [json.loads(line)["data"] for line in f]
-    steps = [r for r in rows if "training/global_step" in r]
+    if by_hand:
+        with open(f"{out}.metrics.json") as f:
+            steps = json.load(f)
+    else:
+        with open(os.path.join(logs, "proj", "exp.jsonl")) as f:
+            steps = [r for r in (json.loads(line)["data"] for line in f) if "training/global_step" in r]
     return steps, [torch.load(f"{out}.rank{r}", weights_only=False) for r in range(world)]
 
 
@@ -110,6 +116,19 @@ def test_rollout_pool_takes_the_steps_of_one_process(job_files, single_run, trai
         torch.testing.assert_close(ranks[0]["state"][name], weight, rtol=1e-5, atol=1e-5, msg=name)
         for r, other in enumerate(ranks[1:], start=1):
             assert torch.equal(other["state"][name], ranks[0]["state"][name]), (r, name)
+
+
+def test_the_loop_by_hand_at_the_top_level(job_files, single_run):
+    """submit_rollouts / wait_rollouts / optimize called at the script's top level on every rank (each call releases
+    the workers, so a submitted batch is generated before submit_rollouts returns) take fit()'s training steps."""
+    single_steps, single = single_run
+    steps, ranks = run_job(job_files, 1, 1, by_hand=True)
+    assert [s["training/global_step"] for s in steps] == list(range(1, STEPS + 1))
+    for step, (one, many) in enumerate(zip(single_steps, steps)):
+        for key in SAME_METRICS:
+            assert many[key] == pytest.approx(one[key], rel=1e-5, abs=1e-6), (step, key, one[key], many[key])
+    for name, weight in single["state"].items():
+        torch.testing.assert_close(ranks[1]["state"][name], weight, rtol=1e-5, atol=1e-5, msg=name)
 
 
 def test_resume_sends_the_pool_the_restored_weights(job_files):
