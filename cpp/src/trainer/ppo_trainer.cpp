@@ -589,8 +589,9 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     // precision keeps a copy): the rollout log-probs and the actor's recomputation share weights and kernels.
     // Tensor-parallel generation runs on this rank's shard of them instead, re-made after every update.
     std::shared_ptr<model::CausalLM> rollout_model = pool_rank_ ? models_.actor : actor_->compute_model();
-    if (pool_rank_) {
-      // The actor's compute dtype, as the trainer's ranks compute (and send the weights) in it.
+    const int64_t tp = settings_.rollout_tensor_parallel_size;
+    if (pool_rank_ && tp == 1) {
+      // In the actor's compute dtype, as the trainer's ranks compute (and send the weights) in it.
       const std::string key = "actor_rollout_ref.actor.fsdp_config.dtype";
       torch::NoGradGuard no_grad;
       rollout_model->to(rollout_model->device(),
@@ -598,7 +599,6 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
       rollout_model->eval();
       for (auto& p : rollout_model->parameters()) p.set_requires_grad(false);
     }
-    const int64_t tp = settings_.rollout_tensor_parallel_size;
     const int64_t world = options.communicator ? options.communicator->world_size() : 1;
     VERL_CHECK_AS(ConfigError, pool_rank_ || world % tp == 0, "actor_rollout_ref.rollout.tensor_model_parallel_size = ",
                   tp, " does not divide the job's ", world, " ranks (trainer.nnodes x trainer.n_gpus_per_node)");
@@ -607,12 +607,18 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
                     "actor_rollout_ref.rollout.tensor_model_parallel_size = ", tp,
                     " needs this rank's tensor-parallel group of ", tp, " ranks (PPOTrainerOptions::tensor_parallel)");
       const auto& compute = *rollout_model;
+      const std::string key = "actor_rollout_ref.actor.fsdp_config.dtype";
+      const torch::Dtype dtype =
+          pool_rank_ ? workers::resolve_compute_dtype(config_.get_as<std::string>(key), key, compute.device())
+                     : compute.dtype();
       torch::NoGradGuard no_grad;
       rollout_model = std::make_shared<model::CausalLM>(compute.config(), model::HeadKind::kLanguageModel,
                                                         options.tensor_parallel);
-      rollout_model->to(compute.device(), compute.dtype());
+      rollout_model->to(compute.device(), dtype);
       rollout_model->eval();
       for (auto& p : rollout_model->parameters()) p.set_requires_grad(false);
+      // A pool rank keeps its shard only: the whole actor goes (models().actor is null there).
+      if (pool_rank_) models_.actor.reset();
     }
     if (tp == 1 && !pool_rank_ && (!settings_.hybrid_engine || world > 1)) {
       // The rollout's own weights: generation reads them while the actor's are being updated (one-step

@@ -282,6 +282,9 @@ class PPOTrainer:
             actor_shard_group=self.actor_shard_groups[0], actor_replica_group=self.actor_shard_groups[1],
             critic_shard_group=self.critic_shard_groups[0], critic_replica_group=self.critic_shard_groups[1],
             rollout_pool=self.rollout_pool)
+        if self._trainer.actor_model is None:
+            # A tensor-parallel rollout pool's rank keeps only its shard (the engine's model): the whole one goes.
+            self.model = model = None
         #: the agent loops that generate when actor_rollout_ref.rollout.multi_turn.enable (else None; and on the
         #: trainer's ranks of a job with a rollout pool, whose ranks run them)
         self.agent_rollout = AgentRollout(self._trainer.engine, tokenizer, cfg, self._trainer.pad_token_id,

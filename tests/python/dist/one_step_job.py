@@ -54,7 +54,8 @@ def main() -> None:
     except ValueError as e:
         held = str(e)
     torch.save({"state": state, "pool_rank": trainer._trainer.is_rollout_pool_rank,
-                "controller": trainer._trainer.is_controller, "weight_bytes": held},
+                "controller": trainer._trainer.is_controller, "weight_bytes": held,
+                "whole_actor": trainer.model is not None and trainer._trainer.actor_model is not None},
                f"{out}.rank{os.environ.get('RANK', '0')}")
 
 

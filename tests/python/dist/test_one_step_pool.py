@@ -110,8 +110,11 @@ def test_rollout_pool_takes_the_steps_of_one_process(job_files, single_run, trai
         assert all(s["num_turns/mean"] == 2 for s in steps)  # the loops ran: a user turn and an assistant turn
     assert [r["pool_rank"] for r in ranks] == [False] * trainers + [True] * pool
     assert [r["controller"] for r in ranks] == [True] + [False] * (trainers + pool - 1)
+    tensor_parallel = "actor_rollout_ref.rollout.tensor_model_parallel_size=2" in extra
     for r in ranks[trainers:]:
         assert "the rollout pool, which trains nothing" in r["weight_bytes"]
+        # a tensor-parallel pool rank keeps its shard only; otherwise the actor module is the rollout's copy
+        assert r["whole_actor"] is not tensor_parallel
     for name, weight in single["state"].items():
         torch.testing.assert_close(ranks[0]["state"][name], weight, rtol=1e-5, atol=1e-5, msg=name)
         for r, other in enumerate(ranks[1:], start=1):

@@ -314,6 +314,8 @@ class VERL_API PPOTrainer {
   rollout::Engine& engine();
   // The worker training `role` (InvalidArgument as optimizer()).
   workers::MixedPrecision& precision(const std::string& role);
+  // The models given or made. On a rollout pool's rank with rollout.tensor_model_parallel_size > 1 the actor is null:
+  // the rank keeps its tensor-parallel shard (the engine's model) only.
   const PPOTrainerModels& models() const { return models_; }
   int64_t pad_token_id() const { return pad_token_id_; }
 
