@@ -417,8 +417,14 @@ PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
     VERL_CHECK_AS(ConfigError, value.is_number_integer() && value.get<int64_t>() >= (nnodes ? 1 : 0), key,
                   " must be an integer >= ", (nnodes ? 1 : 0), ", got ", untrusted::quote(value));
   }
-  if (config.has("rollout.nnodes") && config.has("rollout.n_gpus_per_node"))
-    s.rollout_pool_ranks = config.get_as<int64_t>("rollout.nnodes") * config.get_as<int64_t>("rollout.n_gpus_per_node");
+  if (config.has("rollout.nnodes") && config.has("rollout.n_gpus_per_node")) {
+    const int64_t nnodes = config.get_as<int64_t>("rollout.nnodes");
+    const int64_t per_node = config.get_as<int64_t>("rollout.n_gpus_per_node");
+    VERL_CHECK_AS(ConfigError, per_node > 0 || nnodes == 1, "rollout.nnodes=", nnodes,
+                  " with rollout.n_gpus_per_node=0 (no rollout pool: the rollout is a thread of the one trainer "
+                  "process); set rollout.nnodes=1, or give the pool rollout.n_gpus_per_node ranks per node");
+    s.rollout_pool_ranks = nnodes * per_node;
+  }
   s.val_n = config.get_as<int64_t>(r + "val_kwargs.n");
   VERL_CHECK_AS(ConfigError, s.val_n >= 1, r, "val_kwargs.n must be >= 1, got ", s.val_n);
   s.val_temperature = config.get_as<double>(r + "val_kwargs.temperature");
@@ -590,12 +596,17 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     // Tensor-parallel generation runs on this rank's shard of them instead, re-made after every update.
     std::shared_ptr<model::CausalLM> rollout_model = pool_rank_ ? models_.actor : actor_->compute_model();
     const int64_t tp = settings_.rollout_tensor_parallel_size;
-    if (pool_rank_ && tp == 1) {
-      // In the actor's compute dtype, as the trainer's ranks compute (and send the weights) in it.
+    // A pool rank generates in the dtype the trainer's ranks compute (and send the weights) in: the actor's
+    // MixedPrecision's, which never widens a 16-bit master.
+    const auto pool_dtype = [&] {
       const std::string key = "actor_rollout_ref.actor.fsdp_config.dtype";
+      return workers::effective_compute_dtype(
+          models_.actor->dtype(),
+          workers::resolve_compute_dtype(config_.get_as<std::string>(key), key, models_.actor->device()));
+    };
+    if (pool_rank_ && tp == 1) {
       torch::NoGradGuard no_grad;
-      rollout_model->to(rollout_model->device(),
-                        workers::resolve_compute_dtype(config_.get_as<std::string>(key), key, rollout_model->device()));
+      rollout_model->to(rollout_model->device(), pool_dtype());
       rollout_model->eval();
       for (auto& p : rollout_model->parameters()) p.set_requires_grad(false);
     }
@@ -607,10 +618,7 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
                     "actor_rollout_ref.rollout.tensor_model_parallel_size = ", tp,
                     " needs this rank's tensor-parallel group of ", tp, " ranks (PPOTrainerOptions::tensor_parallel)");
       const auto& compute = *rollout_model;
-      const std::string key = "actor_rollout_ref.actor.fsdp_config.dtype";
-      const torch::Dtype dtype =
-          pool_rank_ ? workers::resolve_compute_dtype(config_.get_as<std::string>(key), key, compute.device())
-                     : compute.dtype();
+      const torch::Dtype dtype = pool_rank_ ? pool_dtype() : compute.dtype();
       torch::NoGradGuard no_grad;
       rollout_model = std::make_shared<model::CausalLM>(compute.config(), model::HeadKind::kLanguageModel,
                                                         options.tensor_parallel);
@@ -648,11 +656,15 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
                   " ranks and replica group of ", world / fsdp_size, " (PPOTrainerOptions::", option, ")");
     return fsdp_size;
   };
-  const int64_t actor_fsdp = shard_group_size("actor_rollout_ref.actor.fsdp_config.fsdp_size",
-                                              options.actor_shard_groups, "actor_shard_groups");
+  // A pool rank shards nothing (its trainer world is itself alone; the keys are the trainer ranks').
+  const int64_t actor_fsdp = pool_rank_ ? world
+                                        : shard_group_size("actor_rollout_ref.actor.fsdp_config.fsdp_size",
+                                                           options.actor_shard_groups, "actor_shard_groups");
   const bool has_critic = critic_ || cost_critic_;
   const int64_t critic_fsdp =
-      has_critic ? shard_group_size("critic.fsdp.fsdp_size", options.critic_shard_groups, "critic_shard_groups") : world;
+      has_critic && !pool_rank_
+          ? shard_group_size("critic.fsdp.fsdp_size", options.critic_shard_groups, "critic_shard_groups")
+          : world;
   const workers::ShardGroups actor_groups = actor_fsdp == world ? workers::ShardGroups{} : options.actor_shard_groups;
   const workers::ShardGroups critic_groups = critic_fsdp == world ? workers::ShardGroups{} : options.critic_shard_groups;
   if (workers_->world_size() > 1) {
@@ -784,8 +796,8 @@ DataProto PPOTrainer::generate_chunk(const DataProto& chunk) {
 
 DataProto PPOTrainer::dispatch(const std::string& method, const DataProto& data, dist::Dispatch how,
                                int64_t ranks_per_chunk) {
-  VERL_CHECK(is_controller(), "PPOTrainer: rank ", workers_->rank(),
-             " is a worker; only rank 0 (the controller) runs the step -- workers call serve()");
+  VERL_CHECK(is_controller(), "PPOTrainer: this is ", pool_rank_ ? "a rollout pool rank" : "a worker rank",
+             "; only rank 0 (the controller) runs the step -- the others call serve()");
   return workers_->call(method, data, how, ranks_per_chunk);
 }
 
@@ -1020,8 +1032,8 @@ DataProto PPOTrainer::generate(const DataProto& prompts, const std::string& mode
   DataProto request = prompts;
   request.meta_info()[kGenModeKey] = mode;
   request.meta_info()[kGenSeedKey] = seed;
-  VERL_CHECK(is_controller(), "PPOTrainer: rank ", workers_->rank(),
-             " is a worker; only rank 0 (the controller) generates -- workers call serve()");
+  VERL_CHECK(is_controller(), "PPOTrainer: this is ", pool_rank_ ? "a rollout pool rank" : "a worker rank",
+             "; only rank 0 (the controller) generates -- the others call serve()");
   // A rollout pool gets the weights of the last update first, unless submit_rollouts' batch is being generated
   // (this is its thread: the weights were sent at its submission).
   if (pool_ && !rollout_in_flight_) sync_pool_weights();

@@ -5,6 +5,7 @@
 // "sync_rollout_weights": the trainer's ranks gather the actor's compute weights from their ZeRO-3 shards a unit at a
 // time (verl's per-parameter full_tensor), and the controller broadcasts each unit to the pool as it arrives (verl's
 // NCCL broadcast from the actor's rank 0), so no rank holds more than one unit beside its own weights.
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,9 @@ void PPOTrainer::register_pool_methods() {
   pool_->register_method(kSyncMethod, [this](const DataProto&) {
     // The end of the units, also after a trainer rank failed between two of them: the pool's ranks then stop
     // receiving and answer, and the call reports the failure (the weights are sent again by the next sync).
-    const auto end_of_units = [this] { pool_->communicator()->broadcast_bytes(to_bytes(Json::array().dump()), 0); };
+    const auto end_of_units = [this] {
+      pool_->communicator()->broadcast_bytes(to_bytes(Json{{"end", true}}.dump()), 0);
+    };
     try {
       dispatch(kSendMethod, DataProto(), dist::Dispatch::kBroadcast);
     } catch (...) {
@@ -68,9 +71,10 @@ void PPOTrainer::sync_pool_weights() {
 
 void PPOTrainer::send_unit_to_pool(const std::map<std::string, torch::Tensor>& part) {
   // A header (names, shapes, dtypes), then each tensor: the pool's ranks allocate what they receive into.
-  Json header = Json::array();
+  Json tensors = Json::array();
   for (const auto& [name, tensor] : part)
-    header.push_back({{"name", name}, {"shape", tensor.sizes().vec()}, {"dtype", static_cast<int>(tensor.scalar_type())}});
+    tensors.push_back({{"name", name}, {"shape", tensor.sizes().vec()}, {"dtype", static_cast<int>(tensor.scalar_type())}});
+  const Json header{{"tensors", std::move(tensors)}};
   dist::Communicator& comm = *pool_->communicator();
   comm.broadcast_bytes(to_bytes(header.dump()), 0);
   torch::NoGradGuard no_grad;
@@ -86,25 +90,33 @@ void PPOTrainer::receive_pool_weights() {
   const int64_t tp = settings_.rollout_tensor_parallel_size;
   const int64_t tp_rank = tensor_parallel_ ? tensor_parallel_->rank() : 0;
   torch::NoGradGuard no_grad;
+  // Each tensor goes into the engine as it arrives (one process's trainer sends the whole model as one unit: the
+  // pool holds one extra tensor at a time, not a second model). A tensor the engine refuses ends nothing early: the
+  // rest is received (the controller keeps sending) and the first error is raised after the end marker.
+  std::exception_ptr failed;
   while (true) {
     const std::vector<char> bytes = comm.broadcast_bytes({}, 0);
     const Json header = Json::parse(std::string(bytes.begin(), bytes.end()));
-    if (header.empty()) break;
-    std::map<std::string, torch::Tensor> part;
-    for (const Json& entry : header) {
+    if (header.value("end", false)) break;
+    for (const Json& entry : header.at("tensors")) {
       const auto dtype = static_cast<torch::ScalarType>(entry.at("dtype").get<int>());
       torch::Tensor whole = torch::empty(entry.at("shape").get<std::vector<int64_t>>(),
                                          torch::TensorOptions().dtype(dtype).device(model.device()));
       comm.broadcast_(whole, 0);
-      const std::string name = entry.at("name").get<std::string>();
-      part[name] = tp > 1 ? model::tensor_parallel_shard(name, whole, tp_rank, tp) : whole;
-    }
-    if (tp > 1) {
-      engine_->update_weight_shards(part);
-    } else {
-      engine_->update_weights(part);
+      if (failed) continue;
+      try {
+        const std::string name = entry.at("name").get<std::string>();
+        if (tp > 1) {
+          engine_->update_weight_shards({{name, model::tensor_parallel_shard(name, whole, tp_rank, tp)}});
+        } else {
+          engine_->update_weights({{name, whole}});
+        }
+      } catch (...) {
+        failed = std::current_exception();
+      }
     }
   }
+  if (failed) std::rethrow_exception(failed);
 }
 
 }  // namespace verl::trainer

@@ -107,15 +107,25 @@ def run_or_launch(config: Config, argv: list[str], module: str) -> int:
     ``argv``: ``trainer.n_gpus_per_node`` of them, plus a one-step off-policy rollout pool's
     ``rollout.n_gpus_per_node``. Returns the exit status."""
     if "WORLD_SIZE" not in os.environ and distributed.expected_world_size(config) > 1:
-        for nodes, launch in (("trainer.nnodes", "--nnodes <trainer.nnodes> --nproc_per_node <trainer.n_gpus_per_node>"),
-                              ("rollout.nnodes", "--nnodes <trainer.nnodes + rollout.nnodes>")):
-            if nodes == "rollout.nnodes" and not distributed.rollout_pool_size(config):
-                continue
-            if int(config.get(nodes)) > 1:
-                raise ConfigError(f"{nodes}={config.get(nodes)}: a multi-node job starts on every node with torchrun "
-                                  f"{launch} --rdzv-endpoint <host:port> -m {module} ...")
+        if int(config.get("trainer.nnodes")) > 1:
+            raise ConfigError(f"trainer.nnodes={config.get('trainer.nnodes')}: a multi-node job starts on every node "
+                              "with torchrun --nnodes <trainer.nnodes> --nproc_per_node <trainer.n_gpus_per_node> "
+                              f"--rdzv-endpoint <host:port> -m {module} ...")
+        if distributed.rollout_pool_size(config) and int(config.get("rollout.nnodes")) > 1:
+            raise ConfigError(f"rollout.nnodes={config.get('rollout.nnodes')}: a rollout pool on other nodes starts "
+                              "with torchrun on every node, the trainer's nodes first: a static rendezvous "
+                              f"(--node_rank, --master_addr, --master_port) and -m {module} ...")
         distributed.rollout_tensor_parallel_size(config, distributed.trainer_world_size(config))
-        return distributed.launch_local_workers(distributed.expected_world_size(config), argv, module=module)
+        ranks = distributed.expected_world_size(config)
+        if str(config.get("trainer.device")).startswith("cuda"):
+            import torch
+
+            # (without CUDA the ranks train on the CPU, as one process does)
+            if torch.cuda.is_available() and torch.cuda.device_count() < ranks:
+                raise ConfigError(f"the config lays out {ranks} ranks (trainer.n_gpus_per_node"
+                                  f"{' + rollout.n_gpus_per_node' if distributed.rollout_pool_size(config) else ''}) "
+                                  f"but this host has {torch.cuda.device_count()} CUDA devices")
+        return distributed.launch_local_workers(ranks, argv, module=module)
     run_ppo(config)
     return 0
 

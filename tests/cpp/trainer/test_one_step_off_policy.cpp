@@ -226,6 +226,9 @@ TEST_CASE("one-step off-policy: misuse and errors", "[trainer]") {
     CHECK_THROWS_WITH(PPOTrainer(one_step_config({"+rollout.nnodes=0", "+rollout.n_gpus_per_node=1"}), {tiny_model()},
                                  target_fraction),
                       Catch::Contains("rollout.nnodes must be an integer >= 1"));
+    CHECK_THROWS_WITH(PPOTrainer(one_step_config({"+rollout.nnodes=2", "+rollout.n_gpus_per_node=0"}), {tiny_model()},
+                                 target_fraction),
+                      Catch::Contains("rollout.nnodes=2 with rollout.n_gpus_per_node=0"));
     auto hub = std::make_shared<verl::testing::ThreadExchange>(2);
     PPOTrainerOptions pooled;
     pooled.rollout_pool = verl::testing::thread_communicator(0, 2, hub);  // the controller and one pool rank
@@ -271,6 +274,13 @@ TEST_CASE("one-step off-policy: misuse and errors", "[trainer]") {
       CHECK(generator.critic() == nullptr);
       CHECK_THROWS_AS(generator.actor(), InvalidArgument);
       CHECK_THROWS_WITH(generator.optimizer("actor"), Catch::Contains("the rollout pool, which trains nothing"));
+      // It generates in the dtype the trainer computes in, which never widens a 16-bit master.
+      auto bf16_master = tiny_model();
+      bf16_master->to(torch::kCPU, torch::kBFloat16);
+      PPOTrainer bf16_pool(one_step_config({"+rollout.nnodes=1", "+rollout.n_gpus_per_node=1",
+                                            "actor_rollout_ref.actor.fsdp_config.dtype=float32"}),
+                           {bf16_master}, target_fraction, pool_rank);
+      CHECK(bf16_pool.engine().model()->dtype() == torch::kBFloat16);
     }
     // An engine on a module of its own is the rollout's copy.
     auto replica = std::make_shared<rollout::Engine>(tiny_model(), rollout::EngineConfig{});

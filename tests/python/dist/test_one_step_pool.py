@@ -100,7 +100,8 @@ def single_run(job_files) -> tuple[list[dict], dict]:
     (1, 2, ()),  # the rows split over two pool ranks (row i still samples with seed + i)
     # verl's agent loops on each pool rank's share of the rows (single_turn_agent: the engine's tokens, bit for bit)
     (1, 2, ("actor_rollout_ref.rollout.multi_turn.enable=true",)),
-    (2, 2, ("actor_rollout_ref.rollout.tensor_model_parallel_size=2",)),  # ZeRO-3 trainers, one TP replica
+    # ZeRO-3 trainers (fsdp_size naming the trainer's ranks: the pool's shard nothing), one TP replica
+    (2, 2, ("actor_rollout_ref.rollout.tensor_model_parallel_size=2", "actor_rollout_ref.actor.fsdp_config.fsdp_size=2")),
 ])
 def test_rollout_pool_takes_the_steps_of_one_process(job_files, single_run, trainers, pool, extra):
     single_steps, single = single_run
