@@ -21,6 +21,9 @@ from verl import PPOTrainer
 
 
 def reward(response: str) -> float:
+    marker = os.environ.get("VERL_ONE_STEP_JOB_SCORED")  # the fault test: the controller is inside a step
+    if marker and not os.path.exists(marker):
+        open(marker, "w").close()
     return (len(response) % 5) / 4.0  # dense and varied: GRPO groups get non-zero advantages
 
 
@@ -43,6 +46,10 @@ def by_hand(trainer: PPOTrainer, out: str) -> None:
 
 def main() -> None:
     out, overrides = sys.argv[1], sys.argv[2:]
+    pidfile = os.environ.get("VERL_ONE_STEP_JOB_PIDFILE")  # the fault test kills a rank by this pid
+    if pidfile:
+        with open(f"{pidfile}.rank{os.environ.get('RANK', '0')}", "w") as f:
+            f.write(str(os.getpid()))
     trainer = PPOTrainer(config=verl.load_config(overrides=overrides), reward_fn=reward)
     if os.environ.get("VERL_ONE_STEP_JOB_BY_HAND"):
         by_hand(trainer, out)

@@ -149,6 +149,38 @@ def test_resume_sends_the_pool_the_restored_weights(job_files):
     assert resumed[0]["training/rollout_probs_diff_max"] < 1e-5
 
 
+def test_a_killed_pool_rank_ends_the_job(job_files):
+    """kill -9 of the rollout pool's rank while the job trains: the job ends (non-zero) well within a minute and the
+    report names the lost rank -- never a silent hang."""
+    import signal
+    import time
+
+    out = os.path.join(job_files["dir"], "killed.pt")
+    args = [os.path.join(HERE, "one_step_job.py"), out, *one_step_overrides(job_files, 1, 1, out + ".d"),
+            "actor_rollout_ref.nccl_timeout=60", "trainer.total_training_steps=1000", "trainer.total_epochs=1000"]
+    env = dict(os.environ, OMP_NUM_THREADS="1", VERL_ONE_STEP_JOB_PIDFILE=out + ".pid",
+               VERL_ONE_STEP_JOB_SCORED=out + ".scored", VERL_FILE_LOGGER_ROOT=out + ".logs")
+    proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                             *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not (os.path.exists(out + ".scored") and os.path.exists(out + ".pid.rank1")):  # training is under way
+            assert proc.poll() is None, proc.stdout.read()[-4000:]
+            assert time.monotonic() < deadline, "the job never scored a batch"
+            time.sleep(0.2)
+        with open(out + ".pid.rank1") as f:
+            os.kill(int(f.read()), signal.SIGKILL)
+        killed_at = time.monotonic()
+        output, _ = proc.communicate(timeout=120)
+        elapsed = time.monotonic() - killed_at
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0
+    assert elapsed < 60, elapsed
+    assert "local_rank: 1" in output and "Signal 9" in output, output[-4000:]
+
+
 def test_pool_layouts_that_do_not_fit_are_refused_before_any_process_group():
     def config(*overrides: str):
         return verl.load_config(overrides=["actor_rollout_ref.hybrid_engine=False", "+rollout.nnodes=1", *overrides])
