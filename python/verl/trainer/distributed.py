@@ -133,9 +133,6 @@ def fsdp_size(config: Any, role: str, world_size: int) -> int:
     if isinstance(size, bool) or not isinstance(size, int) or size < 1 or world_size % size:
         raise ConfigError(f"{key} = {config.get(key)!r} does not divide the job's {world_size} ranks (-1: shard over "
                           "all of them)")
-    if rollout_pool_size(config) and size != world_size:
-        raise ConfigError(f"{key} = {config.get(key)!r} (HSDP) with a rollout pool (rollout.n_gpus_per_node > 0) is not "
-                          "implemented: shard over all the trainer's ranks (-1)")
     if role == "actor" and not rollout_pool_size(config):  # a pool shards the weights it receives itself
         tp = rollout_tensor_parallel_size(config, world_size)
         if size % tp:
@@ -149,10 +146,9 @@ def shard_groups(config: Any, communicator: Any, role: str) -> tuple[Any, Any]:
     verl's device mesh ``(N / fsdp_size, fsdp_size)`` -- and its replica group (the ranks at its position in every
     shard group), as ``verl._C.dist.Communicator``; (None, None) otherwise. Every rank creates every group, in the
     same order."""
-    world = communicator.world_size if communicator is not None else 1
-    if rollout_pool_size(config):
-        fsdp_size(config, role, world - rollout_pool_size(config))  # no HSDP beside a pool
-        return None, None
+    # Beside a one-step rollout pool the trainer's ranks are the first world - pool (the pool's take part in the
+    # group creation and get None).
+    world = (communicator.world_size if communicator is not None else 1) - rollout_pool_size(config)
     size = fsdp_size(config, role, world)
     if size == world:
         return None, None
@@ -163,7 +159,7 @@ def shard_groups(config: Any, communicator: Any, role: str) -> tuple[Any, Any]:
 
 def _new_groups(config: Any, communicator: Any, groups: list[list[int]]) -> Any:
     """Creates every group of ``groups`` (all ranks take part, as torch.distributed.new_group requires) and returns
-    this rank's, as a ``verl._C.dist.Communicator``."""
+    this rank's, as a ``verl._C.dist.Communicator`` (None for a rank in none of them: a rollout pool's)."""
     import torch.distributed as dist
 
     from .. import _C
@@ -174,6 +170,8 @@ def _new_groups(config: Any, communicator: Any, groups: list[list[int]]) -> Any:
         group = dist.new_group(ranks, timeout=timeout)
         if communicator.rank in ranks:
             mine = group
+    if mine is None:
+        return None
     return _C.dist.Communicator(mine, device=communicator.device, timeout_s=timeout_seconds(config))
 
 

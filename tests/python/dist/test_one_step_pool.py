@@ -100,6 +100,8 @@ def single_run(job_files) -> tuple[list[dict], dict]:
     (1, 2, ()),  # the rows split over two pool ranks (row i still samples with seed + i)
     # verl's agent loops on each pool rank's share of the rows (single_turn_agent: the engine's tokens, bit for bit)
     (1, 2, ("actor_rollout_ref.rollout.multi_turn.enable=true",)),
+    # HSDP trainers (fsdp_size 1 of 2: replicas) beside a pool
+    (2, 1, ("actor_rollout_ref.actor.fsdp_config.fsdp_size=1",)),
     # ZeRO-3 trainers (fsdp_size naming the trainer's ranks: the pool's shard nothing), one TP replica
     (2, 2, ("actor_rollout_ref.rollout.tensor_model_parallel_size=2", "actor_rollout_ref.actor.fsdp_config.fsdp_size=2")),
 ])
@@ -192,10 +194,10 @@ def test_pool_layouts_that_do_not_fit_are_refused_before_any_process_group():
         distributed.communicator(config("+rollout.n_gpus_per_node=3",
                                         "actor_rollout_ref.rollout.tensor_model_parallel_size=2"),
                                  "cpu", distributed.LaunchEnv(4, 0, 0))
-    with pytest.raises(ConfigError, match=r"fsdp_size = 1 \(HSDP\) with a rollout pool"):
-        distributed.communicator(config("+rollout.n_gpus_per_node=1", "trainer.n_gpus_per_node=2",
-                                        "actor_rollout_ref.actor.fsdp_config.fsdp_size=1"),
-                                 "cpu", distributed.LaunchEnv(3, 0, 0))
+    with pytest.raises(ConfigError, match=r"fsdp_size = 2 does not divide the job's 3 ranks"):
+        distributed.communicator(config("+rollout.n_gpus_per_node=1", "trainer.n_gpus_per_node=3",
+                                        "actor_rollout_ref.actor.fsdp_config.fsdp_size=2"),
+                                 "cpu", distributed.LaunchEnv(4, 0, 0))
     import torch.distributed as dist
     assert not dist.is_initialized()
 
