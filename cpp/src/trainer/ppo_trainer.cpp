@@ -454,6 +454,11 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
   // A rollout pool's rank trains nothing: no actor, reference or critic workers (their weights, compute copies and
   // optimizers); its actor module becomes the rollout's copy of the weights.
   pool_rank_ = options.rollout_pool && options.rollout_pool->rank() != 0;
+  // verl's one-step off-policy layout with a rollout pool of its own ranks (from_config allows the pool's keys only
+  // with hybrid_engine=false). This rank is the controller (given the pool and the trainer's rank 0), a pool rank
+  // (given the pool, no trainer ranks), or another trainer rank; the trainer's ranks generate nothing.
+  const bool pooled = settings_.rollout_pool_ranks > 0;
+  const bool trains_for_pool = pooled && !pool_rank_;
   if (!pool_rank_) actor_ = std::make_unique<workers::ActorWorker>(config_, models_.actor, workers::PolicyRole::kActor);
   if (settings_.use_reference && !pool_rank_) {
     if (!models_.ref) models_.ref = copy_as_reference(*models_.actor);
@@ -478,7 +483,7 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
   multi_turn_ = config_.get_as<bool>("actor_rollout_ref.rollout.multi_turn.enable");
   // The agent loops run where the engine is: this process's, or (one-step off-policy over a rollout pool) each pool
   // rank's on its share of the rows; the trainer's ranks of a pooled job take none.
-  const bool loops_elsewhere = !settings_.hybrid_engine && settings_.rollout_pool_ranks > 0 && !pool_rank_;
+  const bool loops_elsewhere = trains_for_pool;
   VERL_CHECK_AS(ConfigError, multi_turn_ && !loops_elsewhere ? static_cast<bool>(rollout_fn_) : !rollout_fn_,
                 !multi_turn_ ? "an agent-loop rollout (rollout_fn) was given but actor_rollout_ref.rollout.multi_turn."
                                "enable is false; set it to true or leave the rollout out"
@@ -514,9 +519,6 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
 
   const model::ModelConfig& mc = models_.actor->config();
   pad_token_id_ = options.pad_token_id.value_or(mc.pad_token_id.value_or(0));
-  // verl's one-step off-policy layout: a rollout pool of its own ranks. This rank is the controller (given the pool
-  // and the trainer's rank 0), a pool rank (given the pool, no trainer ranks), or another trainer rank.
-  const bool pooled = !settings_.hybrid_engine && settings_.rollout_pool_ranks > 0;
   if (options.rollout_pool) {
     VERL_CHECK_AS(ConfigError, pooled, "a rollout pool (PPOTrainerOptions::rollout_pool) was given, but the config "
                   "asks for none: it needs actor_rollout_ref.hybrid_engine=false and rollout.n_gpus_per_node > 0");
@@ -540,8 +542,6 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
                   "(PPOTrainerOptions::rollout_pool: launch trainer.nnodes x trainer.n_gpus_per_node + that many ranks "
                   "under torchrun); rollout.n_gpus_per_node=0 runs the rollout in a thread of the one trainer process");
   }
-  // The trainer's ranks of a pooled job generate nothing (no engine: the pool's ranks hold the rollout's weights).
-  const bool trains_for_pool = pooled && !pool_rank_;
   if (!settings_.hybrid_engine && !pooled) {
     // Without a pool the rollout is a thread of this process, and the training side's collectives would interleave
     // with the rollout's.
@@ -794,10 +794,14 @@ DataProto PPOTrainer::generate_chunk(const DataProto& chunk) {
   return generate_on_engine(chunk, mode_sampling_params(mode), seed);
 }
 
-DataProto PPOTrainer::dispatch(const std::string& method, const DataProto& data, dist::Dispatch how,
-                               int64_t ranks_per_chunk) {
+void PPOTrainer::check_controller() const {
   VERL_CHECK(is_controller(), "PPOTrainer: this is ", pool_rank_ ? "a rollout pool rank" : "a worker rank",
              "; only rank 0 (the controller) runs the step -- the others call serve()");
+}
+
+DataProto PPOTrainer::dispatch(const std::string& method, const DataProto& data, dist::Dispatch how,
+                               int64_t ranks_per_chunk) {
+  check_controller();
   return workers_->call(method, data, how, ranks_per_chunk);
 }
 
@@ -1032,8 +1036,7 @@ DataProto PPOTrainer::generate(const DataProto& prompts, const std::string& mode
   DataProto request = prompts;
   request.meta_info()[kGenModeKey] = mode;
   request.meta_info()[kGenSeedKey] = seed;
-  VERL_CHECK(is_controller(), "PPOTrainer: this is ", pool_rank_ ? "a rollout pool rank" : "a worker rank",
-             "; only rank 0 (the controller) generates -- the others call serve()");
+  check_controller();
   // A rollout pool gets the weights of the last update first, unless submit_rollouts' batch is being generated
   // (this is its thread: the weights were sent at its submission).
   if (pool_ && !rollout_in_flight_) sync_pool_weights();
@@ -1149,9 +1152,9 @@ void PPOTrainer::ready_engine() {
 }
 
 void PPOTrainer::hand_over_weights() {
-  // A rollout pool rank's weights come from the controller's broadcasts only (receive_pool_weights); the trainer
-  // ranks of a pooled job have no engine (sync_pool_weights sends the pool the weights).
-  if (pool_rank_ || !engine_) return;
+  // The trainer ranks of a pooled job have no engine (sync_pool_weights sends the pool the weights; a pool rank's
+  // ready_engine never hands over).
+  if (!engine_) return;
   // The engine generates with the actor's compute model (refreshed by the update): nothing to copy. A
   // separately built engine gets the compute-dtype tensors by name, the weights the actor computes with (gathered
   // from every rank's shards under ZeRO-3: every rank hands over at once).

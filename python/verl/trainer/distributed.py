@@ -236,27 +236,12 @@ def rollout_pool_groups(config: Any, communicator: Any) -> tuple[Any, Any, Any]:
     and when T is 1 --, pool group -- rank 0 and the pool's ranks, rank 0 its controller; None on the trainer's other
     ranks --, tensor-parallel group within the pool -- ``tensor_model_parallel_size`` consecutive pool ranks; None
     elsewhere or when it is 1), as ``verl._C.dist.Communicator``. Every rank creates every group, in the same order."""
-    import torch.distributed as dist
-
-    from .. import _C
-
     trainers, pool = trainer_world_size(config), rollout_pool_size(config)
     tp = rollout_tensor_parallel_size(config, trainers)
-    timeout = datetime.timedelta(seconds=timeout_seconds(config))
-    rank = communicator.rank
-
-    def group(ranks: list[int]) -> Any:
-        made = dist.new_group(ranks, timeout=timeout)
-        if rank not in ranks or len(ranks) == 1:
-            return None
-        return _C.dist.Communicator(made, device=communicator.device, timeout_s=timeout_seconds(config))
-
-    trainer = group(list(range(trainers)))
-    pool_group = group([0] + list(range(trainers, trainers + pool)))
-    tensor_parallel = None
-    for first in range(trainers, trainers + pool, tp) if tp > 1 else ():
-        made = group(list(range(first, first + tp)))
-        tensor_parallel = made if made is not None else tensor_parallel
+    trainer = _new_groups(config, communicator, [list(range(trainers))]) if trainers > 1 else None
+    pool_group = _new_groups(config, communicator, [[0] + list(range(trainers, trainers + pool))])
+    replicas = [list(range(first, first + tp)) for first in range(trainers, trainers + pool, tp)]
+    tensor_parallel = _new_groups(config, communicator, replicas) if tp > 1 else None
     return trainer, pool_group, tensor_parallel
 
 

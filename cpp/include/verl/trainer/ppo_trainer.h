@@ -360,6 +360,8 @@ class VERL_API PPOTrainer {
   // Awake, with the actor's current weights: what generation needs.
   void ready_engine();
   void register_worker_methods();
+  // Error unless this rank is the controller (the workers and the rollout pool's ranks call serve()).
+  void check_controller() const;
   // Controller: runs a registered worker method over the ranks (rows split in order), checking that it is the
   // controller calling.
   DataProto dispatch(const std::string& method, const DataProto& data, dist::Dispatch how,
