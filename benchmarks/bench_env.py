@@ -46,6 +46,36 @@ def gemm_peak(dtype_name: str, threads: int, n: int = 1024, device: str = "cpu")
     return 2 * n**3 / best
 
 
+_GEMM_LOOP = """
+import sys, time, torch
+torch.set_num_threads(1)
+a, b = torch.randn(2048, 256), torch.randn(256, 1024)
+for _ in range(5):
+    a @ b
+start, calls = time.perf_counter(), 0
+while time.perf_counter() - start < float(sys.argv[1]):
+    a @ b
+    calls += 1
+print(calls / (time.perf_counter() - start))
+"""
+
+
+def parallel_gemm_scaling(processes: int, seconds: float = 2.0) -> float:
+    """How much more one-thread GEMM work `processes` concurrent processes get done than one process alone, right
+    now: the machine's ceiling for a data-parallel job of that many one-thread ranks. On a VM it varies with
+    what the host runs beside it (this machine's 2 vCPUs: 1.66x to 2.0x within one hour), so a benchmark that
+    compares N ranks with one process measures it beside every round."""
+    import sys
+
+    def rates(n: int) -> list[float]:
+        procs = [subprocess.Popen([sys.executable, "-c", _GEMM_LOOP, str(seconds)], stdout=subprocess.PIPE,
+                                  text=True, env=dict(os.environ, OMP_NUM_THREADS="1")) for _ in range(n)]
+        return [float(p.communicate()[0]) for p in procs]
+
+    solo = rates(1)[0]
+    return sum(rates(processes)) / solo
+
+
 # CUDA runtime / driver calls that make the host wait for the GPU (the profiler's names for them).
 _HOST_SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
                     "cuStreamSynchronize", "cuCtxSynchronize", "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2")

@@ -5,7 +5,9 @@ N = 2: each rank generates and trains on half of the rows; the gradient all-redu
 the cost).
 
 The machine's speed drifts between runs (a one-process step took 1.42 to 2.15 s in five runs of one evening), so
---rounds R alternates the two jobs R times and compares the medians of all their timed steps.
+--rounds R alternates the two jobs R times and compares the medians of all their timed steps. How far N ranks can
+get at all depends on what the host runs beside this VM, so before each round's N-rank job it measures the
+machine's ceiling: N concurrent one-thread GEMM processes against one (bench_env.parallel_gemm_scaling).
 
 It also reports the re-shard after each update (the ZeRO-3 shards handed to the rollout's copy): bytes received per
 rank against a full all-gather's, and its time against the step's; --tp t runs the N ranks with a tensor-parallel
@@ -28,6 +30,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import results_json  # noqa: E402
+from bench_env import parallel_gemm_scaling  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TOKENIZER_DIR = os.path.join(ROOT, "examples", "arith", "tokenizer")
@@ -122,8 +125,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as work:
         model = write_model(os.path.join(work, "model"), args.hidden, args.layers)
         data = write_rows(os.path.join(work, "train.jsonl"), 4 * args.prompts)
-        rounds = [(run(args, model, data, 1, work), run(args, model, data, args.ranks, work))
-                  for _ in range(args.rounds)]
+        rounds, ceilings = [], []
+        for _ in range(args.rounds):
+            single = run(args, model, data, 1, work)
+            ceilings.append(parallel_gemm_scaling(args.ranks))
+            rounds.append((single, run(args, model, data, args.ranks, work)))
 
     def merged(runs: list[dict]) -> dict:  # every round's timed steps as one run's
         out = dict(runs[0])
@@ -149,6 +155,10 @@ def main() -> int:
              f"{args.ranks} ranks (Gloo)  : step {stepn:.3f} s, {tpsn:,.0f} tokens/s  -> {ratio:.2f}x throughput",
              "per round: " + ", ".join(f"{statistics.median(a['step_s']) / statistics.median(b['step_s']):.2f}x"
                                        for a, b in rounds) + " (step-time ratios)",
+             f"the machine's ceiling, measured before each round's {args.ranks}-rank job: {args.ranks} concurrent "
+             "one-thread GEMM processes did " + ", ".join(f"{c:.2f}x" for c in ceilings) + " the work of one "
+             f"(median {statistics.median(ceilings):.2f}x; the {args.ranks}-rank job reached "
+             f"{ratio / statistics.median(ceilings):.0%} of it)",
              "stage medians (s), 1 process vs " + f"{args.ranks} ranks:"]
     for k in sorted(one["stages"]):
         if k in many["stages"]:
@@ -169,7 +179,7 @@ def main() -> int:
                            report=report,
                            targets=[results_json.target(f"throughput, {args.ranks} ranks / 1 process", ratio,
                                                         ">= 1.6x", ratio >= 1.6)],
-                           data={"one": one, "many": many})
+                           data={"one": one, "many": many, "gemm_ceilings": ceilings})
     return 0
 
 

@@ -1,6 +1,8 @@
 // The controller/worker split of a training job (see verl/dist/worker_group.h).
 #include "verl/dist/worker_group.h"
 
+#include <algorithm>
+#include <cstring>
 #include <exception>
 #include <utility>
 
@@ -16,6 +18,31 @@ constexpr const char* kRelease = "__release__";
 
 std::vector<char> to_bytes(const std::string& text) { return std::vector<char>(text.begin(), text.end()); }
 std::string to_text(const std::vector<char>& bytes) { return std::string(bytes.begin(), bytes.end()); }
+
+// What the controller sends a rank for a call, in one message (one collective when it is small, see
+// Communicator::scatter_bytes): the header's length as 8 bytes, the JSON header (the method, the dispatch), then
+// the pickled batch.
+std::vector<char> call_message(const Json& header, const std::vector<char>& batch) {
+  const std::string text = header.dump();
+  const uint64_t length = text.size();
+  std::vector<char> out(sizeof(length) + text.size() + batch.size());
+  std::memcpy(out.data(), &length, sizeof(length));
+  std::copy(text.begin(), text.end(), out.begin() + sizeof(length));
+  std::copy(batch.begin(), batch.end(), out.begin() + static_cast<std::ptrdiff_t>(sizeof(length) + text.size()));
+  return out;
+}
+
+std::pair<Json, std::vector<char>> read_call_message(const std::vector<char>& message, int64_t rank) {
+  uint64_t length = 0;
+  VERL_CHECK_AS(DistributedError, message.size() >= sizeof(length), "worker group: rank ", rank, " got a call of ",
+                message.size(), " bytes, too short for its header");
+  std::memcpy(&length, message.data(), sizeof(length));
+  VERL_CHECK_AS(DistributedError, length <= message.size() - sizeof(length), "worker group: rank ", rank,
+                " got a call whose header claims ", length, " of its ", message.size(), " bytes");
+  const auto body = message.begin() + static_cast<std::ptrdiff_t>(sizeof(length));
+  return {Json::parse(std::string(body, body + static_cast<std::ptrdiff_t>(length))),
+          std::vector<char>(body + static_cast<std::ptrdiff_t>(length), message.end())};
+}
 
 // A rank's answer to a call: 'O' + the pickled result, or 'E' + the error class + '\n' + the message, so the
 // controller rethrows another rank's failure with its class and names the rank.
@@ -117,27 +144,30 @@ DataProto CollectiveWorkerGroup::call(const std::string& name, const DataProto& 
   DataProto input = data;
   int64_t pad_rows = 0;
   if (dispatch == Dispatch::kPadSplit) std::tie(input, pad_rows) = pad_dataproto_to_divisor(data, chunks);
-  comm_->broadcast_bytes(to_bytes(Json{{"method", name}, {"dispatch", static_cast<int>(dispatch)}}.dump()), 0);
+  const Json header{{"method", name}, {"dispatch", static_cast<int>(dispatch)}};
 
+  // Every rank's message in one scatter (a broadcast call sends each rank the same one: its batches are small).
   DataProto mine;
+  std::vector<std::vector<char>> parts;
   if (dispatch == Dispatch::kBroadcast) {
     mine = with_offset(input, 0);
-    comm_->broadcast_bytes(detail::pickle_data_proto(mine, "the batch of '" + name + "'"), 0);
+    parts.assign(static_cast<size_t>(world_size()),
+                 call_message(header, detail::pickle_data_proto(mine, "the batch of '" + name + "'")));
   } else {
     VERL_CHECK_AS(DataError, input.size() % chunks == 0, "worker group: '", name, "' splits its batch of ",
                   input.size(), " rows over ", chunks, (k > 1 ? " groups of ranks" : " ranks"),
                   ", which does not divide it");
     const int64_t rows = input.size() / chunks;
-    std::vector<std::vector<char>> parts;
-    if (!controller_computes_) parts.emplace_back();  // the controller's: nothing to run
+    if (!controller_computes_) parts.push_back(call_message(header, {}));  // the controller's: nothing to run
     for (int64_t g = 0; g < chunks; ++g) {
       DataProto chunk = with_offset(input.slice(g * rows, (g + 1) * rows), g * rows);
-      std::vector<char> bytes = detail::pickle_data_proto(chunk, "the batch of '" + name + "'");
-      for (int64_t i = 0; i < k; ++i) parts.push_back(bytes);
+      const std::vector<char> message =
+          call_message(header, detail::pickle_data_proto(chunk, "the batch of '" + name + "'"));
+      for (int64_t i = 0; i < k; ++i) parts.push_back(message);
       if (g == 0) mine = std::move(chunk);
     }
-    comm_->scatter_bytes(parts, 0);
   }
+  comm_->scatter_bytes(parts, 0);
   return run_and_gather(name, mine, pad_rows, dispatch, k);
 }
 
@@ -177,14 +207,12 @@ DataProto CollectiveWorkerGroup::run_and_gather(const std::string& name, const D
 }
 
 bool CollectiveWorkerGroup::serve_one() {
-  const Json header = Json::parse(to_text(comm_->broadcast_bytes({}, 0)));
+  const auto [header, batch] = read_call_message(comm_->scatter_bytes({}, 0), rank());
   const std::string name = header.at("method").get<std::string>();
   if (name == kRelease) return false;
   const auto dispatch = static_cast<Dispatch>(header.at("dispatch").get<int>());
   const std::string what = "the batch of '" + name + "' on rank " + std::to_string(rank());
-  const std::vector<char> bytes =
-      dispatch == Dispatch::kBroadcast ? comm_->broadcast_bytes({}, 0) : comm_->scatter_bytes({}, 0);
-  run_and_gather(name, detail::unpickle_data_proto(bytes, what), 0, dispatch, 1);  // the controller picks answers
+  run_and_gather(name, detail::unpickle_data_proto(batch, what), 0, dispatch, 1);  // the controller picks answers
   return true;
 }
 
@@ -196,7 +224,9 @@ void CollectiveWorkerGroup::serve() {
 
 void CollectiveWorkerGroup::release() {
   VERL_CHECK(is_controller(), "worker group: release() on rank ", rank(), "; only the controller releases");
-  comm_->broadcast_bytes(to_bytes(Json{{"method", kRelease}}.dump()), 0);
+  comm_->scatter_bytes(std::vector<std::vector<char>>(static_cast<size_t>(world_size()),
+                                                      call_message(Json{{"method", kRelease}}, {})),
+                       0);
 }
 
 std::unique_ptr<WorkerGroup> make_worker_group(std::shared_ptr<Communicator> communicator) {

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -121,4 +122,59 @@ TEST_CASE("The thread test backend pairs collectives by the order they start, as
     (void)second.wait();
   };
   CHECK_THROWS_WITH(verl::testing::on_thread_ranks(2, run), Catch::Contains("disagree on the collective"));
+}
+
+TEST_CASE("Communicator: the bytes collectives carry any length, in one collective when it fits the first round",
+          "[dist]") {
+  // A message of `n` bytes whose content depends on the sender and on every position.
+  auto message = [](int64_t from, int64_t n) {
+    std::vector<char> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = static_cast<char>((i * 131 + from * 17 + i / 251) % 256);
+    return out;
+  };
+  for (int world : {2, 3}) {
+    // The first round holds the capacity less 8 bytes (the length) in a broadcast and a gather, less 16 (the length
+    // and the longest part's) in a scatter; lengths on either side of those edges, and one message of 3 rounds' size.
+    const int64_t capacity = std::clamp<int64_t>((int64_t{1} << 20) / world, 4096, 65536);
+    for (int64_t n : {int64_t{0}, int64_t{1}, capacity - 16, capacity - 15, capacity - 8, capacity - 7, 3 * capacity}) {
+      INFO("world " << world << ", " << n << " bytes");
+      // Rank r's message is n bytes long except rank 1's (empty), so a scatter or a gather mixes lengths.
+      auto length = [&](int64_t r) { return r == 1 ? int64_t{0} : n; };
+      std::vector<std::vector<char>> broadcast_got(static_cast<size_t>(world)), scatter_got(static_cast<size_t>(world));
+      std::vector<std::vector<std::vector<char>>> gather_got(static_cast<size_t>(world));
+      std::vector<int64_t> capacities(static_cast<size_t>(world));
+      std::vector<std::vector<int64_t>> counts(static_cast<size_t>(world));
+      verl::testing::on_thread_ranks(world, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
+        capacities[static_cast<size_t>(rank)] = comm->inline_capacity();
+        auto counted = [&](auto&& collective) {  // the collectives this rank starts for one bytes collective
+          const int64_t before = verl::testing::collectives_started(*comm);
+          collective();
+          counts[static_cast<size_t>(rank)].push_back(verl::testing::collectives_started(*comm) - before);
+        };
+        const int64_t root = world - 1;  // not rank 0: the root is an argument
+        counted([&] { broadcast_got[static_cast<size_t>(rank)] = comm->broadcast_bytes(rank == root ? message(root, n) : std::vector<char>{}, root); });
+        std::vector<std::vector<char>> parts;
+        if (rank == root) {
+          for (int64_t r = 0; r < world; ++r) parts.push_back(message(r, length(r)));
+        }
+        counted([&] { scatter_got[static_cast<size_t>(rank)] = comm->scatter_bytes(parts, root); });
+        counted([&] { gather_got[static_cast<size_t>(rank)] = comm->gather_bytes(message(rank, length(rank)), root); });
+      });
+      CHECK(capacities == std::vector<int64_t>(static_cast<size_t>(world), capacity));
+      for (int64_t r = 0; r < world; ++r) {
+        CHECK(broadcast_got[static_cast<size_t>(r)] == message(world - 1, n));
+        CHECK(scatter_got[static_cast<size_t>(r)] == message(r, length(r)));
+        if (r == world - 1) {
+          REQUIRE(gather_got[static_cast<size_t>(r)].size() == static_cast<size_t>(world));
+          for (int64_t from = 0; from < world; ++from)
+            CHECK(gather_got[static_cast<size_t>(r)][static_cast<size_t>(from)] == message(from, length(from)));
+        } else {
+          CHECK(gather_got[static_cast<size_t>(r)].empty());
+        }
+      }
+      // On every rank: one collective per bytes collective while the longest message fits its first round, else two.
+      const std::vector<int64_t> expected{n > capacity - 8 ? 2 : 1, n > capacity - 16 ? 2 : 1, n > capacity - 8 ? 2 : 1};
+      CHECK(counts == std::vector<std::vector<int64_t>>(static_cast<size_t>(world), expected));
+    }
+  }
 }

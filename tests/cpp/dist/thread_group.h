@@ -1,8 +1,8 @@
 // Ranks as threads of one test process: a c10d backend whose collectives exchange tensors through shared memory, for
 // unit tests of the C++ code that talks to a verl::dist::Communicator (LibTorch's wheels ship no Gloo headers, so a
 // test cannot make a Gloo group in C++; the multi-process paths are tested under torchrun in tests/python/dist).
-// Implements what Communicator uses for tensors: all-reduce (sum, max), reduce-scatter (sum), all-gather and
-// all-to-all.
+// Implements what Communicator uses: all-reduce (sum, max), reduce-scatter (sum), all-gather, all-to-all, and the
+// broadcast, scatter and gather of its bytes collectives.
 // The all-gather, the reduce-scatter and the all-to-all run when their Work is waited for, not when they start, as
 // a real backend may still be moving the bytes: a caller that reads an output before wait(), or never waits (a
 // collective the other ranks then wait for in vain), fails here too. Ranks exchange in the order they wait, the same
@@ -111,6 +111,9 @@ class ThreadBackend : public c10d::Backend {
     });
   }
 
+  // How many collectives this rank started (tests count what a call costs; see collectives_started).
+  int64_t started() const { return started_; }
+
   // How many all-to-alls any rank started (tests check which path a Communicator took).
   static std::atomic<int64_t>& all_to_all_calls() {
     static std::atomic<int64_t> calls{0};
@@ -137,6 +140,33 @@ class ThreadBackend : public c10d::Backend {
     return deferred([hub = hub_, rank = getRank(), output, input, what = started("all_gather", input)]() mutable {
       output.copy_(torch::cat(hub->exchange(rank, input, what)));
     });
+  }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) override {
+    for (auto& t : tensors) {
+      std::vector<torch::Tensor> all = hub_->exchange(getRank(), t, started("broadcast", t));
+      t.copy_(all[static_cast<size_t>(opts.rootRank)]);
+    }
+    return done();
+  }
+
+  // Root's input[0][r] to rank r's output[0] (every part the same size, as Communicator sends them).
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& output, std::vector<std::vector<at::Tensor>>& input,
+                                         const c10d::ScatterOptions& opts) override {
+    const bool root = getRank() == opts.rootRank;
+    const torch::Tensor mine = root ? torch::cat(input[0]) : torch::empty({0}, output[0].options());
+    std::vector<torch::Tensor> all = hub_->exchange(getRank(), mine, started("scatter", output[0]));
+    output[0].copy_(all[static_cast<size_t>(opts.rootRank)].chunk(getSize())[static_cast<size_t>(getRank())]);
+    return done();
+  }
+
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& output, std::vector<at::Tensor>& input,
+                                        const c10d::GatherOptions& opts) override {
+    std::vector<torch::Tensor> all = hub_->exchange(getRank(), input[0], started("gather", input[0]));
+    if (getRank() == opts.rootRank) {
+      for (size_t r = 0; r < all.size(); ++r) output[0][r].copy_(all[r]);
+    }
+    return done();
   }
 
  private:
@@ -183,6 +213,14 @@ inline std::shared_ptr<dist::Communicator> thread_communicator(int rank, int siz
   group->setDefaultBackend(type);
   group->setBackend(c10::DeviceType::CPU, type, c10::make_intrusive<ThreadBackend>(rank, size, std::move(hub)));
   return std::make_shared<dist::Communicator>(group, torch::kCPU, std::chrono::seconds(60));
+}
+
+// How many collectives the rank of `comm` (a thread_communicator) has started.
+inline int64_t collectives_started(const dist::Communicator& comm) {
+  auto backend = comm.group()->getBackend(c10::DeviceType::CPU);
+  const auto* threads = dynamic_cast<const ThreadBackend*>(backend.get());
+  if (threads == nullptr) throw std::runtime_error("collectives_started: not a thread_communicator");
+  return threads->started();
 }
 
 // Catch's assertion macros are not thread-safe (two rank threads failing a CHECK at once corrupted the heap and

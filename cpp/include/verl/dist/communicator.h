@@ -88,12 +88,16 @@ class VERL_API Communicator {
   double all_reduce_sum(double value);
   void barrier();
 
-  // Bytes of any length: root's `bytes` on every rank.
+  // Bytes of any length. Each takes one collective when the message fits in inline_capacity() bytes (less 8 to 16
+  // of lengths), two otherwise.
+  // Root's `bytes` on every rank.
   std::vector<char> broadcast_bytes(const std::vector<char>& bytes, int64_t root);
   // Root gets every rank's bytes in rank order; other ranks get an empty vector.
   std::vector<std::vector<char>> gather_bytes(const std::vector<char>& bytes, int64_t root);
   // Rank r gets parts[r] of root's `parts` (world_size entries on root; ignored elsewhere).
   std::vector<char> scatter_bytes(const std::vector<std::vector<char>>& parts, int64_t root);
+  // The size of the bytes collectives' first round: 1 MiB / world_size, within 4 to 64 KiB.
+  int64_t inline_capacity() const;
 
  private:
   void all_reduce_(torch::Tensor& tensor, c10d::ReduceOp::RedOpType op, const char* what);
