@@ -431,6 +431,18 @@ void Engine::update_weights(const std::map<std::string, torch::Tensor>& named_te
   write_weights(named_tensors, /*shards=*/false);
 }
 
+torch::Tensor Engine::weight_for_update(const std::string& name, c10::IntArrayRef shape, torch::Dtype dtype) {
+  std::unique_lock<std::mutex> step_lock = lock_between_steps();
+  VERL_CHECK(!scheduler_->has_work() && pending_.empty(), "Engine.weight_for_update: requests are still in flight");
+  torch::Tensor* weight = model_->named_parameters(true).find(name);
+  if (weight == nullptr || weight->sizes() != shape || weight->scalar_type() != dtype) return {};
+  // Its storage back now, since it is written before update_weights (which then must not re-make it); it counts as
+  // released until update_weights names it, so generation still waits for the whole model.
+  if (released_weights_.count(name) && written_in_place_.insert(name).second)
+    verl::detail::reallocate_storage(*weight, weight->numel() * weight->element_size());
+  return *weight;
+}
+
 void Engine::update_weight_shards(const std::map<std::string, torch::Tensor>& shards) {
   write_weights(shards, /*shards=*/true);
 }
@@ -451,6 +463,7 @@ void Engine::write_weights(const std::map<std::string, torch::Tensor>& named_ten
   if (!released_weights_.empty()) {
     for (auto& item : params) {
       if (!named_tensors.count(item.key()) || !released_weights_.erase(item.key())) continue;
+      if (written_in_place_.erase(item.key())) continue;  // weight_for_update gave it its storage, already written
       verl::detail::reallocate_storage(item.value(), item.value().numel() * item.value().element_size());
     }
   }
@@ -475,7 +488,8 @@ void Engine::sleep(bool release_weights) {
   cache_->free();
   if (!release_weights) return;
   for (const auto& item : model_->named_parameters(true)) {
-    if (released_weights_.insert(item.key()).second) verl::detail::release_storage(item.value());
+    const bool newly = released_weights_.insert(item.key()).second;
+    if (newly || written_in_place_.erase(item.key())) verl::detail::release_storage(item.value());
   }
 }
 

@@ -1174,8 +1174,12 @@ void PPOTrainer::hand_over_weights() {
         sharding->compute_dtype(), *tensor_parallel_slice_, *tensor_parallel_,
         [&](const std::map<std::string, torch::Tensor>& part) { engine_->update_weight_shards(part); });
   } else {
+    // Unpacked straight into the engine's weights (update_weights then finds them written).
     hand_over_bytes_ = actor_->precision().for_each_compute_state(
-        [&](const std::map<std::string, torch::Tensor>& part) { engine_->update_weights(part); });
+        [&](const std::map<std::string, torch::Tensor>& part) { engine_->update_weights(part); },
+        [&](const std::string& name, c10::IntArrayRef shape, torch::Dtype dtype) {
+          return engine_->weight_for_update(name, shape, dtype);
+        });
   }
   handed_over_version_ = version;
 }

@@ -303,16 +303,34 @@ std::map<std::string, torch::Tensor> FullyShardedModel::full_state(std::optional
 }
 
 int64_t FullyShardedModel::for_each_unit_state(
-    torch::Dtype dtype, const std::function<void(const std::map<std::string, torch::Tensor>&)>& fn) const {
+    torch::Dtype dtype, const std::function<void(const std::map<std::string, torch::Tensor>&)>& fn,
+    const UnpackTarget& into) const {
   torch::NoGradGuard no_grad;
-  int64_t received = 0;
+  int64_t received = 0, largest = 0;
+  for (const Unit& u : layout_.units()) largest = std::max(largest, u.shard_numel);
+  // Every unit's image lands in one buffer of the largest's size: one unit gathered at a time, no allocation per unit.
+  const torch::Tensor buffer = torch::empty({largest * world_size()}, master_.options().dtype(dtype));
   for (size_t i = 0; i < layout_.units().size(); ++i) {
     const Unit& u = layout_.units()[i];
     // Narrowed before the gather when `dtype` is narrower: half the bytes move (as the units' own gathers).
-    const torch::Tensor image = gather_unit(u, master_, dtype);
+    const torch::Tensor image = buffer.narrow(0, 0, u.shard_numel * world_size());
+    const torch::Tensor mine = master_.detach().narrow(0, u.master_offset, u.shard_numel).to(dtype).contiguous();
+    comm_->all_gather_flat_async(as_gatherable(mine), as_gatherable(image)).wait();
     received += (world_size() - 1) * u.shard_numel * static_cast<int64_t>(image.element_size());
     std::map<std::string, torch::Tensor> state;
-    for (const Piece& piece : u.pieces) state.emplace(piece.name, torch::empty(piece.shape, image.options()));
+    for (const Piece& piece : u.pieces) {
+      torch::Tensor target = into ? into(piece.name, piece.shape, dtype) : torch::Tensor();
+      if (target.defined()) {
+        VERL_CHECK(target.sizes() == c10::IntArrayRef(piece.shape) && target.scalar_type() == dtype &&
+                       target.device() == image.device() && target.is_contiguous(),
+                   "FullyShardedModel: the target of ", piece.name, " is ", target.scalar_type(), " ", target.sizes(),
+                   " on ", target.device(), ", not a contiguous ", dtype, " ", c10::IntArrayRef(piece.shape), " on ",
+                   image.device());
+      } else {
+        target = torch::empty(piece.shape, image.options());
+      }
+      state.emplace(piece.name, std::move(target));
+    }
     layout_.unpack(i, image, [&](const Piece& piece) { return state.at(piece.name); });
     fn(state);
   }

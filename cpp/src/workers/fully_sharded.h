@@ -106,10 +106,13 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
   // rank (collective). A tied model has no lm_head.weight, as CausalLM::named_state.
   std::map<std::string, torch::Tensor> full_state(std::optional<torch::Dtype> dtype = std::nullopt) const;
   // The same a unit at a time (the root first, then each layer): `fn` gets one unit's whole weights, so no more than
-  // one unit is ever gathered beside the caller's copy (the rollout engine takes them so). Returns the bytes this rank
+  // one unit is ever gathered beside the caller's copy (the rollout engine takes them so). `into` (optional) names
+  // where a weight is unpacked (a contiguous tensor of its shape in `dtype`, e.g. the engine's own, which `fn` then
+  // finds already written): no staging copy; an undefined answer gets a fresh tensor. Returns the bytes this rank
   // received in the gathers.
   int64_t for_each_unit_state(torch::Dtype dtype,
-                              const std::function<void(const std::map<std::string, torch::Tensor>&)>& fn) const;
+                              const std::function<void(const std::map<std::string, torch::Tensor>&)>& fn,
+                              const UnpackTarget& into = {}) const;
   // The generation layout's hand-over: `fn` gets this rank's tensor-parallel shards (tensor_parallel_shard(name, W,
   // k, t) of every weight W, in `dtype`), a unit at a time. `slice_group`: the g ranks sharing this rank's TP rank k,
   // ordered by micro-DP group; `tensor_parallel`: this rank's t ranks, ordered by TP rank (both collective). Returns

@@ -169,8 +169,8 @@ void MixedPrecision::shard_over(std::shared_ptr<dist::Communicator> communicator
 }
 
 int64_t MixedPrecision::for_each_compute_state(
-    const std::function<void(const std::map<std::string, torch::Tensor>&)>& fn) {
-  if (sharding_) return sharding_->for_each_unit_state(sharding_->compute_dtype(), fn);
+    const std::function<void(const std::map<std::string, torch::Tensor>&)>& fn, const UnpackTarget& into) {
+  if (sharding_) return sharding_->for_each_unit_state(sharding_->compute_dtype(), fn, into);
   fn(compute()->named_state());
   return 0;
 }

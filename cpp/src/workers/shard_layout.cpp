@@ -156,6 +156,13 @@ void ShardLayout::unpack(size_t unit, const torch::Tensor& image,
   const int64_t S = u.shard_numel;
   for (const Piece& piece : u.pieces) {
     torch::Tensor w = whole(piece);
+    if (tp_ == 1 && w.is_contiguous()) {  // the runs land in the weight itself, no staging slice
+      torch::Tensor flat = w.view(-1);
+      for_each_run(piece, S, tp_, 0, [&](int64_t at, int64_t from, int64_t len) {
+        flat.narrow(0, from, len).copy_(image.narrow(0, at, len));
+      });
+      continue;
+    }
     for (int64_t k = 0; k < tp_; ++k) {
       torch::Tensor slice = torch::empty({piece.slice_numel}, image.options());
       for_each_run(piece, S, tp_, k, [&](int64_t at, int64_t from, int64_t len) {

@@ -349,6 +349,33 @@ TEST_CASE("requests added while the engine runs; sleep, wake_up and update_weigh
   CHECK_FALSE(engine.weights_released());
   CHECK(model->named_state().at("model.embed_tokens.weight").storage().nbytes() == kept);
   CHECK(tokens_of(engine.generate({ps[0]}, {params[0]}))[0] == other_expect[0]);
+
+  // A hand-over that writes the released weights in place (weight_for_update), then names them to update_weights:
+  // generation waits for that, and the weights written are kept (not re-made).
+  auto third = tiny_model(torch::kDouble, 11);
+  auto third_expect = tokens_of(Engine(third, config()).generate({ps[0]}, {params[0]}));
+  engine.sleep(/*release_weights=*/true);
+  engine.wake_up();
+  std::map<std::string, torch::Tensor> written;
+  torch::NoGradGuard no_grad;  // the bound model's weights are leaves that require grad
+  for (const auto& [name, t] : third->named_state()) {
+    torch::Tensor slot = engine.weight_for_update(name, t.sizes(), t.scalar_type());
+    REQUIRE(slot.defined());
+    CHECK(slot.storage().nbytes() == static_cast<size_t>(t.nbytes()));
+    slot.copy_(t);
+    written[name] = slot;
+  }
+  CHECK(engine.weights_released());
+  CHECK_THROWS_WITH(engine.generate({ps[0]}, {params[0]}), Catch::Contains("update_weights first"));
+  engine.update_weights(written);
+  CHECK_FALSE(engine.weights_released());
+  CHECK(tokens_of(engine.generate({ps[0]}, {params[0]}))[0] == third_expect[0]);
+  // No such weight, or not of that shape or dtype: undefined.
+  CHECK_FALSE(engine.weight_for_update("model.nope", {1}, torch::kDouble).defined());
+  CHECK_FALSE(engine.weight_for_update("model.norm.weight", {1}, torch::kDouble).defined());
+  CHECK_FALSE(engine.weight_for_update("model.norm.weight", third->named_state().at("model.norm.weight").sizes(),
+                                       torch::kFloat)
+                  .defined());
 }
 
 TEST_CASE("EnginePool spreads requests least-loaded first and keeps input order", "[rollout]") {

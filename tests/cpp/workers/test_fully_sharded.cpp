@@ -354,6 +354,65 @@ TEST_CASE("3D-HybridEngine hand-over: each rank gets its tensor-parallel shards 
   }
 }
 
+TEST_CASE("ZeRO-3 hand-over at t = 1: the whole weights, unpacked into the targets given (the engine's own)",
+          "[dist][workers]") {
+  constexpr int kWorld = 3;
+  for (bool tied : {false, true}) {
+    INFO("tied " << tied);
+    auto initial = tiny_model(tied, torch::kDouble);
+    const auto whole = initial->named_state();
+    std::vector<std::shared_ptr<CausalLM>> models;
+    for (int r = 0; r < kWorld; ++r) models.push_back(copy_of(*initial));
+    // Each rank's destination: a fresh model's weights (as an engine's), except one weight it declines to give.
+    std::vector<std::shared_ptr<CausalLM>> targets;
+    for (int r = 0; r < kWorld; ++r) targets.push_back(tiny_model(tied, torch::kDouble, /*seed=*/99));
+    const std::string declined = "model.layers.0.mlp.up_proj.weight";
+    std::vector<int> written_in_place(kWorld, 1), fresh_for_declined(kWorld, 0);
+    std::vector<std::string> refused(kWorld);
+    verl::testing::on_thread_ranks(kWorld, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
+      auto sharded = FullyShardedModel::shard(models[static_cast<size_t>(rank)], comm, torch::kDouble, {}, 1);
+      auto target = targets[static_cast<size_t>(rank)]->named_parameters(true);
+      sharded->for_each_unit_state(
+          torch::kDouble,
+          [&](const std::map<std::string, torch::Tensor>& unit) {
+            for (const auto& [name, t] : unit) {
+              if (name == declined) {
+                fresh_for_declined[static_cast<size_t>(rank)] = torch::equal(t, whole.at(name));
+              } else if (!t.is_same(target[name])) {
+                written_in_place[static_cast<size_t>(rank)] = 0;
+              }
+            }
+          },
+          [&](const std::string& name, c10::IntArrayRef shape, torch::Dtype dtype) {
+            const torch::Tensor* t = target.find(name);
+            return name == declined || t == nullptr || t->sizes() != shape || t->scalar_type() != dtype ? torch::Tensor()
+                                                                                                        : *t;
+          });
+      // A target of the wrong shape is refused before anything is written into it (every rank refuses alike, after
+      // the unit's gather).
+      try {
+        sharded->for_each_unit_state(torch::kDouble, [](const auto&) {},
+                                     [](const std::string&, c10::IntArrayRef, torch::Dtype) {
+                                       return torch::zeros({3}, torch::kDouble);
+                                     });
+      } catch (const verl::InvalidArgument& e) {
+        refused[static_cast<size_t>(rank)] = e.what();
+      }
+    });
+    for (int r = 0; r < kWorld; ++r) {
+      INFO("rank " << r);
+      CHECK(written_in_place[static_cast<size_t>(r)] == 1);
+      CHECK(fresh_for_declined[static_cast<size_t>(r)] == 1);
+      CHECK_THAT(refused[static_cast<size_t>(r)], Catch::Contains("not a contiguous"));
+      for (const auto& [name, w] : whole) {
+        if (name == declined) continue;
+        INFO(name);
+        CHECK(torch::equal(targets[static_cast<size_t>(r)]->named_parameters(true)[name], w));  // bitwise
+      }
+    }
+  }
+}
+
 TEST_CASE("ZeRO-3 memory: each rank holds 1/N of the weights and of the AdamW state", "[dist][workers]") {
   auto initial = tiny_model(false, torch::kDouble);
   int64_t whole = 0;

@@ -130,6 +130,11 @@ class VERL_API Engine {
   // Copies tensors into the bound model by HF name (dtype converted); unknown names throw. A part of the weights at a
   // time is fine (a sharded trainer hands them over a layer at a time).
   void update_weights(const std::map<std::string, torch::Tensor>& named_tensors);
+  // The bound model's weight `name`, to be overwritten in place before an update_weights() that names it (its storage
+  // back first if sleep released it): a hand-over that unpacks gathered weights straight into the engine, without a
+  // staging copy. Undefined when the model has no such weight of that shape and dtype (a tied model's lm_head.weight).
+  // No request may be in flight.
+  torch::Tensor weight_for_update(const std::string& name, c10::IntArrayRef shape, torch::Dtype dtype);
   // The same with this rank's tensor-parallel shards (tensor_parallel_shard's, the model's own shapes) instead of the
   // whole tensors: the 3D-HybridEngine's hand-over, which never gathers a whole weight.
   void update_weight_shards(const std::map<std::string, torch::Tensor>& shards);
@@ -168,6 +173,7 @@ class VERL_API Engine {
   std::unique_ptr<PagedKVCache> cache_;
   std::unique_ptr<DecodeGraphs> graphs_;  // CUDA decode graphs; null where decode runs eagerly
   std::set<std::string> released_weights_;  // names released by sleep(true), not yet written by update_weights
+  std::set<std::string> written_in_place_;  // of those, the ones weight_for_update gave their storage back
   std::unique_ptr<Scheduler> scheduler_;
   std::map<int64_t, std::unique_ptr<Request>> requests_;
   std::vector<std::unique_ptr<Request>> pending_;  // added, not yet seen by the scheduler

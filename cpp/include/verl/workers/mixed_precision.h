@@ -77,6 +77,10 @@ struct VERL_API GatherPolicy {
   bool forward_prefetch = false;
 };
 
+// Where a hand-over writes a gathered weight: (HF name, shape, dtype) -> a contiguous tensor of that shape and dtype to
+// fill in place (the rollout engine's own weight), or an undefined tensor for a fresh one.
+using UnpackTarget = std::function<torch::Tensor(const std::string& name, c10::IntArrayRef shape, torch::Dtype dtype)>;
+
 // The master model and its compute copy for one worker. When nothing is mixed (the compute dtype equals the
 // master's), compute() is the master itself and every method is a no-op. Over data-parallel ranks (shard_over) the
 // master weights are this rank's ZeRO-3 shards and compute() the sharded module, which gathers its units in the
@@ -112,8 +116,10 @@ class VERL_API MixedPrecision {
   const std::shared_ptr<detail::FullyShardedModel>& sharding() const { return sharding_; }
   // The weights compute() runs with, by HF name in the compute dtype -- what the rollout engine generates from --
   // handed to `fn`: sharded, a unit at a time as gathered from every rank's shards (collective: every rank calls it);
-  // else at once, the compute model's own tensors. Returns the bytes this rank received (0 unsharded).
-  int64_t for_each_compute_state(const std::function<void(const std::map<std::string, torch::Tensor>&)>& fn);
+  // else at once, the compute model's own tensors. Sharded, `into` may name where each weight is unpacked
+  // (FullyShardedModel::for_each_unit_state). Returns the bytes this rank received (0 unsharded).
+  int64_t for_each_compute_state(const std::function<void(const std::map<std::string, torch::Tensor>&)>& fn,
+                                 const UnpackTarget& into = {});
   // Changes whenever the weights do (an optimizer step, a load, an in-place write): compares hand-overs.
   int64_t weights_version() const;
   // The end of a pass without backward: the sharded units gathered for it are freed. No-op unsharded.
