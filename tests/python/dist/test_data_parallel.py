@@ -4,6 +4,7 @@ state (ZeRO-3), and a layout that does not fit the launch is a ConfigError befor
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -422,13 +423,50 @@ def _worker_pid(marker: str, rank: int) -> int | None:
     return None
 
 
-@pytest.mark.parametrize("nodes", [1, 2])
+@contextlib.contextmanager
+def _two_hosts():
+    """Two network namespaces joined by a veth pair: two hosts, each with its own address and no shared loopback,
+    as two machines on one network are (root and iproute2 needed, else the test is skipped). Yields each host's
+    (namespace, address, interface)."""
+    import shutil
+
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("two network namespaces need root and iproute2")
+    tag = f"vd{os.getpid() % 100000}"  # interface names: at most 15 characters
+    hosts = [(f"{tag}a", "10.213.77.1", f"{tag}x"), (f"{tag}b", "10.213.77.2", f"{tag}y")]
+    steps = [["netns", "add", hosts[0][0]], ["netns", "add", hosts[1][0]],
+             ["link", "add", hosts[0][2], "type", "veth", "peer", "name", hosts[1][2]]]
+    for ns, address, interface in hosts:
+        steps += [["link", "set", interface, "netns", ns], ["-n", ns, "addr", "add", f"{address}/24", "dev", interface],
+                  ["-n", ns, "link", "set", interface, "up"], ["-n", ns, "link", "set", "lo", "up"]]
+    try:
+        for step in steps:
+            proc = subprocess.run(["ip", *step], capture_output=True, text=True)
+            if proc.returncode != 0:
+                pytest.skip(f"network namespaces are not available here: ip {' '.join(step)}: {proc.stderr.strip()}")
+        yield hosts
+    finally:
+        for ns, _, _ in hosts:  # the veth pair goes with its namespaces
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+@pytest.mark.parametrize("nodes", ["1", "2", "2 hosts"])
 def test_torchrun_restart_resumes_from_the_last_complete_checkpoint(job_files, tmp_path, nodes):
     """Item 7's recovery: kill -9 of rank 1 once step 2's checkpoint is complete; torchrun (--max-restarts=1) restarts
     the ranks, resume_mode=auto continues from the newest complete checkpoint (each rank from its own shard files)
-    and the run ends with the metrics of an uninterrupted one, bit for bit (wall-clock ones aside). ``nodes=2``: two
+    and the run ends with the metrics of an uninterrupted one, bit for bit (wall-clock ones aside). ``nodes="2"``: two
     torchrun agents on this host, one rank each, meeting through the c10d rendezvous as two machines would (each
-    agent counts its own restarts; the fresh process-group store rank 0 serves each attempt keeps them apart)."""
+    agent counts its own restarts; the fresh process-group store rank 0 serves each attempt keeps them apart).
+    ``nodes="2 hosts"``: the same agents on two hosts of their own (network namespaces, _two_hosts), so nothing may
+    reach another node through 127.0.0.1: the rendezvous, the process-group store and Gloo go over the hosts'
+    addresses, as on a cluster (torchrun's --local-addr and GLOO_SOCKET_IFNAME name them)."""
+    with contextlib.ExitStack() as stack:
+        hosts = stack.enter_context(_two_hosts()) if nodes == "2 hosts" else None
+        _restart_and_compare(job_files, tmp_path, nodes, hosts)
+
+
+def _restart_and_compare(job_files, tmp_path, nodes: str, hosts: list[tuple[str, str, str]] | None) -> None:
+    """The body of test_torchrun_restart_resumes_from_the_last_complete_checkpoint (`hosts`: _two_hosts's, or None)."""
     import signal
     import socket
     import time
@@ -446,18 +484,27 @@ def test_torchrun_restart_resumes_from_the_last_complete_checkpoint(job_files, t
     env["OMP_NUM_THREADS"] = "1"
     marker = str(tmp_path / "restarted")
     job = ["-m", "verl.trainer.main_ppo", *args("restarted")]
-    if nodes == 1:
-        launches = [["--standalone", "--nproc_per_node=2"]]
-    else:
+    torchrun = [sys.executable, "-m", "torch.distributed.run"]
+    if nodes == "1":
+        launches = [torchrun + ["--standalone", "--nproc_per_node=2"]]
+    elif hosts is None:
         with socket.socket() as s:  # a free port for the rendezvous
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        launches = [["--nnodes=2", "--nproc_per_node=1", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}",
-                     "--rdzv-id=restart-test"]] * 2
+        launches = [torchrun + ["--nnodes=2", "--nproc_per_node=1", "--rdzv-backend=c10d",
+                                f"--rdzv-endpoint=127.0.0.1:{port}", "--rdzv-id=restart-test"]] * 2
+    else:
+        # Each agent in its host's namespace. The first hosts the rendezvous (torchrun recognises its own endpoint by
+        # hostname, and both hosts share this one), each names its address, and Gloo its interface.
+        launches = [["ip", "netns", "exec", ns, "env", f"GLOO_SOCKET_IFNAME={interface}", *torchrun, "--nnodes=2",
+                     "--nproc_per_node=1", "--rdzv-backend=c10d", f"--rdzv-endpoint={hosts[0][1]}:29500",
+                     "--rdzv-id=restart-test", f"--rdzv-conf=is_host={int(i == 0)}", f"--local-addr={address}"]
+                    for i, (ns, address, interface) in enumerate(hosts)]
+    if nodes != "1":
         job += ["trainer.nnodes=2", "trainer.n_gpus_per_node=1"]
     logs = [open(tmp_path / f"agent{i}.log", "w+") for i in range(len(launches))]  # no pipe to fill and stall
-    procs = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", *launch, "--max-restarts=1", *job],
-                              env=env, cwd=str(tmp_path), stdout=log, stderr=subprocess.STDOUT, text=True)
+    procs = [subprocess.Popen([*launch, "--max-restarts=1", *job], env=env, cwd=str(tmp_path), stdout=log,
+                              stderr=subprocess.STDOUT, text=True)
              for launch, log in zip(launches, logs)]
 
     def output() -> str:
@@ -478,6 +525,10 @@ def test_torchrun_restart_resumes_from_the_last_complete_checkpoint(job_files, t
             time.sleep(0.05)
         pid = _worker_pid(marker, 1)
         assert pid is not None
+        if hosts is not None:  # the two ranks really are on two hosts: different network namespaces
+            first = _worker_pid(marker, 0)
+            assert first is not None
+            assert os.readlink(f"/proc/{first}/ns/net") != os.readlink(f"/proc/{pid}/ns/net")
         os.kill(pid, signal.SIGKILL)
         end = time.monotonic() + 300
         for proc in procs:
