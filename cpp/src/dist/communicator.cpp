@@ -17,6 +17,33 @@
 namespace verl::dist {
 namespace {
 
+constexpr int64_t kWord = sizeof(int64_t);
+
+// A fixed-size first round: `words` int64 fields, then up to the rest of `capacity` bytes of `bytes`.
+torch::Tensor first_round(const std::vector<int64_t>& words, const std::vector<char>& bytes, int64_t capacity) {
+  torch::Tensor t = torch::zeros({capacity}, torch::kUInt8);
+  auto* p = reinterpret_cast<char*>(t.data_ptr<uint8_t>());
+  std::memcpy(p, words.data(), words.size() * kWord);
+  const int64_t room = capacity - static_cast<int64_t>(words.size()) * kWord;
+  if (!bytes.empty())
+    std::memcpy(p + words.size() * kWord, bytes.data(), std::min<size_t>(bytes.size(), static_cast<size_t>(room)));
+  return t;
+}
+
+int64_t read_word(const uint8_t* p, int64_t index) {
+  int64_t v = 0;
+  std::memcpy(&v, p + index * kWord, kWord);
+  return v;
+}
+
+// `bytes` from byte `from` on, zero-padded to `length` bytes (a second round's share).
+torch::Tensor rest_of(const std::vector<char>& bytes, int64_t from, int64_t length) {
+  torch::Tensor t = torch::zeros({std::max<int64_t>(length, 1)}, torch::kUInt8);
+  if (static_cast<int64_t>(bytes.size()) > from)
+    std::memcpy(t.data_ptr<uint8_t>(), bytes.data() + from, bytes.size() - static_cast<size_t>(from));
+  return t;
+}
+
 std::vector<char> tensor_bytes(const torch::Tensor& t, int64_t length) {
   torch::Tensor cpu = t.to(torch::kCPU).contiguous();
   const auto* p = reinterpret_cast<const char*>(cpu.data_ptr<uint8_t>());
@@ -184,37 +211,6 @@ int64_t Communicator::inline_capacity() const {
   return std::clamp<int64_t>((int64_t{1} << 20) / world_size_, 4096, 65536);
 }
 
-namespace {
-
-constexpr int64_t kWord = sizeof(int64_t);
-
-// A fixed-size first round: `words` int64 fields, then up to the rest of `capacity` bytes of `bytes`.
-torch::Tensor first_round(const std::vector<int64_t>& words, const std::vector<char>& bytes, int64_t capacity) {
-  torch::Tensor t = torch::zeros({capacity}, torch::kUInt8);
-  auto* p = reinterpret_cast<char*>(t.data_ptr<uint8_t>());
-  std::memcpy(p, words.data(), words.size() * kWord);
-  const int64_t room = capacity - static_cast<int64_t>(words.size()) * kWord;
-  if (!bytes.empty())
-    std::memcpy(p + words.size() * kWord, bytes.data(), std::min<size_t>(bytes.size(), static_cast<size_t>(room)));
-  return t;
-}
-
-int64_t read_word(const uint8_t* p, int64_t index) {
-  int64_t v = 0;
-  std::memcpy(&v, p + index * kWord, kWord);
-  return v;
-}
-
-// Bytes [from, from + n) of `bytes`, zero-padded to `length` (a second round's share).
-torch::Tensor rest_of(const std::vector<char>& bytes, int64_t from, int64_t length) {
-  torch::Tensor t = torch::zeros({std::max<int64_t>(length, 1)}, torch::kUInt8);
-  if (static_cast<int64_t>(bytes.size()) > from)
-    std::memcpy(t.data_ptr<uint8_t>(), bytes.data() + from, bytes.size() - static_cast<size_t>(from));
-  return t;
-}
-
-}  // namespace
-
 std::vector<char> Communicator::broadcast_bytes(const std::vector<char>& bytes, int64_t root) {
   VERL_CHECK(root >= 0 && root < world_size_, "broadcast: root ", root, " is not a rank of ", world_size_);
   const int64_t capacity = inline_capacity(), room = capacity - kWord;
@@ -246,7 +242,7 @@ std::vector<std::vector<char>> Communicator::gather_bytes(const std::vector<char
   // gather of what did not fit, to root alone) follows.
   const int64_t capacity = inline_capacity(), room = capacity - kWord;
   torch::Tensor all =
-      all_gather_flat(first_round({static_cast<int64_t>(bytes.size())}, bytes, capacity).to(device_)).to(torch::kCPU);
+      all_gather_flat(first_round({static_cast<int64_t>(bytes.size())}, bytes, capacity)).to(torch::kCPU);
   const uint8_t* p = all.data_ptr<uint8_t>();
   std::vector<int64_t> lengths;
   for (int64_t r = 0; r < world_size_; ++r) {

@@ -123,9 +123,12 @@ int64_t FullyShardedModel::unit_gathered_bytes(size_t unit) const {
   return static_cast<int64_t>(b.numel() * b.element_size());
 }
 
-torch::Tensor FullyShardedModel::gather_unit(const Unit& u, const torch::Tensor& slice_state,
-                                             torch::Dtype dtype) const {
-  return all_gather(*comm_, slice_state.detach().narrow(0, u.master_offset, u.shard_numel).to(dtype));
+torch::Tensor FullyShardedModel::gather_unit(const Unit& u, const torch::Tensor& slice_state, torch::Dtype dtype,
+                                             const torch::Tensor& out) const {
+  const torch::Tensor mine = slice_state.detach().narrow(0, u.master_offset, u.shard_numel).to(dtype).contiguous();
+  if (!out.defined()) return all_gather(*comm_, mine);
+  comm_->all_gather_flat_async(as_gatherable(mine), as_gatherable(out)).wait();
+  return out;
 }
 
 void FullyShardedModel::prefetch(size_t unit) {
@@ -313,9 +316,7 @@ int64_t FullyShardedModel::for_each_unit_state(
   for (size_t i = 0; i < layout_.units().size(); ++i) {
     const Unit& u = layout_.units()[i];
     // Narrowed before the gather when `dtype` is narrower: half the bytes move (as the units' own gathers).
-    const torch::Tensor image = buffer.narrow(0, 0, u.shard_numel * world_size());
-    const torch::Tensor mine = master_.detach().narrow(0, u.master_offset, u.shard_numel).to(dtype).contiguous();
-    comm_->all_gather_flat_async(as_gatherable(mine), as_gatherable(image)).wait();
+    const torch::Tensor image = gather_unit(u, master_, dtype, buffer.narrow(0, 0, u.shard_numel * world_size()));
     received += (world_size() - 1) * u.shard_numel * static_cast<int64_t>(image.element_size());
     std::map<std::string, torch::Tensor> state;
     for (const Piece& piece : u.pieces) {

@@ -171,8 +171,9 @@ class VERL_API FullyShardedModel : public model::ParameterGathering,
                     std::shared_ptr<dist::Communicator> replicas);
   torch::Tensor unit_shard(const Unit& u) const { return master_.detach().narrow(0, u.master_offset, u.shard_numel); }
   // Every rank's shard of `u` in `slice_state` (master()-shaped) concatenated in rank order (the laid-out image),
-  // in `dtype` (16-bit floats gathered as int16).
-  torch::Tensor gather_unit(const Unit& u, const torch::Tensor& slice_state, torch::Dtype dtype) const;
+  // in `dtype` (16-bit floats gathered as int16); into `out` when given (a contiguous tensor of that size and dtype).
+  torch::Tensor gather_unit(const Unit& u, const torch::Tensor& slice_state, torch::Dtype dtype,
+                            const torch::Tensor& out = {}) const;
   // Whether a unit's all-gather writes every rank's shard into its buffer itself (t = 1, the model -- and so the
   // buffers -- on the communicator's device: the natural image, padding included); else into an image whose pieces gather() copies
   // (the TP slices put back in place).
