@@ -438,7 +438,8 @@ def _two_hosts():
              ["link", "add", hosts[0][2], "type", "veth", "peer", "name", hosts[1][2]]]
     for ns, address, interface in hosts:
         steps += [["link", "set", interface, "netns", ns], ["-n", ns, "addr", "add", f"{address}/24", "dev", interface],
-                  ["-n", ns, "link", "set", interface, "up"], ["-n", ns, "link", "set", "lo", "up"]]
+                  ["-n", ns, "link", "set", interface, "up"], ["-n", ns, "link", "set", "lo", "up"],
+                  ["netns", "exec", ns, "true"]]  # running in it needs more privileges than making it
     try:
         for step in steps:
             proc = subprocess.run(["ip", *step], capture_output=True, text=True)
