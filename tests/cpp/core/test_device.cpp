@@ -56,10 +56,11 @@ TEST_CASE("device peak: measured on a busy CPU, still above what the threads rea
   }
   const double reached = 2.0 * n * n * n / best;
   // Two measurements of one rate, not a bound and its value: the peak's per-core samples ran beside the hogs (a
-  // hyperthread sibling spinning slows a core's own CPU-time rate by a few percent) and ctest runs other test
-  // files beside this one. One clean-clone run measured reached = 1.005 x peak. The failure this guards against,
-  // a wall-clock peak under load, read about 0.5 x reached: that stays far outside the margin.
-  CHECK(reached <= 1.25 * peak);
+  // spinning neighbour slows a core's own CPU-time rate: on this VM's 2 vCPUs two concurrent one-thread GEMMs each
+  // ran at 0.83-1.0 of one alone, varying within the hour) and ctest runs other test files beside this one. Clean-
+  // clone runs measured reached = 1.005 x peak and, on a busy host, 1.31 x. The failure this guards against, a
+  // wall-clock peak under load, reads about 0.5 x reached (2 x): the margin sits between the two.
+  CHECK(reached <= 1.6 * peak);
   CHECK(device_peak_flops(torch::kCPU, torch::kFloat64) == peak);
 }
 
