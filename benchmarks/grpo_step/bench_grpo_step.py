@@ -244,7 +244,9 @@ def report(results: dict) -> str:
               "`loss_type=\"dapo\"`). EOS is outside the models' vocabulary, so every sample is exactly max_tokens "
               "long. Phases: generation = sampling (TRL `_generate_single_turn`, verl-cpp `timing_s/gen`); log-prob = "
               "teacher-forced passes before the update (TRL: none, it reuses the loss forward's detached log-probs "
-              "when on-policy; verl-cpp: `timing_s/old_log_prob`, verl's recomputation); update = loss forward + "
+              "when on-policy; verl-cpp: `timing_s/old_log_prob`, verl's recomputation, which it skips as TRL does "
+              "when the update's own forward gives the same numbers bit for bit, actor.old_log_prob_from_update); "
+              "update = loss forward + "
               "backward + optimizer (TRL: step minus `_generate_and_score_completions`; verl-cpp: "
               "`timing_s/update_actor`); other = the rest (reward, advantages, batching). Median (min-max).", "",
               "MFU = verl's FLOP estimate (forward only for generation, over the P x n full sequences on both sides; "
@@ -274,7 +276,7 @@ def report(results: dict) -> str:
             ps = row["phase_speedup"]
             fmt = {k: (f"{v:.2f}x" if v is not None else "n/a (verl-cpp 0 s)") for k, v in ps.items()}
             if row["trl"]["log_prob"]["median"] == 0:
-                fmt["log_prob"] = "TRL skips it"
+                fmt["log_prob"] = "both skip it" if row["verl"]["log_prob"]["median"] == 0 else "TRL skips it"
             lines.append(f"| {row['model']} | **{row['speedup']:.2f}x** | {fmt['generation']} | {fmt['log_prob']} | "
                          f"{fmt['update']} | >= {row['target']:.0f}x | {'MET' if row['met'] else 'NOT MET'} |")
         lines.append("")

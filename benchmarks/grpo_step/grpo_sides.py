@@ -12,7 +12,9 @@ toy reward on token ids, and write per-step records:
     log_prob_s     teacher-forced log-prob passes before the update (TRL: _get_per_token_logps_and_entropies called
                    outside _compute_loss -- none at all when on-policy, num_iterations=1, as here: TRL then uses the
                    detached log-probs of the loss's own forward as the old ones; verl-cpp: timing_s/old_log_prob +
-                   timing_s/ref, verl's recomputation, which it always does)
+                   timing_s/ref, verl's recomputation -- skipped here too, as TRL skips it: with one epoch of one
+                   mini-batch cut as the pass cuts it, the update's own forward gives the old log-probs bit for bit,
+                   actor.old_log_prob_from_update)
     update_s       loss forward + backward + clip + optimizer step (TRL: the step minus _generate_and_score_completions;
                    verl-cpp: timing_s/update_actor + timing_s/update_weights)
     reward_mean    mean toy reward of the step's P * n responses (recorded by the reward function itself)

@@ -218,6 +218,11 @@ std::vector<KeyEntry> build_ppo() {
              H(a + "entropy_coeff"),
              H(a + "calculate_entropy"),
              H(a + "calculate_sum_pi_squared", "the old-log-prob pass also gives sum_pi_squared (optimal_token_baseline)"),
+             H(a + "old_log_prob_from_update", "verl-cpp's addition: true (default) skips the old-log-prob pass when "
+                                               "the update's first forward gives old_log_probs bit for bit (one epoch "
+                                               "of one mini-batch, the log-prob pass's micro-batching, no shuffle, nothing "
+                                               "reading them before the update: no KL in the reward, rollout IS weights "
+                                               "or rejection, optimal token baseline, PF-PPO); false always runs it"),
              H(a + "use_kl_loss"),
              N(a + "use_prefix_grouper", "shares the prompt's forward pass among its responses in verl's Python "
                                          "model; a speed switch with the same results"),

@@ -376,6 +376,7 @@ PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
   s.loss_agg_mode = config.get_as<std::string>("actor_rollout_ref.actor.loss_agg_mode");
   s.loss_scale_factor = optional_number(config, "actor_rollout_ref.actor.loss_scale_factor");
   s.calculate_sum_pi_squared = config.get_as<bool>("actor_rollout_ref.actor.calculate_sum_pi_squared");
+  s.old_log_prob_from_update = config.get_as<bool>("actor_rollout_ref.actor.old_log_prob_from_update");
   // verl asserts this in compute_advantage; here it fails before the first step.
   VERL_CHECK_AS(ConfigError, !detail::is_optimal_token_baseline(s.adv_estimator) || s.calculate_sum_pi_squared,
                 "algorithm.adv_estimator=", s.adv_estimator, " (step-dependent optimal baseline) requires sum_pi_squared "
@@ -756,6 +757,8 @@ void PPOTrainer::register_worker_methods() {
   workers_->register_method("update_actor", [this](const DataProto& chunk) {
     return with_metrics(DataProto(), actor_->update_policy(chunk));
   });
+  workers_->register_method("update_actor_on_policy",
+                            [this](const DataProto& chunk) { return actor_->update_policy_on_policy(chunk); });
   workers_->register_method("save_optimizer", [this](const DataProto& request) {
     optimizer(request.meta_info().at("role").get<std::string>()).save(request.meta_info().at("path").get<std::string>());
     return DataProto();
@@ -1184,6 +1187,31 @@ void PPOTrainer::hand_over_weights() {
   handed_over_version_ = version;
 }
 
+bool PPOTrainer::old_log_probs_from_update(const DataProto& batch, int64_t step_no) const {
+  const PPOTrainerConfig& s = settings_;
+  const algo::RolloutCorrectionConfig& rc = s.rollout_correction;
+  if (!s.old_log_prob_from_update || rc.bypass_mode || !actor_) return false;
+  if (s.critic_warmup > step_no) return false;  // no actor update this step
+  // Stages that read old_log_probs (or the pass's sum_pi_squared) before the update, or change its rows.
+  const bool read_before_update = s.use_kl_in_reward || (rc.rollout_is && rc.rollout_is_threshold) ||
+                                  rc.rollout_rs.has_value() || detail::is_optimal_token_baseline(s.adv_estimator) ||
+                                  s.calculate_sum_pi_squared || s.use_pf_ppo;
+  // A batch without a response token: the pass runs, and the rollout correction refuses the batch before any update.
+  return !read_before_update && actor_->old_log_prob_from_update_is_exact(batch.size()) &&
+         batch.tensor("response_mask").any().item<bool>();
+}
+
+Metrics PPOTrainer::old_log_prob_metrics(const DataProto& batch, const torch::Tensor& entropys) const {
+  const torch::Tensor& response_mask = batch.tensor("response_mask");
+  Metrics metrics;
+  metrics["actor/entropy"] = algo::agg_loss(entropys.to(response_mask.device()), response_mask,
+                                            settings_.loss_agg_mode, 1, std::nullopt, std::nullopt,
+                                            settings_.loss_scale_factor)
+                                 .item<double>();
+  if (batch.has_tensor("rollout_log_probs")) merge(metrics, compute_rollout_debug_metrics(batch));
+  return metrics;
+}
+
 Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_seconds_before) {
   const auto start = Clock::now();
   TimingRaw timing = read_timing(batch);
@@ -1195,25 +1223,24 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
   }
   const torch::Tensor response_mask = batch.tensor("response_mask");
 
+  // Where the actor update's first forward gives old_log_probs bit for bit, it does, and the pass is skipped.
+  const bool old_log_probs_in_update = old_log_probs_from_update(batch, step_no);
   if (settings_.rollout_correction.bypass_mode) {
     // verl's apply_bypass_mode: the rollout's log-probs are the old policy (2 policies instead of 3); the actor's
     // "bypass_mode" loss applies the correction against the current policy.
     VERL_CHECK_AS(DataError, batch.has_tensor("rollout_log_probs"),
                   "bypass_mode=True requires rollout_log_probs in batch (the rollout's log-probs of its tokens)");
     batch.set_tensor("old_log_probs", batch.tensor("rollout_log_probs"));
-  } else {
+  } else if (!old_log_probs_in_update) {
     StageTimer timer(timing, "old_log_prob");
     DataProto input = worker_input(batch, kLogProbInputs);
     // verl hands the flag to the actor with the batch (its non-tensor "calculate_sum_pi_squared").
     if (settings_.calculate_sum_pi_squared) input.meta_info()["calculate_sum_pi_squared"] = true;
     DataProto out = dispatch("compute_log_prob", input, dist::Dispatch::kPadSplit).to(response_mask.device());
-    torch::Tensor entropy = algo::agg_loss(out.tensor("entropys"), response_mask, settings_.loss_agg_mode, 1,
-                                           std::nullopt, std::nullopt, settings_.loss_scale_factor);
-    metrics["actor/entropy"] = entropy.item<double>();
     metrics["perf/mfu/actor_infer"] = reduce_over_ranks(out).at("mfu");
     batch.set_tensor("old_log_probs", out.tensor("old_log_probs"));
     if (settings_.calculate_sum_pi_squared) batch.set_tensor("sum_pi_squared", out.tensor("sum_pi_squared").to(torch::kFloat));
-    if (batch.has_tensor("rollout_log_probs")) merge(metrics, compute_rollout_debug_metrics(batch));
+    merge(metrics, old_log_prob_metrics(batch, out.tensor("entropys")));
   }
   if (ref_) {
     StageTimer timer(timing, "ref");
@@ -1248,7 +1275,8 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     } else {
       batch.set_tensor("token_level_rewards", scores);
     }
-    if (batch.has_tensor("rollout_log_probs") && !settings_.rollout_correction.bypass_mode) {
+    if (batch.has_tensor("rollout_log_probs") && !settings_.rollout_correction.bypass_mode &&
+        !old_log_probs_in_update) {
       // verl's decoupled rollout correction: rejected tokens leave response_mask, IS weights reach the actor.
       algo::RolloutCorrection correction = algo::compute_rollout_correction_and_rejection_mask(
           batch.tensor("old_log_probs"), batch.tensor("rollout_log_probs"), response_mask,
@@ -1305,13 +1333,25 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
   } else {
     {
       StageTimer timer(timing, "update_actor");
-      Metrics actor_metrics = reduce_over_ranks(dispatch(
-          "update_actor",
+      DataProto out = dispatch(
+          old_log_probs_in_update ? "update_actor_on_policy" : "update_actor",
           worker_input(batch, {"input_ids", "attention_mask", "position_ids", "responses", "response_mask",
                                "old_log_probs", "advantages", "ref_log_prob", "rollout_is_weights"}),
-          dist::Dispatch::kSplit));
+          dist::Dispatch::kSplit);
+      Metrics actor_metrics = reduce_over_ranks(out);
       rename_metric(actor_metrics, "actor/mfu", "perf/mfu/actor");  // verl's _update_actor
       merge(metrics, actor_metrics);
+      if (old_log_probs_in_update) {
+        batch.set_tensor("old_log_probs", out.tensor("old_log_probs").to(response_mask.device()));
+        merge(metrics, old_log_prob_metrics(batch, out.tensor("entropys")));
+        if (batch.has_tensor("rollout_log_probs")) {
+          // verl's rollout correction, which (with neither IS weights nor rejection) only measures.
+          merge(metrics, algo::compute_rollout_correction_and_rejection_mask(
+                             batch.tensor("old_log_probs"), batch.tensor("rollout_log_probs"), response_mask,
+                             settings_.rollout_correction)
+                             .metrics);
+        }
+      }
     }
     StageTimer timer(timing, "update_weights");
     dispatch("update_weights", DataProto(), dist::Dispatch::kBroadcast);

@@ -297,7 +297,32 @@ DataProto ActorWorker::log_prob_pass(const DataProto& data, bool calculate_entro
   return result;
 }
 
-Metrics ActorWorker::update_policy(const DataProto& data) {
+bool ActorWorker::old_log_prob_from_update_is_exact(int64_t global_rows) const {
+  if (role_ != PolicyRole::kActor || config_.ppo_epochs != 1 || config_.shuffle) return false;
+  if (config_.ppo_mini_batch_size * config_.rollout_n != global_rows) return false;
+  if (config_.use_dynamic_bsz != config_.log_prob_use_dynamic_bsz) return false;
+  return config_.use_dynamic_bsz ? config_.ppo_max_token_len_per_gpu == config_.log_prob_max_token_len_per_gpu
+                                 : config_.ppo_micro_batch_size_per_gpu == config_.log_prob_micro_batch_size_per_gpu;
+}
+
+Metrics ActorWorker::update_policy(const DataProto& data) { return update(data, nullptr); }
+
+DataProto ActorWorker::update_policy_on_policy(const DataProto& data) {
+  VERL_CHECK_AS(DataError, !data.has_tensor("old_log_probs"), "update_policy_on_policy: the batch has "
+                "old_log_probs; an on-policy update computes them itself (use update_policy)");
+  OnPolicyLogProbs log_probs;
+  Metrics metrics = update(data, &log_probs);
+  const torch::Device out_device = data.tensor("input_ids").device();
+  DataProto result;
+  result.set_tensor("old_log_probs", log_probs.old_log_probs.to(out_device));
+  result.set_tensor("entropys", log_probs.entropys.to(out_device));
+  Json m = Json::object();
+  for (const auto& [k, v] : metrics) m[k] = v;
+  result.meta_info()["metrics"] = std::move(m);
+  return result;
+}
+
+Metrics ActorWorker::update(const DataProto& data, OnPolicyLogProbs* on_policy) {
   VERL_CHECK(role_ == PolicyRole::kActor, "update_policy: the reference policy is frozen");
   const std::string a = "actor_rollout_ref.actor.";
   const int64_t bs = data.size();
@@ -305,6 +330,7 @@ Metrics ActorWorker::update_policy(const DataProto& data) {
   VERL_CHECK_AS(DataError, responses.dim() == 2, "'responses' must be (bs, response_length), got ", responses.sizes());
   const int64_t response_length = responses.size(1);
   std::vector<std::string> keys = {"response_mask", "old_log_probs", "advantages"};
+  if (on_policy) keys.erase(keys.begin() + 1);  // the update's forward gives them
   if (config_.use_kl_loss) keys.push_back("ref_log_prob");
   if (data.has_tensor("rollout_is_weights")) keys.push_back("rollout_is_weights");
   for (const auto& k : keys) check_response_tensor(data, k, bs, response_length);
@@ -320,11 +346,21 @@ Metrics ActorWorker::update_policy(const DataProto& data) {
                   "ppo_micro_batch_size_per_gpu' = ", *config_.ppo_micro_batch_size_per_gpu,
                   " does not divide the mini-batch of ", mini_rows, " rows");
   }
+  if (on_policy) {
+    VERL_CHECK_AS(DataError, config_.ppo_epochs == 1 && mini_rows == bs, "update_policy_on_policy: the update is "
+                  "not on-policy (", config_.ppo_epochs, " epoch(s) of ", bs / mini_rows, " mini-batch(es)): after the "
+                  "first optimizer step the forward no longer gives the old log-probs; compute them first "
+                  "(compute_log_prob) and call update_policy");
+  }
 
   model::CausalLM& model = *precision_->compute();
   const torch::Device device = model.device();
   const double temperature = temperature_of(data, config_.temperature);
-  const bool calculate_entropy = config_.calculate_entropy || config_.entropy_coeff != 0.0;
+  const bool entropy_in_loss = config_.calculate_entropy || config_.entropy_coeff != 0.0;
+  // On-policy, the entropies are the old-log-prob pass's output (the trainer's actor/entropy metric).
+  const bool calculate_entropy = entropy_in_loss || on_policy;
+  std::vector<torch::Tensor> old_log_probs, entropys;
+  RowGroups old_log_prob_rows;  // each micro-batch's rows of `data`
   keys.insert(keys.end(), {"input_ids", "attention_mask", "position_ids"});
   detail::TensorMap tensors = detail::gather_tensors(data, keys, device);
   VERL_CHECK_AS(DataError, tensors.count("input_ids") && tensors.count("attention_mask"),
@@ -362,13 +398,19 @@ Metrics ActorWorker::update_policy(const DataProto& data) {
                                                 detail::get(m, "position_ids"), response_length, temperature,
                                                 calculate_entropy, config_.use_remove_padding);
       torch::Tensor mask = m["response_mask"].to(torch::kBool);
+      if (on_policy) {
+        m["old_log_probs"] = out.log_probs.detach();
+        old_log_probs.push_back(m["old_log_probs"]);
+        entropys.push_back(out.entropy.detach());
+        old_log_prob_rows.push_back(detail::select_rows(mini_batches[step], rows));
+      }
       algo::PolicyLossOutput pg =
           policy_loss_fn_(m["old_log_probs"], out.log_probs, m["advantages"], mask, config_.policy.loss_agg_mode,
                           loss_config, detail::get(m, "rollout_is_weights"));
       for (const auto& [k, v] : pg.metrics) metrics.add_metric(k, v, Agg::kMean);
       metrics.add_metric("actor/pg_loss", pg.pg_loss.item<double>(), Agg::kSum);
       torch::Tensor policy_loss = pg.pg_loss;
-      if (calculate_entropy) {
+      if (entropy_in_loss) {
         torch::Tensor entropy_loss = algo::agg_loss(out.entropy, mask, config_.policy.loss_agg_mode, info);
         policy_loss = policy_loss - config_.entropy_coeff * entropy_loss;
         metrics.add_metric("actor/entropy_loss", entropy_loss.item<double>(), Agg::kSum);
@@ -394,6 +436,11 @@ Metrics ActorWorker::update_policy(const DataProto& data) {
     metrics.add_plain("actor/grad_norm", grad_norm);
     if (step + 1 == mini_batches.size()) metrics.add_plain("actor/lr", optimizer_->scheduler_step());
     metrics.end_mini_batch();
+  }
+  if (on_policy) {
+    const torch::Tensor order = restore_order(old_log_prob_rows, bs).to(device);
+    on_policy->old_log_probs = torch::cat(old_log_probs).index_select(0, order);
+    on_policy->entropys = torch::cat(entropys).index_select(0, order);
   }
   return metrics.reduce();
 }

@@ -2,6 +2,8 @@
 // the padded forward, packed == padded, dynamic batching restores order, gradient accumulation is
 // invariant to the micro-batch cut (fixed 2 / 8 rows, token budget) for every loss_agg_mode, the
 // critic's values and update, and configuration errors that name the key.
+#include <functional>
+
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
@@ -231,6 +233,124 @@ TEST_CASE("update_policy with gradient checkpointing equals the plain backward",
   a_plain.update_policy(d);
   a_ckpt.update_policy(d);
   CHECK(max_param_diff(*plain, *ckpt) < 1e-12);
+}
+
+namespace {
+
+// One epoch of one mini-batch (8 prompts x n = 2 = the 16 rows), the log-prob pass's micro-batching: the on-policy
+// update's forward is the pass's.
+Config on_policy_config() {
+  Config c = actor_config(4, false);
+  c.set("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", 4);
+  c.set("actor_rollout_ref.actor.ppo_mini_batch_size", 8);
+  c.set("actor_rollout_ref.actor.ppo_epochs", 1);
+  c.set("actor_rollout_ref.actor.shuffle", false);
+  c.set("actor_rollout_ref.actor.entropy_coeff", 0.0);  // the update alone would compute no entropy
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("update_policy_on_policy: old log-probs, entropies and the update bitwise those of the separate pass",
+          "[workers]") {
+  struct Case {
+    const char* name;
+    std::function<void(Config&)> edit;
+    torch::Dtype model_dtype;
+  };
+  const std::vector<Case> cases = {
+      {"fixed micro-batches, float64", [](Config&) {}, torch::kDouble},
+      {"fixed micro-batches, float32", [](Config&) {}, torch::kFloat},
+      {"token budget",
+       [](Config& c) {
+         c.set("actor_rollout_ref.actor.use_dynamic_bsz", true);
+         c.set("actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu", 25);
+       },
+       torch::kFloat},
+      {"padded forward", [](Config& c) { c.set("actor_rollout_ref.model.use_remove_padding", false); }, torch::kFloat},
+      {"gradient checkpointing",
+       [](Config& c) { c.set("actor_rollout_ref.model.enable_gradient_checkpointing", true); }, torch::kFloat},
+      {"bf16 compute over float32 master weights",
+       [](Config& c) { c.set("actor_rollout_ref.actor.fsdp_config.dtype", "bfloat16"); }, torch::kFloat},
+      {"entropy in the loss",
+       [](Config& c) { c.set("actor_rollout_ref.actor.entropy_coeff", 0.01); }, torch::kFloat},
+  };
+  for (const Case& k : cases) {
+    DYNAMIC_SECTION(k.name) {
+      Config c = on_policy_config();
+      k.edit(c);
+      auto separate = tiny_model(), fused = tiny_model();
+      separate->to(k.model_dtype);
+      fused->to(k.model_dtype);
+      ActorWorker a_separate(c, separate), a_fused(c, fused);
+      REQUIRE(a_fused.old_log_prob_from_update_is_exact(kBatch));
+
+      DataProto d = rollout_batch();
+      torch::manual_seed(2);
+      d.set_tensor("advantages", torch::randn({kBatch, kResponse}) * d.tensor("response_mask"));
+      d.set_tensor("ref_log_prob", torch::full({kBatch, kResponse}, -1.0));
+      DataProto pass = a_separate.compute_log_prob(d, /*calculate_entropy=*/true);
+      DataProto with_old = d;
+      with_old.set_tensor("old_log_probs", pass.tensor("old_log_probs"));
+      const Metrics m_separate = a_separate.update_policy(with_old);
+      const DataProto out = a_fused.update_policy_on_policy(d);
+
+      CHECK(torch::equal(out.tensor("old_log_probs"), pass.tensor("old_log_probs")));
+      CHECK(torch::equal(out.tensor("entropys"), pass.tensor("entropys")));
+      CHECK(max_param_diff(*separate, *fused) == 0.0);
+      CHECK(max_param_diff(*fused, *tiny_model()) > 1e-4);  // the weights moved
+      const Json& m_fused = out.meta_info().at("metrics");
+      CHECK(m_fused.size() == m_separate.size());
+      for (const auto& [key, value] : m_separate) {
+        if (key == "actor/mfu") continue;  // a time
+        INFO(key);
+        REQUIRE(m_fused.contains(key));
+        CHECK(m_fused.at(key).get<double>() == value);
+      }
+      CHECK(m_fused.at("actor/ppo_kl").get<double>() == 0.0);  // the ratio starts at exactly 1
+    }
+  }
+}
+
+TEST_CASE("update_policy_on_policy: where it is exact, and what it refuses", "[workers]") {
+  auto m = tiny_model();
+  const Config base = on_policy_config();
+  CHECK(ActorWorker(base, tiny_model()).old_log_prob_from_update_is_exact(kBatch));
+  CHECK_FALSE(ActorWorker(base, tiny_model()).old_log_prob_from_update_is_exact(2 * kBatch));  // two mini-batches
+  const std::vector<std::pair<std::string, Json>> inexact = {
+      {"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", 2},  // the pass cuts micro-batches of 4
+      {"actor_rollout_ref.actor.shuffle", true},
+      {"actor_rollout_ref.actor.ppo_epochs", 2},
+      {"actor_rollout_ref.rollout.log_prob_use_dynamic_bsz", true},  // the update does not (actor.use_dynamic_bsz)
+  };
+  for (const auto& [key, value] : inexact) {
+    INFO(key);
+    Config c = base;
+    c.set(key, value);
+    CHECK_FALSE(ActorWorker(c, tiny_model()).old_log_prob_from_update_is_exact(kBatch));
+  }
+  Config budgets = base;
+  budgets.set("actor_rollout_ref.actor.use_dynamic_bsz", true);
+  budgets.set("actor_rollout_ref.rollout.log_prob_use_dynamic_bsz", true);
+  budgets.set("actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu", 30);  // the update's: 25
+  CHECK_FALSE(ActorWorker(budgets, tiny_model()).old_log_prob_from_update_is_exact(kBatch));
+  budgets.set("actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu", 25);
+  CHECK(ActorWorker(budgets, tiny_model()).old_log_prob_from_update_is_exact(kBatch));
+  CHECK_FALSE(ActorWorker(base, tiny_model(), PolicyRole::kReference).old_log_prob_from_update_is_exact(kBatch));
+
+  DataProto d = rollout_batch();
+  d.set_tensor("advantages", torch::ones({kBatch, kResponse}, torch::kDouble));
+  d.set_tensor("ref_log_prob", torch::zeros({kBatch, kResponse}, torch::kDouble));
+  Config epochs = base;
+  epochs.set("actor_rollout_ref.actor.ppo_epochs", 2);
+  CHECK_THROWS_AS(ActorWorker(epochs, tiny_model()).update_policy_on_policy(d), DataError);
+  Config two_mini_batches = base;
+  two_mini_batches.set("actor_rollout_ref.actor.ppo_mini_batch_size", 4);
+  CHECK_THROWS_AS(ActorWorker(two_mini_batches, tiny_model()).update_policy_on_policy(d), DataError);
+  DataProto with_old = d;
+  with_old.set_tensor("old_log_probs", torch::zeros({kBatch, kResponse}, torch::kDouble));
+  CHECK_THROWS_AS(ActorWorker(base, m).update_policy_on_policy(with_old), DataError);
+  CHECK(max_param_diff(*m, *tiny_model()) == 0.0);  // refused before any step
 }
 
 TEST_CASE("critic: values at the token before each response token; invariant accumulation", "[workers]") {

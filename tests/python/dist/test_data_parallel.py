@@ -141,6 +141,22 @@ def test_zero3_variants_equal_one_process(job_files):
     assert_same_run(run_job(job_files, "grpo", 1, *extra)[0], run_job(job_files, "grpo", 2, *extra))
 
 
+def test_old_log_probs_from_the_sharded_update_are_the_passes(job_files):
+    """actor.old_log_prob_from_update over ZeRO-3 ranks: with the log-prob pass's micro-batches in the update, each
+    rank's update gives its rows' old log-probs and the pass is skipped -- every number bit for bit the run's that
+    recomputes them."""
+    extra = ("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2",)
+    fused = run_job(job_files, "grpo", 2, *extra)
+    separate = run_job(job_files, "grpo", 2, *extra, "actor_rollout_ref.actor.old_log_prob_from_update=false")
+    for one, other in zip(fused[0]["metrics"], separate[0]["metrics"]):
+        assert "timing_s/old_log_prob" in other and "timing_s/old_log_prob" not in one
+        for key, value in one.items():
+            if not key.startswith(("timing_s/", "timing_per_token_ms/", "perf/")):
+                assert value == other[key], key
+    for name, weight in separate[0]["state"].items():
+        assert torch.equal(fused[0]["state"][name], weight), name
+
+
 def test_gather_prefetch_equals_one_process(job_files):
     """fsdp_config.forward_prefetch: each decoder layer's all-gather is in flight while the layer before computes
     (Gloo moves it on its own threads: a real overlap), beside the backward's prefetch and the reduce-scatters left in
@@ -354,7 +370,8 @@ def test_mini_batches_that_do_not_split_over_the_ranks_are_refused_at_start(job_
         "try:\n"
         "    verl.PPOTrainer(config=verl.load_config(overrides=sys.argv[1:]), reward_fn=lambda response: 0.0)\n"
         "except verl.ConfigError as e:\n"
-        "    print('refused:', e, flush=True)\n"
+        "    sys.stdout.write(f'refused: {e}\\n')  # one write: the ranks' lines do not interleave\n"
+        "    sys.stdout.flush()\n"
         "    sys.exit(3)\n")
     # 1 prompt x n=3 = 3 rows per mini-batch, which 2 ranks cannot share
     args = overrides(job_files, "grpo", 2, str(tmp_path / "split")) + [

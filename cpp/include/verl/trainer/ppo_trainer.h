@@ -179,6 +179,11 @@ struct VERL_API PPOTrainerConfig {
   // actor_rollout_ref.actor.calculate_sum_pi_squared: the old-log-prob pass also gives sum_pi_squared
   // (the Optimal Token Baseline estimators' input; they require it)
   bool calculate_sum_pi_squared = false;
+  // actor_rollout_ref.actor.old_log_prob_from_update (verl-cpp's addition): the old-log-prob pass is skipped when
+  // the actor update's own first forward gives old_log_probs bit for bit
+  // (workers::ActorWorker::old_log_prob_from_update_is_exact) and no stage reads them before the update; they, the
+  // entropy and the rollout-vs-trainer metrics then come from the update.
+  bool old_log_prob_from_update = true;
   // actor_rollout_ref.rollout
   int64_t rollout_n = 1;
   int64_t rollout_tensor_parallel_size = 1;  // tensor_model_parallel_size
@@ -322,6 +327,12 @@ class VERL_API PPOTrainer {
  private:
   using Clock = std::chrono::steady_clock;
   Metrics optimize_impl(DataProto batch, std::optional<double> step_seconds);
+  // PPOTrainerConfig::old_log_prob_from_update holds for this step's batch: the update gives old_log_probs bit for
+  // bit, and no stage before it reads them.
+  bool old_log_probs_from_update(const DataProto& batch, int64_t step_no) const;
+  // What the old-log-prob pass's output gives besides old_log_probs: actor/entropy, and against the rollout's
+  // log-probs verl's training/rollout_probs_diff_* (after the pass, or after an update that gave them).
+  Metrics old_log_prob_metrics(const DataProto& batch, const torch::Tensor& entropys) const;
   // collect_rollouts with the step number and generation index its uids and seeds are drawn from; `score`: also
   // token_level_scores and the reward's columns, each prompt's samples scored as they finish (streams_rewards()).
   DataProto collect_rollouts_at(const DataProto& prompts, int64_t step_no, int64_t gen_index, bool score);

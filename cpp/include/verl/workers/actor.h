@@ -114,6 +114,19 @@ class VERL_API ActorWorker {
   // each one's model FLOPs utilisation, verl's train_batch "mfu"; see verl/model/flops_counter.h). ConfigError
   // when the batch does not split into mini-batches (or a mini-batch into micro-batches); DataError for missing keys.
   Metrics update_policy(const DataProto& data);
+  // update_policy on a batch without old_log_probs, when the update is on-policy (one epoch of one mini-batch):
+  // every micro-batch's forward then runs on the very weights the old-log-prob pass would run on, so its
+  // log-probs, detached, serve as old_log_probs (the PPO ratio starts at exactly 1, as verl's on-policy update).
+  // Returns old_log_probs and entropys (bs, response_length) in input order -- what compute_log_prob(data, true)
+  // would return -- and update_policy's metrics in meta_info "metrics". When old_log_prob_from_update_is_exact()
+  // holds, they and the update are bitwise those of compute_log_prob followed by update_policy. DataError when the
+  // update is not on-policy (ppo_epochs > 1, or more than one mini-batch) or the batch has old_log_probs.
+  DataProto update_policy_on_policy(const DataProto& data);
+  // Whether update_policy_on_policy on a batch of `global_rows` rows (over all data-parallel ranks) gives bitwise
+  // the numbers of compute_log_prob followed by update_policy: one epoch, one mini-batch of all rows, no shuffle,
+  // and the update cuts its micro-batches exactly as the log-prob pass does (the same *_use_dynamic_bsz and the
+  // same micro-batch size or token budget), so each micro-batch's forward is the pass's, on the same rows.
+  bool old_log_prob_from_update_is_exact(int64_t global_rows) const;
 
   // Data parallelism over the communicator's ranks (null: one process, the default): update_policy() then takes this
   // rank's rows as its share of every mini-batch (ppo_mini_batch_size stays global, as in verl), normalises the
@@ -140,6 +153,12 @@ class VERL_API ActorWorker {
  private:
   DataProto log_prob_pass(const DataProto& data, bool calculate_entropy, const std::string& output_key,
                           bool calculate_sum_pi_squared = false);
+  // update_policy; with `on_policy`, the batch has no old_log_probs and each micro-batch's forward gives them
+  // (and the entropies), collected there in input order.
+  struct OnPolicyLogProbs {
+    torch::Tensor old_log_probs, entropys;
+  };
+  Metrics update(const DataProto& data, OnPolicyLogProbs* on_policy);
 
   ActorConfig config_;
   std::shared_ptr<model::CausalLM> model_;
