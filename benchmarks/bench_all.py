@@ -90,14 +90,31 @@ def status(met: bool | None) -> str:
     return "n/a" if met is None else ("MET" if met else "NOT MET")
 
 
+# Sections measured outside `make bench` (another CPU, a lent GPU) sit below this line of RESULTS.md; a full run
+# rewrites everything above it and keeps them.
+KEPT_MARKER = "<!-- Measured outside `make bench`: bench_all.py keeps what follows. -->"
+
+
+def kept_sections(path: str) -> str:
+    """The part of an existing RESULTS.md from KEPT_MARKER on ('' when there is none)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return ""
+    at = text.find(KEPT_MARKER)
+    return text[at:] if at >= 0 else ""
+
+
 def render(entries: list[dict], header: dict) -> str:
     m = header["machine"]
     lines = [
         "# verl-cpp benchmarks: results",
         "",
         "Written by `make bench` (benchmarks/bench_all.py) — do not edit by hand; see benchmarks/README.md.",
-        "Every number comes from one `make bench` run on the machine below, each benchmark timing verl-cpp and",
-        "its baseline in the same run. Ratios are verl-cpp over the baseline (higher is better for speed).",
+        "Every number down to the sections measured elsewhere (a GPU, another CPU: at the end, kept by each run)",
+        "comes from one `make bench` run on the machine below, each benchmark timing verl-cpp and its baseline in",
+        "the same run. Ratios are verl-cpp over the baseline (higher is better for speed).",
         "",
         "## Machine and versions",
         "",
@@ -174,6 +191,9 @@ def main() -> int:
               "load_start": load_start, "load_end": load_average(), "threads": args.threads, "gemm_n": gemm_n,
               "peaks": peaks, "git": revision, "versions": versions, "seconds": time.perf_counter() - start}
     text = render(entries, header)
+    kept = kept_sections(args.results_md)
+    if kept:
+        text += "\n" + kept
     with open(args.results_md, "w", encoding="utf-8") as f:
         f.write(text)
     print(f"\nwritten to {args.results_md} ({header['seconds'] / 60:.1f} min)")

@@ -3,8 +3,10 @@ bf16 compute) against a plain PyTorch loop on the same tokens, in one process.
 
 verl-cpp side: ``PPOTrainer.step`` on P prompts x n samples x up to R new tokens (grpo_sides.run_verl: the toy
 reward, one mini-batch, gradient checkpointing, lr 1e-6), on a random-init model with Qwen2.5-0.5B's shapes;
-reported per phase (generation, old-log-prob recomputation, update) with MFU against the GPU's measured bf16
-torch.mm peak, and ``training/rollout_probs_diff_max`` (rollout vs recomputed log-probs).
+reported per phase (generation, update) with MFU against the GPU's measured bf16 torch.mm peak, and
+``training/rollout_probs_diff_max`` (rollout vs trainer log-probs). With one mini-batch the update's own forward gives
+the old log-probs (actor.old_log_prob_from_update, the default), so a second run with the old-log-prob pass
+(old_log_prob_from_update=false, verl's recomputation) times that pass against the baseline's.
 
 Baseline: transformers' Qwen2 (sdpa) from the same checkpoint, fp32 parameters + bf16 autocast, gradient
 checkpointing, torch's fused AdamW -- the loop a PyTorch user writes -- on sequences of the same lengths as the
@@ -132,16 +134,22 @@ def main() -> None:
                 warmup=args.warmup, steps=args.steps, compute_dtypes=[args.dtype], device=args.device,
                 gradient_checkpointing=True,
                 prompts=common.make_prompt_texts(total_steps * args.prompts, args.prompt_tokens, seed=1))
+    def release() -> None:  # the last trainer's memory, before the next side allocates its own
+        gc.collect()
+        if cuda:
+            torch.cuda.empty_cache()
+
     verl = run_verl(spec)
     measured = verl["steps"][args.warmup:]
-    gc.collect()
-    if cuda:
-        torch.cuda.empty_cache()
+    release()
+    with_pass = run_verl(dict(spec, old_log_prob_from_update=False))["steps"][args.warmup:]
+    release()
     seqlens = measured[-1]["seqlens"]
     base = plain_pytorch(checkpoint, seqlens, common.MODELS[args.model]["vocab_size"], args.micro_batch, args.lr,
                          args.device, args.baseline_repeats)
 
     med = {k: statistics.median(s[k] for s in measured) for k in ("step_s", "generation_s", "log_prob_s", "update_s")}
+    med_pass = {k: statistics.median(s[k] for s in with_pass) for k in ("step_s", "log_prob_s", "update_s")}
     train_flops = statistics.median(common.verl_flops(args.model, s["seqlens"]) for s in measured)
     infer_flops = statistics.median(common.verl_flops(args.model, s["seqlens"], forward_only=True) for s in measured)
     generated = statistics.median(sum(s["seqlens"]) for s in measured)
@@ -153,22 +161,25 @@ def main() -> None:
         f"{args.micro_batch}, gradient checkpointing, lr {args.lr:g}; verl-cpp compute dtype {args.dtype} over fp32 "
         f"master weights; medians of {args.steps} steps after {args.warmup} warm-up",
         f"verl-cpp step {med['step_s']:.2f}s: generation {med['generation_s']:.2f}s, old log-prob "
-        f"{med['log_prob_s']:.2f}s, update {med['update_s']:.2f}s, other "
+        f"{med['log_prob_s']:.2f}s (from the update), update {med['update_s']:.2f}s, other "
         f"{med['step_s'] - med['generation_s'] - med['log_prob_s'] - med['update_s']:.2f}s; "
         f"tokens per step {generated:.0f}",
+        f"verl-cpp with the old-log-prob pass (old_log_prob_from_update=false): step {med_pass['step_s']:.2f}s, "
+        f"old log-prob {med_pass['log_prob_s']:.2f}s, update {med_pass['update_s']:.2f}s",
         f"plain PyTorch (fp32 params + bf16 autocast, fused AdamW) on the same lengths: update {base['update_s']:.2f}s, "
         f"log-prob pass {base['log_prob_s']:.2f}s (peak memory {base['peak_mem_gib']:.1f} GiB)",
-        f"ratios verl-cpp / plain: update {med['update_s'] / base['update_s']:.2f}x, log-prob "
-        f"{med['log_prob_s'] / base['log_prob_s']:.2f}x",
+        f"ratios verl-cpp / plain: update {med['update_s'] / base['update_s']:.2f}x, log-prob pass "
+        f"{med_pass['log_prob_s'] / base['log_prob_s']:.2f}x",
         f"MFU vs bf16 peak: verl-cpp update {100 * train_flops / med['update_s'] / peak:.1f}%, plain "
-        f"{100 * train_flops / base['update_s'] / peak:.1f}%; log-prob {100 * infer_flops / med['log_prob_s'] / peak:.1f}%"
-        f" vs {100 * infer_flops / base['log_prob_s'] / peak:.1f}%",
+        f"{100 * train_flops / base['update_s'] / peak:.1f}%; log-prob pass "
+        f"{100 * infer_flops / med_pass['log_prob_s'] / peak:.1f}% vs {100 * infer_flops / base['log_prob_s'] / peak:.1f}%",
         f"training/rollout_probs_diff_max (rollout vs recomputed log-probs): {diff:.3g}",
     ]
     print("\n".join(lines), flush=True)
     if args.results_json:
         with open(args.results_json, "w") as f:
-            json.dump(dict(args=vars(args), peak=peak, verl=verl, baseline=base, report=lines, targets=TARGETS), f)
+            json.dump(dict(args=vars(args), peak=peak, verl=verl, verl_with_pass=with_pass, baseline=base,
+                           report=lines, targets=TARGETS), f)
 
 
 if __name__ == "__main__":

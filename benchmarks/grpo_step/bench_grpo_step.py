@@ -343,9 +343,9 @@ def report(results: dict) -> str:
                 r = row[dtype]
                 lines.append(f"| {row['model']} | {dtype} | {_mmm(r['step'])} | {_mmm(r['generation'])} | "
                              f"{_mmm(r['log_prob'])} | {_mmm(r['update'])} | {r['rollout_probs_diff_max']:.2g} |")
-            ratio = row["ratio"]
-            lines.append(f"| {row['model']} | ratio bf16/fp32 | {ratio['step']:.2f} | {ratio['generation']:.2f} | "
-                         f"{ratio['log_prob']:.2f} | {ratio['update']:.2f} | |")
+            ratio = {k: ("n/a (0 s)" if v is None else f"{v:.2f}") for k, v in row["ratio"].items()}
+            lines.append(f"| {row['model']} | ratio bf16/fp32 | {ratio['step']} | {ratio['generation']} | "
+                         f"{ratio['log_prob']} | {ratio['update']} | |")
         lines.append("")
     return "\n".join(lines)
 
@@ -482,6 +482,11 @@ def main(argv: list[str] | None = None) -> int:
     if "precision" in args.parts:
         results["precision"] = bench_precision(args, checkpoints, peaks, workdir)
     results["seconds"] = time.perf_counter() - start
+    # The measurements first, so that a report that fails loses none of them (--from-json renders them again).
+    raw_path = os.path.join(workdir if tmp is None else tempfile.gettempdir(), "bench_grpo_step_results.json")
+    with open(raw_path, "w", encoding="utf-8") as f:
+        json.dump(results, f)
+    print(f"measurements saved to {raw_path}", flush=True)
     text = report(results)
     print()
     print(text)

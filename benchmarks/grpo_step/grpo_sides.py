@@ -135,6 +135,10 @@ def _verl_config(spec: dict, width: int, total_steps: int, compute_dtype: str):
             "actor_rollout_ref.model.enable_gradient_checkpointing="
             f"{str(spec.get('gradient_checkpointing', False)).lower()}",
             "actor_rollout_ref.actor.use_dynamic_bsz=false",
+            # one epoch of one mini-batch, cut as the log-prob pass cuts it: by default the update's own forward
+            # gives the old log-probs and the pass is skipped (false: it runs, as verl's trainer always does)
+            "actor_rollout_ref.actor.old_log_prob_from_update="
+            f"{str(spec.get('old_log_prob_from_update', True)).lower()}",
             "actor_rollout_ref.rollout.temperature=1.0", "actor_rollout_ref.rollout.top_p=1.0",
             "actor_rollout_ref.rollout.top_k=-1", f"actor_rollout_ref.rollout.max_num_seqs={max(256, P * n)}",
             "algorithm.norm_adv_by_std_in_grpo=true",

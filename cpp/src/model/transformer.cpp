@@ -99,26 +99,37 @@ struct LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
   }
 };
 
-// LayerCheckpoint for the packed path: the layout is rebuilt from cu_seqlens (a CPU tensor,
-// cheap) in backward, so nothing outlives the forward call by pointer.
+// The packed forward's layout, shared by its checkpointed layers' autograd nodes until their backward. Built once per
+// forward and never rebuilt per layer: on a GPU each build copies its index tensors to the device, a host sync.
+struct SharedVarlenLayout : torch::CustomClassHolder {
+  explicit SharedVarlenLayout(VarlenLayout l) : layout(std::move(l)) {}
+  VarlenLayout layout;
+};
+
+// LayerCheckpoint for the packed path. `shared_layout_address` is a live SharedVarlenLayout (run_layers_varlen's),
+// of which the node keeps a reference for its backward.
 struct VarlenLayerCheckpoint : public torch::autograd::Function<VarlenLayerCheckpoint> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor h, int64_t layer_address,
-                               torch::Tensor cos, torch::Tensor sin, torch::Tensor cu_seqlens) {
+                               torch::Tensor cos, torch::Tensor sin, int64_t shared_layout_address) {
+    auto shared = c10::intrusive_ptr<SharedVarlenLayout>::reclaim_copy(
+        reinterpret_cast<SharedVarlenLayout*>(shared_layout_address));
     ctx->saved_data["layer"] = layer_address;
-    ctx->save_for_backward({h, cos, sin, cu_seqlens});
+    ctx->saved_data["layout"] = c10::IValue::make_capsule(shared);
+    ctx->save_for_backward({h, cos, sin});
     auto* layer = reinterpret_cast<DecoderLayer*>(layer_address);
-    return layer->forward_varlen(h, cos, sin, VarlenLayout::build(cu_seqlens, h.size(1), h.device()));
+    return layer->forward_varlen(h, cos, sin, shared->layout);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_out) {
     auto saved = ctx->get_saved_variables();
     auto* layer = reinterpret_cast<DecoderLayer*>(ctx->saved_data["layer"].toInt());
+    const auto shared = c10::static_intrusive_pointer_cast<SharedVarlenLayout>(ctx->saved_data["layout"].toCapsule());
     torch::Tensor h = saved[0].detach().requires_grad_(saved[0].requires_grad());
     torch::Tensor out;
     {
       torch::AutoGradMode enable(true);
-      out = layer->forward_varlen(h, saved[1], saved[2], VarlenLayout::build(saved[3], h.size(1), h.device()));
+      out = layer->forward_varlen(h, saved[1], saved[2], shared->layout);
     }
     torch::autograd::backward({out}, {grad_out[0]});
     return {h.requires_grad() ? h.grad() : torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
@@ -400,11 +411,15 @@ torch::Tensor CausalLM::forward(const torch::Tensor& input_ids, const torch::Ten
 torch::Tensor CausalLM::run_layers_varlen(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
                                           const VarlenLayout& layout) {
   const bool checkpoint = gradient_checkpointing_ && torch::GradMode::is_enabled();
+  c10::intrusive_ptr<SharedVarlenLayout> shared;
+  if (checkpoint) shared = c10::make_intrusive<SharedVarlenLayout>(layout);
   for (size_t i = 0; i < model->layer_ptrs.size(); ++i) {
     DecoderLayer* layer = model->layer_ptrs[i].get();
     auto forward = [&](const torch::Tensor& x) {
-      if (checkpoint)
-        return VarlenLayerCheckpoint::apply(x, reinterpret_cast<int64_t>(layer), cos, sin, layout.cu_seqlens);
+      if (checkpoint) {
+        return VarlenLayerCheckpoint::apply(x, reinterpret_cast<int64_t>(layer), cos, sin,
+                                            reinterpret_cast<int64_t>(shared.get()));
+      }
       return layer->forward_varlen(x, cos, sin, layout);
     };
     h = gathering_ ? gathering_->run_layer(static_cast<int64_t>(i), h, forward) : forward(h);

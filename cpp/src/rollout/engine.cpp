@@ -25,9 +25,30 @@ void SamplingParams::validate() const {
 
 namespace {
 
-torch::Tensor long_tensor(std::vector<int64_t>& v, std::initializer_list<int64_t> shape, const torch::Device& device) {
-  torch::Tensor t = torch::from_blob(v.data(), torch::IntArrayRef(shape), torch::kLong);
-  return device.is_cpu() ? t.clone() : t.to(device);
+struct HostLongs {
+  const std::vector<int64_t>& values;
+  std::vector<int64_t> shape;
+};
+
+// Host int64 arrays as tensors of the given shapes on `device`, through one buffer. On CUDA that is one asynchronous
+// copy from pinned memory (the caching host allocator keeps the block until the copy has read it), so a step's inputs
+// cost no host synchronisation; a pageable copy per array cost one each.
+std::vector<torch::Tensor> to_device(const std::vector<HostLongs>& parts, const torch::Device& device) {
+  int64_t total = 0;
+  for (const HostLongs& p : parts) total += static_cast<int64_t>(p.values.size());
+  torch::Tensor host =
+      torch::empty({total}, torch::TensorOptions().dtype(torch::kLong).pinned_memory(device.is_cuda()));
+  int64_t* h = host.data_ptr<int64_t>();
+  for (const HostLongs& p : parts) h = std::copy(p.values.begin(), p.values.end(), h);
+  const torch::Tensor staged = host.to(device, /*non_blocking=*/true);
+  std::vector<torch::Tensor> out;
+  int64_t offset = 0;
+  for (const HostLongs& p : parts) {
+    const int64_t n = static_cast<int64_t>(p.values.size());
+    out.push_back(staged.narrow(0, offset, n).view(p.shape));
+    offset += n;
+  }
+  return out;
 }
 
 uint64_t mix_seed(uint64_t a, uint64_t b) {
@@ -201,15 +222,16 @@ torch::Tensor Engine::run(const std::vector<Chunk>& chunks) {
     }
   }
   const auto device = model_->device();
-  torch::Tensor pos_t = long_tensor(pos, {bs, q}, device);
+  const std::vector<torch::Tensor> in =
+      to_device({{ids, {bs, q}}, {pos, {bs, q}}, {slots, {bs * q}}, {tables, {bs, max_blocks}}, {head, {bs}}}, device);
+  const torch::Tensor &ids_t = in[0], &pos_t = in[1];
   torch::Tensor mask;
   if (cache_->needs_mask(q)) {
     torch::Tensor key_pos = torch::arange(max_blocks * B, torch::dtype(torch::kLong).device(device));
     mask = key_pos.view({1, 1, 1, -1}) <= pos_t.view({bs, 1, q, 1});
   }
-  cache_->set_batch({long_tensor(slots, {bs * q}, device), long_tensor(tables, {bs, max_blocks}, device), pos_t});
-  return model_->forward_cached(long_tensor(ids, {bs, q}, device), pos_t, *cache_, mask,
-                                long_tensor(head, {bs}, device));
+  cache_->set_batch({in[2], in[3], pos_t});
+  return model_->forward_cached(ids_t, pos_t, *cache_, mask, in[4]);
 }
 
 bool Engine::append(Sequence* seq, int64_t token, float logprob) {
@@ -308,12 +330,17 @@ std::vector<RequestOutput> Engine::step() {
                stream_uniform(seq->seed, static_cast<uint64_t>(seq->num_generated())));
   }
   if (!identity)
-    logits = logits.index_select(0, long_tensor(index, {static_cast<int64_t>(index.size())}, logits.device()));
+    logits = logits.index_select(0, to_device({{index, {static_cast<int64_t>(index.size())}}}, logits.device())[0]);
   SampleResult sampled = sample(logits, srows);
-  torch::Tensor tokens = sampled.tokens.to(torch::kCPU).contiguous();
-  torch::Tensor logprobs = sampled.logprobs.to(torch::kCPU).contiguous();
-  const int64_t* tok = tokens.data_ptr<int64_t>();
-  const float* lp = logprobs.data_ptr<float>();
+  // Tokens and log-probs come back in one copy: on a GPU, the step's one host synchronisation. The tokens as int32
+  // beside the float32 log-probs' bits (a vocabulary is far below 2^31).
+  const torch::Tensor packed =
+      torch::stack({sampled.tokens.to(torch::kInt), sampled.logprobs.to(torch::kFloat).view(torch::kInt)})
+          .to(torch::kCPU)
+          .contiguous();
+  const torch::Tensor tokens = packed[0], logprobs = packed[1].view(torch::kFloat);
+  const int32_t* tok = tokens.const_data_ptr<int32_t>();
+  const float* lp = logprobs.const_data_ptr<float>();
   std::vector<TokenEvent> events;
   if (token_listener_) {
     for (size_t i = 0; i < rows.size(); ++i) {

@@ -36,11 +36,12 @@ cudaError_t launch_rotary(const void* x, Strides4 xs, const void* cos, const voi
                           int64_t bs, int64_t heads, int64_t q, int64_t d, Dtype dtype, cudaStream_t stream);
 
 // verl::sample's untruncated rows: for each i < num_rows, row r = rows[i] of logits (rows, vocab)
-// contiguous float32, with params[2 i] its temperature (0 = greedy) and params[2 i + 1] its uniform
-// draw: tokens[r] and logprobs[r] (the CPU kernel's contract, kernels/cpu/sample.cpp). rows and
-// params in device memory.
-cudaError_t launch_sample_plain(const float* logits, int64_t vocab, const int64_t* rows, const double* params,
-                                int64_t num_rows, int64_t* tokens, float* logprobs, cudaStream_t stream);
+// contiguous of `dtype`, each logit taken as float (what converting the rows to float32 first gives), with
+// params[2 i] its temperature (0 = greedy) and params[2 i + 1] its uniform draw: tokens[r] and logprobs[r] (float32;
+// the CPU kernel's contract, kernels/cpu/sample.cpp). rows and params in device memory.
+cudaError_t launch_sample_plain(const void* logits, Dtype dtype, int64_t vocab, const int64_t* rows,
+                                const double* params, int64_t num_rows, int64_t* tokens, float* logprobs,
+                                cudaStream_t stream);
 
 // Paged attention (the contract of verl::paged_attention, kernels/ops.h): q (bs, heads, q_len, d) with
 // strides `qs`; k_pool / v_pool (blocks, block_size, kv_heads, d) contiguous; tables (bs, max_blocks)

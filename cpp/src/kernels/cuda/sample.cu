@@ -1,12 +1,16 @@
 // verl::sample's CUDA kernel for untruncated rows (launch.h): one block per row, in three passes over
-// the row's logits and no (rows, vocab) temporaries -- where the ATen form builds log_softmax, exp and
-// a float64 cumsum over the whole vocabulary (8.6 % of the GPU time of an H100 rollout, issue 17).
+// the row's logits (read in their own dtype, each converted to float as it loads) and no (rows, vocab)
+// temporaries -- where the ATen form builds log_softmax, exp and a float64 cumsum over the whole
+// vocabulary (8.6 % of the GPU time of an H100 rollout, issue 17).
 // Thread t owns the contiguous slice [t * chunk, (t + 1) * chunk): (1) max and first argmax of
 // x = logits / T; (2) the slice's sum of w = exp(x - max) in double, and an exclusive scan of the
 // slice sums in thread order (fixed, so the draw is deterministic); (3) the thread whose slice holds
 // u * sum walks it to the first token whose cumulative mass exceeds u * sum -- the CPU kernel's
 // inverse CDF with the same counter-based u, so a row's token does not depend on its batch.
 #include <cfloat>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include "kernels/cuda/launch.h"
 
@@ -15,7 +19,14 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void sample_plain_kernel(const float* logits, int64_t vocab, const int64_t* rows, const double* params,
+// A logit as float, as converting the whole row to float32 first would give it (exact for the reduced types).
+__device__ inline float to_float(float v) { return v; }
+__device__ inline float to_float(double v) { return static_cast<float>(v); }
+__device__ inline float to_float(__half v) { return __half2float(v); }
+__device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T>
+__global__ void sample_plain_kernel(const T* logits, int64_t vocab, const int64_t* rows, const double* params,
                                     int64_t* tokens, float* logprobs) {
   __shared__ float max_of[kThreads];
   __shared__ int64_t arg_of[kThreads];
@@ -26,11 +37,14 @@ __global__ void sample_plain_kernel(const float* logits, int64_t vocab, const in
   const double temperature = params[2 * blockIdx.x], uniform = params[2 * blockIdx.x + 1];
   const bool greedy = temperature == 0.0;
   const float temp = greedy ? 1.0f : static_cast<float>(temperature);
-  const float* in = logits + row * vocab;
+  const T* in = logits + row * vocab;
   const int64_t chunk = (vocab + kThreads - 1) / kThreads;
   const int64_t c0 = t * chunk < vocab ? t * chunk : vocab, c1 = c0 + chunk < vocab ? c0 + chunk : vocab;
   // x_j: the logits divided by T in float (T = 1 rows are the logits themselves: division by 1 is exact).
-  auto x = [&](int64_t j) { return temp == 1.0f ? in[j] : __fdiv_rn(in[j], temp); };
+  auto x = [&](int64_t j) {
+    const float v = to_float(in[j]);
+    return temp == 1.0f ? v : __fdiv_rn(v, temp);
+  };
 
   float mx = -FLT_MAX;
   int64_t arg = vocab;
@@ -100,14 +114,28 @@ __global__ void sample_plain_kernel(const float* logits, int64_t vocab, const in
   }
 }
 
+template <typename T>
+cudaError_t launch_typed(const void* logits, int64_t vocab, const int64_t* rows, const double* params,
+                         int64_t num_rows, int64_t* tokens, float* logprobs, cudaStream_t stream) {
+  sample_plain_kernel<T><<<static_cast<unsigned>(num_rows), kThreads, 0, stream>>>(
+      static_cast<const T*>(logits), vocab, rows, params, tokens, logprobs);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
-cudaError_t launch_sample_plain(const float* logits, int64_t vocab, const int64_t* rows, const double* params,
-                                int64_t num_rows, int64_t* tokens, float* logprobs, cudaStream_t stream) {
+cudaError_t launch_sample_plain(const void* logits, Dtype dtype, int64_t vocab, const int64_t* rows,
+                                const double* params, int64_t num_rows, int64_t* tokens, float* logprobs,
+                                cudaStream_t stream) {
   if (num_rows == 0) return cudaSuccess;
-  sample_plain_kernel<<<static_cast<unsigned>(num_rows), kThreads, 0, stream>>>(logits, vocab, rows, params, tokens,
-                                                                                 logprobs);
-  return cudaGetLastError();
+  switch (dtype) {
+    case Dtype::kFloat32: return launch_typed<float>(logits, vocab, rows, params, num_rows, tokens, logprobs, stream);
+    case Dtype::kFloat64: return launch_typed<double>(logits, vocab, rows, params, num_rows, tokens, logprobs, stream);
+    case Dtype::kFloat16: return launch_typed<__half>(logits, vocab, rows, params, num_rows, tokens, logprobs, stream);
+    case Dtype::kBFloat16:
+      return launch_typed<__nv_bfloat16>(logits, vocab, rows, params, num_rows, tokens, logprobs, stream);
+  }
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace verl::kernels::cuda
