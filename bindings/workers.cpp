@@ -59,6 +59,9 @@ void register_workers(py::module_& m) {
            py::arg("calculate_entropy") = std::nullopt, Release())
       .def("compute_ref_log_prob", &ActorWorker::compute_ref_log_prob, py::arg("data"), Release())
       .def("update_policy", &ActorWorker::update_policy, py::arg("data"), Release())
+      .def("update_policy_on_policy", &ActorWorker::update_policy_on_policy, py::arg("data"), Release())
+      .def("old_log_prob_from_update_is_exact", &ActorWorker::old_log_prob_from_update_is_exact,
+           py::arg("global_rows"))
       .def_property_readonly("role", [](const ActorWorker& a) {
         return a.role() == PolicyRole::kActor ? "actor" : "ref";
       })

@@ -39,6 +39,20 @@ class ActorWorker:
         """PPO epochs x mini-batches x micro-batches; returns verl's ``actor/*`` metrics."""
         return dict(self._worker.update_policy(to_cpp(data)))
 
+    def update_policy_on_policy(self, data: DataProto) -> tuple[DataProto, dict[str, float]]:
+        """``update_policy`` on a batch without ``old_log_probs``, for one epoch of one mini-batch: each micro-batch's
+        forward gives them (detached) before the optimizer step. Returns ``old_log_probs`` and ``entropys`` in input
+        order -- bitwise ``compute_log_prob(data, True)``'s where ``old_log_prob_from_update_is_exact`` -- and the
+        update's metrics."""
+        out = DataProto.from_cpp(self._worker.update_policy_on_policy(to_cpp(data)))
+        metrics = dict(out.meta_info.pop("metrics"))
+        return out, metrics
+
+    def old_log_prob_from_update_is_exact(self, global_rows: int) -> bool:
+        """Whether ``update_policy_on_policy`` on ``global_rows`` rows gives the log-prob pass's numbers bit for bit:
+        one epoch of one mini-batch, no shuffle, the pass's micro-batching."""
+        return self._worker.old_log_prob_from_update_is_exact(global_rows)
+
     def optimizer_state(self) -> dict[str, Any]:
         """lr, scheduler_step_count, skipped_steps, clip_grad, num_warmup_steps."""
         return dict(self._worker.optimizer_state())

@@ -146,6 +146,35 @@ def test_update_policy_equals_plain_torch_ppo_step():
     assert 0 < metrics["actor/pg_clipfrac"] < 1
 
 
+def test_update_policy_on_policy_takes_the_old_log_probs_from_its_forward():
+    # one mini-batch of the 8 rows, the log-prob pass's micro-batches of 4 in the update too
+    cfg = actor_config(**{"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": 4})
+    model, pass_model, ref_model = make_model(), make_model(), make_model()
+    worker = ActorWorker(cfg, model)
+    assert worker.old_log_prob_from_update_is_exact(8)
+    assert not ActorWorker(actor_config(), make_model()).old_log_prob_from_update_is_exact(8)  # 3-row pass
+    data = rollout_batch()
+    g = torch.Generator().manual_seed(7)
+    data.batch["advantages"] = torch.randn((8, R), generator=g, dtype=torch.float64) * data.batch["response_mask"]
+
+    want = ActorWorker(cfg, pass_model).compute_log_prob(data, calculate_entropy=True)
+    out, metrics = worker.update_policy_on_policy(data)
+    assert torch.equal(out.batch["old_log_probs"], want.batch["old_log_probs"])
+    assert torch.equal(out.batch["entropys"], want.batch["entropys"])
+    # the update: plain torch's PPO step from those old log-probs (the ratio starts at exactly 1)
+    data.batch["old_log_probs"] = want.batch["old_log_probs"]
+    expected = ppo_reference_step(ref_model, data, 0.8, 0.2, 0.2, 3.0, lr=1e-2, wd=0.05, clip_grad=0.5, micro=4)
+    for name, p in model.state_dict().items():
+        torch.testing.assert_close(p, ref_model.state_dict()[name], rtol=0, atol=1e-10, msg=name)
+    assert metrics["actor/pg_loss"] == pytest.approx(expected["actor/pg_loss"], rel=1e-9, abs=1e-12)
+    assert metrics["actor/ppo_kl"] == 0.0
+    two_mini_batches = ActorWorker(actor_config(**{"actor_rollout_ref.actor.ppo_mini_batch_size": 4}), make_model())
+    fresh = rollout_batch()
+    fresh.batch["advantages"] = data.batch["advantages"]
+    with pytest.raises(verl.DataError, match="compute them first"):  # the second mini-batch is not on-policy
+        two_mini_batches.update_policy_on_policy(fresh)
+
+
 def test_update_critic_equals_plain_torch_value_step():
     model, ref_model = make_model(value=True), make_model(value=True)
     cfg = {
