@@ -437,7 +437,7 @@ RolloutCorrection compute_rollout_correction_and_rejection_mask(const torch::Ten
   const torch::Tensor log_ratio = old_log_prob - rollout_log_prob;
   RolloutCorrectionMetrics metrics;
   RolloutCorrection out;
-  if (config.rollout_is && config.rollout_is_threshold) {
+  if (config.weighs()) {
     auto weights = compute_rollout_correction_weights(log_ratio, response_mask, *config.rollout_is,
                                                       *config.rollout_is_threshold, config.rollout_is_batch_normalize);
     out.rollout_is_weights = weights.weights;

@@ -757,8 +757,10 @@ void PPOTrainer::register_worker_methods() {
   workers_->register_method("update_actor", [this](const DataProto& chunk) {
     return with_metrics(DataProto(), actor_->update_policy(chunk));
   });
-  workers_->register_method("update_actor_on_policy",
-                            [this](const DataProto& chunk) { return actor_->update_policy_on_policy(chunk); });
+  workers_->register_method("update_actor_on_policy", [this](const DataProto& chunk) {
+    auto [log_probs, metrics] = actor_->update_policy_on_policy(chunk);
+    return with_metrics(std::move(log_probs), metrics);
+  });
   workers_->register_method("save_optimizer", [this](const DataProto& request) {
     optimizer(request.meta_info().at("role").get<std::string>()).save(request.meta_info().at("path").get<std::string>());
     return DataProto();
@@ -1193,9 +1195,9 @@ bool PPOTrainer::old_log_probs_from_update(const DataProto& batch, int64_t step_
   if (!s.old_log_prob_from_update || rc.bypass_mode || !actor_) return false;
   if (s.critic_warmup > step_no) return false;  // no actor update this step
   // Stages that read old_log_probs (or the pass's sum_pi_squared) before the update, or change its rows.
-  const bool read_before_update = s.use_kl_in_reward || (rc.rollout_is && rc.rollout_is_threshold) ||
-                                  rc.rollout_rs.has_value() || detail::is_optimal_token_baseline(s.adv_estimator) ||
-                                  s.calculate_sum_pi_squared || s.use_pf_ppo;
+  const bool read_before_update = s.use_kl_in_reward || rc.acts() ||
+                                  detail::is_optimal_token_baseline(s.adv_estimator) || s.calculate_sum_pi_squared ||
+                                  s.use_pf_ppo;
   // A batch without a response token: the pass runs, and the rollout correction refuses the batch before any update.
   return !read_before_update && actor_->old_log_prob_from_update_is_exact(batch.size()) &&
          batch.tensor("response_mask").any().item<bool>();

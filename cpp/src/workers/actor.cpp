@@ -307,7 +307,7 @@ bool ActorWorker::old_log_prob_from_update_is_exact(int64_t global_rows) const {
 
 Metrics ActorWorker::update_policy(const DataProto& data) { return update(data, nullptr); }
 
-DataProto ActorWorker::update_policy_on_policy(const DataProto& data) {
+std::pair<DataProto, Metrics> ActorWorker::update_policy_on_policy(const DataProto& data) {
   VERL_CHECK_AS(DataError, !data.has_tensor("old_log_probs"), "update_policy_on_policy: the batch has "
                 "old_log_probs; an on-policy update computes them itself (use update_policy)");
   OnPolicyLogProbs log_probs;
@@ -316,10 +316,7 @@ DataProto ActorWorker::update_policy_on_policy(const DataProto& data) {
   DataProto result;
   result.set_tensor("old_log_probs", log_probs.old_log_probs.to(out_device));
   result.set_tensor("entropys", log_probs.entropys.to(out_device));
-  Json m = Json::object();
-  for (const auto& [k, v] : metrics) m[k] = v;
-  result.meta_info()["metrics"] = std::move(m);
-  return result;
+  return {std::move(result), std::move(metrics)};
 }
 
 Metrics ActorWorker::update(const DataProto& data, OnPolicyLogProbs* on_policy) {

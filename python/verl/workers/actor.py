@@ -44,9 +44,8 @@ class ActorWorker:
         forward gives them (detached) before the optimizer step. Returns ``old_log_probs`` and ``entropys`` in input
         order -- bitwise ``compute_log_prob(data, True)``'s where ``old_log_prob_from_update_is_exact`` -- and the
         update's metrics."""
-        out = DataProto.from_cpp(self._worker.update_policy_on_policy(to_cpp(data)))
-        metrics = dict(out.meta_info.pop("metrics"))
-        return out, metrics
+        out, metrics = self._worker.update_policy_on_policy(to_cpp(data))
+        return DataProto.from_cpp(out), dict(metrics)
 
     def old_log_prob_from_update_is_exact(self, global_rows: int) -> bool:
         """Whether ``update_policy_on_policy`` on ``global_rows`` rows gives the log-prob pass's numbers bit for bit:

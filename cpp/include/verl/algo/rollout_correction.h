@@ -26,6 +26,11 @@ struct VERL_API RolloutCorrectionConfig {
   std::optional<std::string> rollout_rs_threshold;          // required when rollout_rs is set
   bool bypass_mode = false;           // old_log_prob := rollout_log_prob, loss "bypass_mode"
   std::string loss_type = "ppo_clip";  // bypass mode's loss: "ppo_clip" or "reinforce"
+
+  // Whether the decoupled correction gives IS weights (rollout_is and its threshold set).
+  bool weighs() const { return rollout_is.has_value() && rollout_is_threshold.has_value(); }
+  // Whether it changes what the actor trains on (IS weights or a rejection mask); else it only measures.
+  bool acts() const { return weighs() || rollout_rs.has_value(); }
 };
 
 using RolloutCorrectionMetrics = std::map<std::string, double>;

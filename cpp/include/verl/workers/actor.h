@@ -118,10 +118,10 @@ class VERL_API ActorWorker {
   // every micro-batch's forward then runs on the very weights the old-log-prob pass would run on, so its
   // log-probs, detached, serve as old_log_probs (the PPO ratio starts at exactly 1, as verl's on-policy update).
   // Returns old_log_probs and entropys (bs, response_length) in input order -- what compute_log_prob(data, true)
-  // would return -- and update_policy's metrics in meta_info "metrics". When old_log_prob_from_update_is_exact()
-  // holds, they and the update are bitwise those of compute_log_prob followed by update_policy. DataError when the
-  // update is not on-policy (ppo_epochs > 1, or more than one mini-batch) or the batch has old_log_probs.
-  DataProto update_policy_on_policy(const DataProto& data);
+  // would return -- and update_policy's metrics. When old_log_prob_from_update_is_exact() holds, they and the update
+  // are bitwise those of compute_log_prob followed by update_policy. DataError when the update is not on-policy
+  // (ppo_epochs > 1, or more than one mini-batch) or the batch has old_log_probs.
+  std::pair<DataProto, Metrics> update_policy_on_policy(const DataProto& data);
   // Whether update_policy_on_policy on a batch of `global_rows` rows (over all data-parallel ranks) gives bitwise
   // the numbers of compute_log_prob followed by update_policy: one epoch, one mini-batch of all rows, no shuffle,
   // and the update cuts its micro-batches exactly as the log-prob pass does (the same *_use_dynamic_bsz and the
