@@ -457,8 +457,9 @@ torch::Tensor CausalLM::forward_cached(const torch::Tensor& input_ids, const tor
   VERL_CHECK(input_ids.dim() == 2 && positions.sizes() == input_ids.sizes(),
              "CausalLM.forward_cached: input_ids and positions must both be (bs, q), got ", input_ids.sizes(), " and ",
              positions.sizes());
-  VERL_CHECK(head_index.dim() == 1 && head_index.size(0) == input_ids.size(0),
-             "CausalLM.forward_cached: head_index must be (bs,), got ", head_index.sizes());
+  VERL_CHECK(head_index.dim() == 1 && (head_index.size(0) == input_ids.size(0) || input_ids.size(0) == 1),
+             "CausalLM.forward_cached: head_index must be (bs,), or (n,) for one packed row, got ", head_index.sizes(),
+             " for input_ids ", input_ids.sizes());
   // Rows finish at different steps on different ranks, so the ranks' gathers would not pair up.
   VERL_CHECK(!gathering_, "CausalLM.forward_cached: the parameters are sharded over data-parallel ranks (ZeRO-3); "
              "the rollout engine decodes from a copy of its own");
@@ -467,11 +468,15 @@ torch::Tensor CausalLM::forward_cached(const torch::Tensor& input_ids, const tor
   // The final norm is per token, so picking rows before it is exact and saves work.
   for (size_t i = 0; i < model->layer_ptrs.size(); ++i)
     h = model->layer_ptrs[i]->forward(h, cos, sin, mask, &cache, static_cast<int64_t>(i));
-  if (h.size(1) > 1) {
+  if (h.size(1) == 1) {
+    h = h.squeeze(1);
+  } else if (h.size(0) == 1) {  // one (packed) row: any number of head tokens
+    h = h[0].index_select(0, head_index.to(h.device()));
+  } else {
     torch::Tensor index = head_index.to(h.device()).view({-1, 1, 1}).expand({h.size(0), 1, h.size(2)});
-    h = h.gather(1, index);
+    h = h.gather(1, index).squeeze(1);
   }
-  return apply_head(model->norm->forward(h.squeeze(1)));
+  return apply_head(model->norm->forward(h));
 }
 
 std::map<std::string, torch::Tensor> CausalLM::named_state() const {

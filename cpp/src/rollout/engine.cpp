@@ -190,10 +190,14 @@ void Engine::admit_pending() {
 torch::Tensor Engine::run(const std::vector<Chunk>& chunks) {
   const int64_t bs = static_cast<int64_t>(chunks.size()), B = config_.block_size;
   int64_t q = 0, max_blocks = 0;
+  bool all_start = true;
   for (const Chunk& c : chunks) {
     q = std::max(q, c.length);
     max_blocks = std::max(max_blocks, (c.start + c.length + B - 1) / B);
+    all_start = all_start && c.start == 0;
   }
+  const PackedPrefill packing = cache_->packed_prefill(all_start);
+  if (q > 1 && packing != PackedPrefill::kPadded) return run_packed(chunks, max_blocks, packing);
   // Padding tokens: id 0 at position 0, written to the scratch slot 0, attending to key 0 only.
   std::vector<int64_t> ids(bs * q, 0), pos(bs * q, 0), slots(bs * q, 0), tables(bs * max_blocks, 0), head(bs);
   for (int64_t i = 0; i < bs; ++i) {
@@ -232,6 +236,45 @@ torch::Tensor Engine::run(const std::vector<Chunk>& chunks) {
   }
   cache_->set_batch({in[2], in[3], pos_t});
   return model_->forward_cached(ids_t, pos_t, *cache_, mask, in[4]);
+}
+
+torch::Tensor Engine::run_packed(const std::vector<Chunk>& chunks, int64_t max_blocks, PackedPrefill packing) {
+  const bool token_rows = packing == PackedPrefill::kTokenRows;
+  const int64_t n = static_cast<int64_t>(chunks.size());
+  int64_t total = 0;
+  for (const Chunk& c : chunks) total += c.length;
+  std::vector<int64_t> ids(total), pos(total), slots(total), head(n), cu_seqlens(n + 1, 0);
+  std::vector<int64_t> token_tables(token_rows ? total * max_blocks : 0, 0);  // padding entries -> scratch block 0
+  int64_t at = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const Chunk& c = chunks[i];
+    const auto& tokens = c.seq->tokens;
+    const auto& table = c.seq->block_table;
+    const int64_t nb = std::min<int64_t>(static_cast<int64_t>(table.size()), max_blocks);
+    for (int64_t t = 0; t < c.length; ++t, ++at) {
+      ids[at] = tokens[c.start + t];
+      pos[at] = c.start + t;
+      slots[at] = c.slots[t];
+      if (token_rows) std::copy(table.begin(), table.begin() + nb, token_tables.begin() + at * max_blocks);
+    }
+    cu_seqlens[i + 1] = at;
+    head[i] = at - 1;
+  }
+  const auto device = model_->device();
+  std::vector<HostLongs> parts = {{ids, {1, total}}, {pos, {1, total}}, {slots, {total}}, {head, {n}}};
+  if (token_rows) parts.push_back({token_tables, {total, max_blocks}});
+  const std::vector<torch::Tensor> in = to_device(parts, device);
+  PagedBatch batch{in[2], torch::Tensor(), torch::Tensor()};
+  if (token_rows) {
+    batch.block_tables = in[4];
+    batch.positions = in[1].view({total, 1});
+    batch.token_rows = true;
+  } else {
+    batch.prompts = std::make_shared<const model::VarlenLayout>(
+        model::VarlenLayout::build(torch::tensor(cu_seqlens, torch::kLong), total, device));
+  }
+  cache_->set_batch(std::move(batch));
+  return model_->forward_cached(in[0], in[1], *cache_, torch::Tensor(), in[3]);
 }
 
 bool Engine::append(Sequence* seq, int64_t token, float logprob) {

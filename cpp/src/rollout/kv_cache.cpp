@@ -221,6 +221,9 @@ void PagedKVCache::set_batch(PagedBatch batch) {
     for (int64_t r = 0; r < batch.slot_mapping.numel(); ++r)
       VERL_CHECK(sp[r] >= 0 && sp[r] < num_slots, "PagedKVCache: slot ", sp[r], " outside the pool of ", num_slots);
   }
+  VERL_CHECK(!(batch.prompts && batch.token_rows), "PagedKVCache: a packed prefill is either prompts or token rows");
+  VERL_CHECK(!batch.token_rows || uses_kernel(2),
+             "PagedKVCache: token rows need a paged-attention kernel that takes several query tokens per row");
   batch_ = std::move(batch);
 }
 
@@ -231,9 +234,19 @@ torch::Tensor PagedKVCache::attend(int64_t layer, const torch::Tensor& q, const 
   const int64_t groups = heads / kv_heads_;
   kernels::kv_cache_write(k_[layer], batch_.slot_mapping, k_new);
   kernels::kv_cache_write(v_[layer], batch_.slot_mapping, v_new);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  if (batch_.prompts) {  // (1, heads, total, d): the packed chunks attend within themselves
+    VERL_CHECK(bs == 1, "PagedKVCache: a packed prefill has one row, got ", bs);
+    return model::varlen_causal_attention(q[0], k_new[0], v_new[0], *batch_.prompts, scale).unsqueeze(0);
+  }
+  if (batch_.token_rows) {  // (1, heads, total, d) -> total rows of one query token each, and back
+    VERL_CHECK(bs == 1, "PagedKVCache: a packed prefill has one row, got ", bs);
+    const torch::Tensor out = kernels::paged_attention(q[0].transpose(0, 1).unsqueeze(2), k_[layer], v_[layer],
+                                                       batch_.block_tables, batch_.positions, scale);
+    return out.squeeze(2).transpose(0, 1).unsqueeze(0);
+  }
   if (uses_kernel(q_len))
-    return kernels::paged_attention(q, k_[layer], v_[layer], batch_.block_tables, batch_.positions,
-                                    1.0 / std::sqrt(static_cast<double>(d)));
+    return kernels::paged_attention(q, k_[layer], v_[layer], batch_.block_tables, batch_.positions, scale);
   // Read: each row's blocks in order -> (bs, kv_heads, ctx, d).
   const int64_t max_blocks = batch_.block_tables.size(1), ctx = max_blocks * block_size_;
   torch::Tensor flat = batch_.block_tables.reshape({-1});
@@ -245,7 +258,7 @@ torch::Tensor PagedKVCache::attend(int64_t layer, const torch::Tensor& q, const 
   torch::Tensor m = mask;
   if (groups > 1 && q_len > 1)
     m = mask.unsqueeze(2).expand({bs, 1, groups, q_len, ctx}).reshape({bs, 1, groups * q_len, ctx});
-  torch::Tensor out = at::scaled_dot_product_attention(qg, k, v, m, 0.0, false, 1.0 / std::sqrt(static_cast<double>(d)));
+  torch::Tensor out = at::scaled_dot_product_attention(qg, k, v, m, 0.0, false, scale);
   return out.reshape({bs, heads, q_len, d});
 }
 

@@ -48,8 +48,12 @@ std::shared_ptr<CausalLM> tiny_model(const std::string& type, bool tied = false)
 // in, one token; rows at different stages share the forward (padded to the longest chunk, padding written to
 // the scratch slot) and finished rows drop out. Each row's logits at its chunk's last token equal the full
 // forward of the row's tokens so far. `kernel`: verl::paged_attention reading the blocks in place (the CPU
-// kernel, or CUDA's), or the gather + SDPA path under a mask. Runs on the model's device.
-void check_paged_decoding(CausalLM& m, const std::vector<torch::Tensor>& prompts, bool kernel) {
+// kernel, or CUDA's), or the gather + SDPA path under a mask. Forwards with prefill chunks run padded
+// (Packing::kNone), packed as Engine::run packs them (kEngine: PagedKVCache::packed_prefill), or as the engine does
+// except that chunks which all start their prompts attend within themselves (kPrompts: PagedBatch::prompts, what
+// the engine does on CUDA). Runs on the model's device.
+enum class Packing { kNone, kEngine, kPrompts };
+void check_paged_decoding(CausalLM& m, const std::vector<torch::Tensor>& prompts, bool kernel, Packing packing) {
   const int64_t block_size = 4, num_blocks = 16, decode_steps = 4, chunk = 3;
   verl::rollout::PagedKVCache cache(m.config(), num_blocks, block_size, m.dtype(), m.device());
   cache.set_paged_attention_kernel(kernel);
@@ -62,7 +66,7 @@ void check_paged_decoding(CausalLM& m, const std::vector<torch::Tensor>& prompts
     tokens[i].assign(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
     prompt_len[i] = prompts[i].numel();
   }
-  int64_t forwards = 0;
+  int64_t forwards = 0, packed_prompts = 0, packed_token_rows = 0;
   while (true) {
     std::vector<size_t> batch;
     std::vector<int64_t> len;
@@ -97,14 +101,52 @@ void check_paged_decoding(CausalLM& m, const std::vector<torch::Tensor>& prompts
       for (size_t k = 0; k < tables[i].size(); ++k) table[b][static_cast<int64_t>(k)] = tables[i][k];
       head[b] = len[b] - 1;
     }
-    torch::Tensor mask;
-    if (cache.needs_mask(q))
-      mask = torch::arange(max_blocks * block_size, torch::kLong).view({1, 1, 1, -1}) <= pos.view({bs, 1, q, 1});
     const torch::Device dev = m.device();
-    pos = pos.to(dev);
-    cache.set_batch({slot.to(dev), table.to(dev), pos});
-    torch::Tensor logits = m.forward_cached(ids.to(dev), pos, cache, mask.defined() ? mask.to(dev) : mask,
-                                            head.to(dev));
+    bool all_start = true;
+    for (size_t i : batch) all_start = all_start && done[i] == 0;
+    using verl::rollout::PackedPrefill;
+    PackedPrefill mode = PackedPrefill::kPadded;
+    if (packing != Packing::kNone && q > 1)
+      mode = packing == Packing::kPrompts && all_start ? PackedPrefill::kPrompts : cache.packed_prefill(all_start);
+    torch::Tensor logits;
+    if (mode != PackedPrefill::kPadded) {
+      // The rows' chunks end to end: (1, total) tokens, one head token per chunk.
+      std::vector<int64_t> flat_ids, flat_pos, flat_slots, flat_head, cu = {0};
+      std::vector<torch::Tensor> token_tables;
+      for (int64_t b = 0; b < bs; ++b) {
+        for (int64_t t = 0; t < len[b]; ++t) {
+          flat_ids.push_back(ids[b][t].item<int64_t>());
+          flat_pos.push_back(pos[b][t].item<int64_t>());
+          flat_slots.push_back(slots[b][t]);
+          token_tables.push_back(table[b]);
+        }
+        cu.push_back(cu.back() + len[b]);
+        flat_head.push_back(cu.back() - 1);
+      }
+      const int64_t total = cu.back();
+      torch::Tensor packed_pos = torch::tensor(flat_pos).view({1, total}).to(dev);
+      verl::rollout::PagedBatch pb{torch::tensor(flat_slots).to(dev), {}, {}};
+      if (mode == PackedPrefill::kPrompts) {
+        pb.prompts = std::make_shared<const verl::model::VarlenLayout>(
+            verl::model::VarlenLayout::build(torch::tensor(cu), total, dev));
+        ++packed_prompts;
+      } else {
+        pb.block_tables = torch::stack(token_tables).to(dev);
+        pb.positions = packed_pos.view({total, 1});
+        pb.token_rows = true;
+        ++packed_token_rows;
+      }
+      cache.set_batch(pb);
+      logits = m.forward_cached(torch::tensor(flat_ids).view({1, total}).to(dev), packed_pos, cache, {},
+                                torch::tensor(flat_head).to(dev));
+    } else {
+      torch::Tensor mask;
+      if (cache.needs_mask(q))
+        mask = torch::arange(max_blocks * block_size, torch::kLong).view({1, 1, 1, -1}) <= pos.view({bs, 1, q, 1});
+      pos = pos.to(dev);
+      cache.set_batch({slot.to(dev), table.to(dev), pos});
+      logits = m.forward_cached(ids.to(dev), pos, cache, mask.defined() ? mask.to(dev) : mask, head.to(dev));
+    }
     REQUIRE(logits.sizes() == torch::IntArrayRef{bs, 64});
     ++forwards;
     for (int64_t b = 0; b < bs; ++b) {
@@ -117,12 +159,25 @@ void check_paged_decoding(CausalLM& m, const std::vector<torch::Tensor>& prompts
   }
   // Prompts of 5, 9, 3 tokens: 2, 3, 1 prefill chunks, then 4 decode steps each.
   CHECK(forwards == 7);
+  // The first forward starts every prompt; the next two continue some (beside other rows' decode tokens).
+  const bool rows_kernel = cache.uses_kernel(2);  // CPU's; CUDA's kernel takes one query token per row
+  const bool prompts_first = packing == Packing::kPrompts || (packing == Packing::kEngine && kernel && !rows_kernel);
+  CHECK(packed_prompts == (prompts_first ? 1 : 0));
+  CHECK(packed_token_rows == (packing == Packing::kNone || !rows_kernel ? 0 : prompts_first ? 2 : 3));
   for (size_t i = 0; i < rows; ++i)
     CHECK(static_cast<int64_t>(tables[i].size()) == (done[i] + block_size - 1) / block_size);
   // A slot outside the pool is refused before any write.
   CHECK_THROWS_AS(cache.set_batch({torch::tensor({num_blocks * block_size}, torch::kLong),
                                    torch::zeros({1, 1}, torch::kLong), torch::zeros({1, 1}, torch::kLong)}),
                   verl::InvalidArgument);
+  // So is a packed layout the cache does not run (token rows without a kernel that takes them), and both at once.
+  verl::rollout::PagedBatch bad{torch::zeros({2}, torch::kLong), torch::zeros({2, 1}, torch::kLong),
+                                 torch::zeros({2, 1}, torch::kLong)};
+  bad.token_rows = true;
+  if (!cache.uses_kernel(2)) CHECK_THROWS_AS(cache.set_batch(bad), verl::InvalidArgument);
+  bad.prompts = std::make_shared<const verl::model::VarlenLayout>(
+      verl::model::VarlenLayout::build(torch::tensor({0, 2}), 2, torch::kCPU));
+  CHECK_THROWS_AS(cache.set_batch(bad), verl::InvalidArgument);
 }
 
 }  // namespace
@@ -263,7 +318,9 @@ TEST_CASE("CausalLM packed, left-padded and paged-KV-cache forwards agree", "[mo
         off += lens[i];
       }
       // Incremental decoding goes through the rollout engine's paged KV cache (the one decode path).
-      for (bool kernel : {true, false}) check_paged_decoding(*m, seqs, kernel);
+      for (bool kernel : {true, false})
+        for (Packing packing : {Packing::kNone, Packing::kEngine, Packing::kPrompts})
+          check_paged_decoding(*m, seqs, kernel, packing);
     }
   }
 }
@@ -287,7 +344,9 @@ TEST_CASE("CausalLM on CUDA: paged-KV decoding through the CUDA kernel and throu
       INFO("the CUDA paged-attention kernel is compiled in (VERL_WITH_CUDA)");
       CHECK(probe.uses_kernel(1));
       CHECK_FALSE(probe.uses_kernel(3));  // prefill chunks gather for SDPA on CUDA
-      for (bool kernel : {true, false}) check_paged_decoding(*m, seqs, kernel);
+      for (bool kernel : {true, false})
+        for (Packing packing : {Packing::kNone, Packing::kEngine, Packing::kPrompts})
+          check_paged_decoding(*m, seqs, kernel, packing);
     }
   }
 }

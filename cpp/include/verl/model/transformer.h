@@ -165,7 +165,9 @@ class VERL_API CausalLM : public torch::nn::Module {
   // verl/rollout/kv_cache.h -- the one decode path). input_ids and
   // positions (bs, q) int64; `mask` is handed to cache.attend unchanged. Only the rows' hidden
   // states at `head_index` (bs,) int64 (position within q) go through the head, so a prefill
-  // chunk costs one head row: returns (bs, vocab) logits or (bs,) values.
+  // chunk costs one head row: returns (bs, vocab) logits or (bs,) values. One row (bs 1) may hold several packed
+  // sequences (a packed prefill, rollout::PagedBatch): head_index (n,) then gives n positions within it, and the
+  // result has n rows.
   torch::Tensor forward_cached(const torch::Tensor& input_ids, const torch::Tensor& positions, AttentionCache& cache,
                                const torch::Tensor& mask, const torch::Tensor& head_index);
 

@@ -162,6 +162,9 @@ class VERL_API Engine {
   // Runs the model over `chunks` (one forward) and returns the logits (chunks, vocab) of each
   // chunk's last token.
   torch::Tensor run(const std::vector<Chunk>& chunks);
+  // run() for prefill chunks without padding: their tokens end to end in one row, attending as `packing` says
+  // (PagedKVCache::packed_prefill). max_blocks: the longest chunk's blocks.
+  torch::Tensor run_packed(const std::vector<Chunk>& chunks, int64_t max_blocks, PackedPrefill packing);
   void write_weights(const std::map<std::string, torch::Tensor>& named_tensors, bool shards);
   // Appends a sampled token; true when the sequence finished.
   bool append(Sequence* seq, int64_t token, float logprob);

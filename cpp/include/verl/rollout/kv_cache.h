@@ -14,6 +14,7 @@
 
 #include "verl/core/export.h"
 #include "verl/model/transformer.h"
+#include "verl/model/varlen_attention.h"
 
 namespace verl::rollout {
 
@@ -95,16 +96,29 @@ struct VERL_API PagedBatch {
   torch::Tensor slot_mapping;  // (bs * q,) int64: flat slot of each new token (padding -> scratch)
   torch::Tensor block_tables;  // (bs, max_blocks) int64: the rows' blocks in order (padding -> 0)
   torch::Tensor positions;     // (bs, q) int64: each new token's position (padding -> 0)
+
+  // Packed prefill (one row, bs = 1, q = every chunk's tokens end to end; no padding), one of:
+  // - `prompts`: every chunk starts its sequence, so its tokens attend to each other only: causal attention within
+  //   the chunks of this layout over the new keys/values (varlen_causal_attention: one flash-attention varlen call
+  //   on CUDA in bf16/fp16). block_tables and positions are unused.
+  // - `token_rows`: every new token is a row of the paged-attention kernel, reading its sequence's blocks up to its
+  //   position: block_tables (q, max_blocks) is its sequence's table, positions (q, 1) its position. Only where
+  //   the kernel takes several query tokens per row (PagedKVCache::uses_kernel(2)).
+  std::shared_ptr<const model::VarlenLayout> prompts;
+  bool token_rows = false;
 };
+
+// How Engine::run packs a forward of prefill chunks (PagedKVCache::packed_prefill).
+enum class PackedPrefill { kPadded, kPrompts, kTokenRows };
 
 // Keys/values of every layer in blocks: pool (num_blocks, block_size, kv_heads, head_dim).
 // attend() writes the new tokens by slot, then attends causally by position (query t of row i
 // sees the row's tokens 0..positions[i, t]). Where the device has a verl::paged_attention kernel
 // (CPU; CUDA in builds with VERL_WITH_CUDA) and paged_attention_kernel is on, the kernel reads the
 // blocks in place and the mask is unused -- on CUDA for decode steps (one query token per row) only:
-// its scratch grows with query tokens x context, so prefill chunks gather; otherwise each row's blocks are gathered into
-// (bs, kv_heads, max_blocks * block_size, head_dim) and SDPA runs under the caller's mask
-// (bs, 1, q, max_blocks * block_size) bool (true = attend).
+// its scratch grows with query tokens x context. A packed prefill (PagedBatch::prompts / token_rows) needs no mask
+// either. Otherwise each row's blocks are gathered into (bs, kv_heads, max_blocks * block_size, head_dim) and SDPA
+// runs under the caller's mask (bs, 1, q, max_blocks * block_size) bool (true = attend).
 class VERL_API PagedKVCache : public model::AttentionCache {
  public:
   PagedKVCache(const model::ModelConfig& config, int64_t num_blocks, int64_t block_size, torch::Dtype dtype,
@@ -126,6 +140,16 @@ class VERL_API PagedKVCache : public model::AttentionCache {
     return paged_attention_kernel_ && device_has_kernel_ && (q_len == 1 || device_.is_cpu());
   }
   bool needs_mask(int64_t q_len) const { return !uses_kernel(q_len); }
+  // How a forward of prefill chunks runs, given whether every chunk starts its sequence. Where the kernel takes
+  // several query tokens per row (CPU) it attends for every token, as token rows: the same arithmetic as a decode
+  // step and whatever the chunks are batched with, so a request's tokens and log-probs do not depend on its
+  // neighbours. Elsewhere (CUDA) chunks that all start their sequences attend within themselves (flash attention
+  // varlen), others go padded through the gather path.
+  PackedPrefill packed_prefill(bool all_start) const {
+    if (!uses_kernel(1)) return PackedPrefill::kPadded;
+    if (uses_kernel(2)) return PackedPrefill::kTokenRows;
+    return all_start ? PackedPrefill::kPrompts : PackedPrefill::kPadded;
+  }
   void set_paged_attention_kernel(bool on);  // re-allocates the pools if the choice changes
   // Copies whole blocks src -> dst in every layer (copy-on-write).
   void copy_blocks(const std::vector<std::pair<int64_t, int64_t>>& copies);
