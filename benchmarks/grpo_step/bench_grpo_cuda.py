@@ -11,7 +11,8 @@ the old log-probs (actor.old_log_prob_from_update, the default), so a second run
 Baseline: transformers' Qwen2 (sdpa) from the same checkpoint, fp32 parameters + bf16 autocast, gradient
 checkpointing, torch's fused AdamW -- the loop a PyTorch user writes -- on sequences of the same lengths as the
 last verl-cpp step's (right-padded to the longest in each micro-batch): the update (forward + token log-probs +
-policy-gradient loss + backward per micro-batch, clip, optimizer step) and a no-grad log-prob pass.
+policy-gradient loss + backward per micro-batch, clip, optimizer step) and a no-grad pass for the token log-probs
+and entropies (what verl's old-log-prob pass computes: the entropy is its actor/entropy metric).
 
     python benchmarks/grpo_step/bench_grpo_cuda.py --device cuda           # the issue's workload (H100: ~2 min)
     python benchmarks/grpo_step/bench_grpo_cuda.py --device cpu --quick    # smoke run of the script
@@ -66,10 +67,12 @@ def plain_pytorch(checkpoint: str, seqlens: list[int], vocab: int, micro: int, l
                 mask[i, :len(r)] = 1
             yield ids.to(device), mask.to(device), advantages[start:start + micro].to(device)
 
-    def token_log_probs(ids, mask):
+    def token_log_probs(ids, mask, entropy=False):
         with torch.autocast(torch.device(device).type, dtype=torch.bfloat16):
             logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1]
-        return torch.log_softmax(logits.float(), -1).gather(-1, ids[:, 1:, None])[..., 0]
+        log_p = torch.log_softmax(logits.float(), -1)
+        lp = log_p.gather(-1, ids[:, 1:, None])[..., 0]
+        return (lp, -(log_p.exp() * log_p).sum(-1)) if entropy else lp
 
     def update():
         model.train()
@@ -87,7 +90,7 @@ def plain_pytorch(checkpoint: str, seqlens: list[int], vocab: int, micro: int, l
         model.eval()
         with torch.no_grad():
             for ids, mask, _ in micro_batches():
-                token_log_probs(ids, mask)
+                token_log_probs(ids, mask, entropy=True)
 
     def median_seconds(fn):
         fn()  # warm-up

@@ -29,17 +29,23 @@ void check_logits(const torch::Tensor& logits, int64_t chunk_size) {
   VERL_CHECK(chunk_size >= 1, "chunk_size must be >= 1, got ", chunk_size);
 }
 
-// Rows per chunk: at most `max_rows`, and at most kChunkBytes of compute-dtype logits, so the peak
-// extra memory is one chunk-sized scratch tensor whatever the vocabulary. Measured on a 2-core
-// machine (vocab 151936, float32): chunks of a few rows are several times slower (ATen's row
-// reductions over so few rows parallelise badly), 32 MiB (55 rows) beats both smaller chunks and
-// verl's 512-row slices; it also stays under glibc's largest mmap threshold, so the scratch and
-// per-chunk copies are reused heap memory, not fresh pages every time.
+// Rows per chunk: at most `max_rows`, and at most kChunkBytes (CPU) / kDeviceChunkBytes of compute-dtype logits,
+// so the peak extra memory is one chunk-sized scratch tensor whatever the vocabulary.
+// CPU, measured on a 2-core machine (vocab 151936, float32): chunks of a few rows are several times slower (ATen's
+// row reductions over so few rows parallelise badly), 32 MiB (55 rows) beats both smaller chunks and verl's 512-row
+// slices; it also stays under glibc's largest mmap threshold, so the scratch and per-chunk copies are reused heap
+// memory, not fresh pages every time.
+// A GPU reduces a row per thread block: 55 rows would leave most of an H100's 132 SMs idle, and a chunk's dozen
+// kernels would cost more in launches than in work. There the chunk is max_rows (1024 by default: 608 MiB of a
+// 151,936-token vocabulary in float32; verl chunks its entropy by 2048 rows) up to 1 GiB; the caching allocator
+// reuses the scratch.
 constexpr int64_t kChunkBytes = int64_t{32} << 20;
+constexpr int64_t kDeviceChunkBytes = int64_t{1} << 30;
 
 int64_t rows_per_chunk(const torch::Tensor& rows, int64_t max_rows) {
   const int64_t row_bytes = rows.size(1) * static_cast<int64_t>(c10::elementSize(compute_dtype(rows)));
-  return std::clamp<int64_t>(kChunkBytes / std::max<int64_t>(row_bytes, 1), 1, max_rows);
+  const int64_t budget = rows.device().is_cpu() ? kChunkBytes : kDeviceChunkBytes;
+  return std::clamp<int64_t>(budget / std::max<int64_t>(row_bytes, 1), 1, max_rows);
 }
 
 // log sum exp of each row of x (rows, vocab) into lse (rows, 1), through `scratch` (at least x's

@@ -32,7 +32,7 @@ VERL_API torch::Tensor get_response_mask(const torch::Tensor& response_id, const
                                          torch::ScalarType dtype = torch::kLong);
 
 // Entropy of softmax(logits) over the last dim: (..., vocab) -> (...), float32 (float64 for
-// float64 logits). Computed in chunks of at most `chunk_size` rows and 32 MiB of logits, with a
+// float64 logits). Computed in chunks of at most `chunk_size` rows and 32 MiB of logits (1 GiB on a GPU), with a
 // custom backward: the forward keeps two floats per row (logsumexp, E_p[x]), the backward writes
 // each chunk's gradient straight into the one (..., vocab) gradient tensor. So no second
 // (..., vocab) tensor exists in forward, and none besides the gradient in backward.
