@@ -246,26 +246,49 @@ __global__ void paged_attention_gqa_kernel(const T* q, Strides4 qs, const T* k_p
 #pragma unroll
     for (int p = 0; p < kMaxPairs; ++p) acc[g][p][0] = acc[g][p][1] = 0;
   const int64_t pairs = d / 2;
-  for (int64_t j = warp; j < len; j += kWarps) {
+  // This lane's channel pairs of key j's value row.
+  auto load_value = [&](int64_t j, Acc (&v0)[kMaxPairs], Acc (&v1)[kMaxPairs]) {
     const T* vr = row(v_pool, j);
+#pragma unroll
+    for (int p = 0; p < kMaxPairs; ++p) {
+      v0[p] = v1[p] = 0;
+      const int64_t pair = lane + 32 * p;
+      if (pair < pairs) load2(vr + 2 * pair, v0[p], v1[p]);
+    }
+  };
+  auto add_value = [&](int64_t j, const Acc (&v0)[kMaxPairs], const Acc (&v1)[kMaxPairs]) {
     Acc w[kMaxGroup];
 #pragma unroll
     for (int g = 0; g < kMaxGroup; ++g) w[g] = g < groups ? s[g * max_len + j] : Acc(0);
 #pragma unroll
     for (int p = 0; p < kMaxPairs; ++p) {
-      const int64_t pair = lane + 32 * p;
-      if (pair < pairs) {
-        Acc v0, v1;
-        load2(vr + 2 * pair, v0, v1);
+      if (lane + 32 * p < pairs) {
 #pragma unroll
         for (int g = 0; g < kMaxGroup; ++g) {
           if (g < groups) {
-            acc[g][p][0] += w[g] * v0;
-            acc[g][p][1] += w[g] * v1;
+            acc[g][p][0] += w[g] * v0[p];
+            acc[g][p][1] += w[g] * v1[p];
           }
         }
       }
     }
+  };
+  // Each warp takes its keys kValueUnroll at a time and issues their rows' loads before it uses any of them, so the
+  // loads' latencies overlap instead of adding up (one value row in flight per warp at a time bounded this loop).
+  // The keys are still added in ascending order: the same sums, to the bit, as one key at a time.
+  constexpr int kValueUnroll = 4;
+  int64_t j = warp;
+  for (; j + (kValueUnroll - 1) * kWarps < len; j += kValueUnroll * kWarps) {
+    Acc v0[kValueUnroll][kMaxPairs], v1[kValueUnroll][kMaxPairs];
+#pragma unroll
+    for (int u = 0; u < kValueUnroll; ++u) load_value(j + u * kWarps, v0[u], v1[u]);
+#pragma unroll
+    for (int u = 0; u < kValueUnroll; ++u) add_value(j + u * kWarps, v0[u], v1[u]);
+  }
+  for (; j < len; j += kWarps) {
+    Acc v0[kMaxPairs], v1[kMaxPairs];
+    load_value(j, v0, v1);
+    add_value(j, v0, v1);
   }
 #pragma unroll
   for (int p = 0; p < kMaxPairs; ++p) {
