@@ -1,5 +1,6 @@
-// Attention that reads keys/values straight from the paged pool (no gather copy): the CPU decode
-// kernel of the rollout engine. CUDA tensors take the gather + SDPA path in PagedKVCache instead.
+// Attention that reads keys/values straight from the paged pool (no gather copy): the rollout engine's CPU kernel
+// (decode steps and packed prefill token rows). PagedKVCache calls the verl::paged_attention op, which also has a
+// CUDA kernel; this entry point is the CPU one alone (its tests compare the SIMD kernel with the portable loop).
 #pragma once
 
 #include <torch/torch.h>
