@@ -72,7 +72,10 @@ def plain_pytorch(checkpoint: str, seqlens: list[int], vocab: int, micro: int, l
             logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1]
         log_p = torch.log_softmax(logits.float(), -1)
         lp = log_p.gather(-1, ids[:, 1:, None])[..., 0]
-        return (lp, -(log_p.exp() * log_p).sum(-1)) if entropy else lp
+        if not entropy:
+            return lp
+        p_log_p = log_p.exp().mul_(log_p)  # one (rows, vocab) temporary
+        return lp, -p_log_p.sum(-1)
 
     def update():
         model.train()

@@ -30,15 +30,16 @@ void check_logits(const torch::Tensor& logits, int64_t chunk_size) {
 }
 
 // Rows per chunk: at most `max_rows`, and at most kChunkBytes (CPU) / kDeviceChunkBytes of compute-dtype logits,
-// so the peak extra memory is one chunk-sized scratch tensor whatever the vocabulary.
+// so the peak extra memory is a few chunk-sized tensors whatever the vocabulary (the scratch; a float32 copy of
+// 16-bit logits; the entropy's backward holds three).
 // CPU, measured on a 2-core machine (vocab 151936, float32): chunks of a few rows are several times slower (ATen's
 // row reductions over so few rows parallelise badly), 32 MiB (55 rows) beats both smaller chunks and verl's 512-row
 // slices; it also stays under glibc's largest mmap threshold, so the scratch and per-chunk copies are reused heap
 // memory, not fresh pages every time.
 // A GPU reduces a row per thread block: 55 rows would leave most of an H100's 132 SMs idle, and a chunk's dozen
-// kernels would cost more in launches than in work. There the chunk is max_rows (1024 by default: 608 MiB of a
-// 151,936-token vocabulary in float32; verl chunks its entropy by 2048 rows) up to 1 GiB; the caching allocator
-// reuses the scratch.
+// kernels would cost more in launches than in work. There the chunk is max_rows (1024 by default: 594 MiB of a
+// 151,936-token vocabulary in float32, so ~1.2-1.8 GiB in flight; verl chunks its entropy by 2048 rows) up to
+// 1 GiB each; the caching allocator reuses them.
 constexpr int64_t kChunkBytes = int64_t{32} << 20;
 constexpr int64_t kDeviceChunkBytes = int64_t{1} << 30;
 

@@ -457,7 +457,8 @@ torch::Tensor CausalLM::forward_cached(const torch::Tensor& input_ids, const tor
   VERL_CHECK(input_ids.dim() == 2 && positions.sizes() == input_ids.sizes(),
              "CausalLM.forward_cached: input_ids and positions must both be (bs, q), got ", input_ids.sizes(), " and ",
              positions.sizes());
-  VERL_CHECK(head_index.dim() == 1 && (head_index.size(0) == input_ids.size(0) || input_ids.size(0) == 1),
+  VERL_CHECK(head_index.dim() == 1 &&
+                 (head_index.size(0) == input_ids.size(0) || (input_ids.size(0) == 1 && input_ids.size(1) > 1)),
              "CausalLM.forward_cached: head_index must be (bs,), or (n,) for one packed row, got ", head_index.sizes(),
              " for input_ids ", input_ids.sizes());
   // Rows finish at different steps on different ranks, so the ranks' gathers would not pair up.

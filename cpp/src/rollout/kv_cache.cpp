@@ -222,6 +222,9 @@ void PagedKVCache::set_batch(PagedBatch batch) {
       VERL_CHECK(sp[r] >= 0 && sp[r] < num_slots, "PagedKVCache: slot ", sp[r], " outside the pool of ", num_slots);
   }
   VERL_CHECK(!(batch.prompts && batch.token_rows), "PagedKVCache: a packed prefill is either prompts or token rows");
+  VERL_CHECK(!batch.prompts || batch.prompts->total == batch.slot_mapping.numel(), "PagedKVCache: the prompts' layout ",
+             "holds ", batch.prompts ? batch.prompts->total : 0, " tokens, the slot mapping ",
+             batch.slot_mapping.numel());
   VERL_CHECK(!batch.token_rows || uses_kernel(2),
              "PagedKVCache: token rows need a paged-attention kernel that takes several query tokens per row");
   batch_ = std::move(batch);
@@ -232,15 +235,14 @@ torch::Tensor PagedKVCache::attend(int64_t layer, const torch::Tensor& q, const 
   VERL_CHECK(allocated(), "PagedKVCache: the KV cache is released (sleep); call wake_up() first");
   const int64_t bs = q.size(0), heads = q.size(1), q_len = q.size(2), d = q.size(3);
   const int64_t groups = heads / kv_heads_;
+  VERL_CHECK(!(batch_.prompts || batch_.token_rows) || bs == 1, "PagedKVCache: a packed prefill has one row, got ",
+             bs);  // checked before the pool is written
   kernels::kv_cache_write(k_[layer], batch_.slot_mapping, k_new);
   kernels::kv_cache_write(v_[layer], batch_.slot_mapping, v_new);
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  if (batch_.prompts) {  // (1, heads, total, d): the packed chunks attend within themselves
-    VERL_CHECK(bs == 1, "PagedKVCache: a packed prefill has one row, got ", bs);
+  if (batch_.prompts)  // (1, heads, total, d): the packed chunks attend within themselves
     return model::varlen_causal_attention(q[0], k_new[0], v_new[0], *batch_.prompts, scale).unsqueeze(0);
-  }
   if (batch_.token_rows) {  // (1, heads, total, d) -> total rows of one query token each, and back
-    VERL_CHECK(bs == 1, "PagedKVCache: a packed prefill has one row, got ", bs);
     const torch::Tensor out = kernels::paged_attention(q[0].transpose(0, 1).unsqueeze(2), k_[layer], v_[layer],
                                                        batch_.block_tables, batch_.positions, scale);
     return out.squeeze(2).transpose(0, 1).unsqueeze(0);

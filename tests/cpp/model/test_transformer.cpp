@@ -46,14 +46,17 @@ std::shared_ptr<CausalLM> tiny_model(const std::string& type, bool tied = false)
 // CausalLM::forward_cached): every row is its prompt followed by 4 decode tokens; each forward feeds a row
 // the next chunk of up to 3 prompt tokens (chunked prefill, crossing block boundaries) or, once its prompt is
 // in, one token; rows at different stages share the forward (padded to the longest chunk, padding written to
-// the scratch slot) and finished rows drop out. Each row's logits at its chunk's last token equal the full
+// the scratch slot, or packed, below) and finished rows drop out. Each row's logits at its chunk's last token equal the full
 // forward of the row's tokens so far. `kernel`: verl::paged_attention reading the blocks in place (the CPU
 // kernel, or CUDA's), or the gather + SDPA path under a mask. Forwards with prefill chunks run padded
 // (Packing::kNone), packed as Engine::run packs them (kEngine: PagedKVCache::packed_prefill), or as the engine does
 // except that chunks which all start their prompts attend within themselves (kPrompts: PagedBatch::prompts, what
-// the engine does on CUDA). Runs on the model's device.
+// the engine does on CUDA). Runs on the model's device and dtype; `tolerance`: on each logit, against the full
+// forward in that dtype.
 enum class Packing { kNone, kEngine, kPrompts };
-void check_paged_decoding(CausalLM& m, const std::vector<torch::Tensor>& prompts, bool kernel, Packing packing) {
+constexpr double kBf16Tolerance = 0.05;
+void check_paged_decoding(CausalLM& m, const std::vector<torch::Tensor>& prompts, bool kernel, Packing packing,
+                          double tolerance = 1e-10) {
   const int64_t block_size = 4, num_blocks = 16, decode_steps = 4, chunk = 3;
   verl::rollout::PagedKVCache cache(m.config(), num_blocks, block_size, m.dtype(), m.device());
   cache.set_paged_attention_kernel(kernel);
@@ -154,14 +157,15 @@ void check_paged_decoding(CausalLM& m, const std::vector<torch::Tensor>& prompts
       done[i] += len[b];
       torch::Tensor prefix = torch::tensor(std::vector<int64_t>(tokens[i].begin(), tokens[i].begin() + done[i]));
       torch::Tensor full = m.forward(prefix.unsqueeze(0).to(m.device()))[0].select(0, -1);
-      CHECK(max_diff(logits[b], full) < 1e-10);
+      CHECK(max_diff(logits[b], full) < tolerance);
     }
   }
   // Prompts of 5, 9, 3 tokens: 2, 3, 1 prefill chunks, then 4 decode steps each.
   CHECK(forwards == 7);
   // The first forward starts every prompt; the next two continue some (beside other rows' decode tokens).
   const bool rows_kernel = cache.uses_kernel(2);  // CPU's; CUDA's kernel takes one query token per row
-  const bool prompts_first = packing == Packing::kPrompts || (packing == Packing::kEngine && kernel && !rows_kernel);
+  const bool engine_prompts = cache.packed_prefill(true) == verl::rollout::PackedPrefill::kPrompts;
+  const bool prompts_first = packing == Packing::kPrompts || (packing == Packing::kEngine && engine_prompts);
   CHECK(packed_prompts == (prompts_first ? 1 : 0));
   CHECK(packed_token_rows == (packing == Packing::kNone || !rows_kernel ? 0 : prompts_first ? 2 : 3));
   for (size_t i = 0; i < rows; ++i)
@@ -321,6 +325,11 @@ TEST_CASE("CausalLM packed, left-padded and paged-KV-cache forwards agree", "[mo
       for (bool kernel : {true, false})
         for (Packing packing : {Packing::kNone, Packing::kEngine, Packing::kPrompts})
           check_paged_decoding(*m, seqs, kernel, packing);
+      // bf16, the rollout's usual dtype: the kernel's bf16 path. Logits of 1-2 here; bf16 paths differ by <= 0.01.
+      auto half = tiny_model(type);
+      half->to(torch::kBFloat16);
+      for (Packing packing : {Packing::kNone, Packing::kEngine, Packing::kPrompts})
+        check_paged_decoding(*half, seqs, true, packing, kBf16Tolerance);
     }
   }
 }
@@ -343,10 +352,19 @@ TEST_CASE("CausalLM on CUDA: paged-KV decoding through the CUDA kernel and throu
       probe.set_paged_attention_kernel(true);
       INFO("the CUDA paged-attention kernel is compiled in (VERL_WITH_CUDA)");
       CHECK(probe.uses_kernel(1));
-      CHECK_FALSE(probe.uses_kernel(3));  // prefill chunks gather for SDPA on CUDA
+      CHECK_FALSE(probe.uses_kernel(3));  // one query token per row: prefill goes packed (fresh prompts) or padded
+      CHECK(probe.packed_prefill(true) == verl::rollout::PackedPrefill::kPadded);  // fp64: no flash attention
       for (bool kernel : {true, false})
         for (Packing packing : {Packing::kNone, Packing::kEngine, Packing::kPrompts})
           check_paged_decoding(*m, seqs, kernel, packing);
+      // bf16: fresh prompts' prefill is one flash-attention varlen call, as the engine runs it.
+      auto half = tiny_model(type);
+      half->to(torch::kCUDA, torch::kBFloat16);
+      verl::rollout::PagedKVCache half_probe(half->config(), 2, 4, half->dtype(), half->device());
+      CHECK(half_probe.packed_prefill(true) == verl::rollout::PackedPrefill::kPrompts);
+      CHECK(half_probe.packed_prefill(false) == verl::rollout::PackedPrefill::kPadded);
+      for (Packing packing : {Packing::kNone, Packing::kEngine, Packing::kPrompts})
+        check_paged_decoding(*half, seqs, true, packing, kBf16Tolerance);
     }
   }
 }

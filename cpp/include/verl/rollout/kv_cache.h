@@ -140,15 +140,18 @@ class VERL_API PagedKVCache : public model::AttentionCache {
     return paged_attention_kernel_ && device_has_kernel_ && (q_len == 1 || device_.is_cpu());
   }
   bool needs_mask(int64_t q_len) const { return !uses_kernel(q_len); }
-  // How a forward of prefill chunks runs, given whether every chunk starts its sequence. Where the kernel takes
-  // several query tokens per row (CPU) it attends for every token, as token rows: the same arithmetic as a decode
-  // step and whatever the chunks are batched with, so a request's tokens and log-probs do not depend on its
-  // neighbours. Elsewhere (CUDA) chunks that all start their sequences attend within themselves (flash attention
-  // varlen), others go padded through the gather path.
+  // How a forward of prefill chunks runs, given whether every chunk starts its sequence. Without the kernel:
+  // padded, through the gather path. Where the kernel takes several query tokens per row (CPU) it attends for every
+  // token, as token rows: per token the attention arithmetic of a decode step, whatever the chunks are batched with
+  // (the agent-loop trainer test relies on it: the same prompts batched otherwise give the same log-probs to the
+  // bit). Where it takes one (CUDA), chunks that all start their sequences attend within themselves when flash
+  // attention can run (bf16 / fp16: varlen_causal_attention's one call; other dtypes would run an SDPA per prompt
+  // length), others go padded through the gather path.
   PackedPrefill packed_prefill(bool all_start) const {
     if (!uses_kernel(1)) return PackedPrefill::kPadded;
     if (uses_kernel(2)) return PackedPrefill::kTokenRows;
-    return all_start ? PackedPrefill::kPrompts : PackedPrefill::kPadded;
+    const bool flash_dtype = dtype_ == torch::kBFloat16 || dtype_ == torch::kHalf;
+    return all_start && flash_dtype ? PackedPrefill::kPrompts : PackedPrefill::kPadded;
   }
   void set_paged_attention_kernel(bool on);  // re-allocates the pools if the choice changes
   // Copies whole blocks src -> dst in every layer (copy-on-write).
