@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include "kernels/ops.h"
 #include "verl/core/error.h"
 
 namespace verl::algo {
@@ -49,17 +50,6 @@ int64_t rows_per_chunk(const torch::Tensor& rows, int64_t max_rows) {
   return std::clamp<int64_t>(budget / std::max<int64_t>(row_bytes, 1), 1, max_rows);
 }
 
-// log sum exp of each row of x (rows, vocab) into lse (rows, 1), through `scratch` (at least x's
-// size): ATen's logsumexp (shift by the row max, 0 where that is infinite) without its temporaries.
-void logsumexp_rows(const torch::Tensor& x, torch::Tensor lse, torch::Tensor row_max, const torch::Tensor& scratch) {
-  at::amax_out(row_max, x, {-1}, /*keepdim=*/true);
-  row_max.masked_fill_(row_max.abs() == std::numeric_limits<double>::infinity(), 0);
-  torch::Tensor shifted = scratch.narrow(0, 0, x.size(0));
-  at::sub_out(shifted, x, row_max).exp_();
-  at::sum_out(lse, shifted, {-1}, /*keepdim=*/true);
-  lse.log_().add_(row_max);
-}
-
 // Rows [begin, end) in the compute dtype: a view of the logits, or a chunk-sized converted copy.
 torch::Tensor chunk_of(const torch::Tensor& rows, int64_t begin, int64_t end) {
   return rows.slice(0, begin, end).to(compute_dtype(rows));
@@ -87,17 +77,13 @@ struct EntropyFunction : public torch::autograd::Function<EntropyFunction> {
     const torch::Tensor rows = as_rows(logits);
     const auto opts = rows.options().dtype(compute_dtype(logits));
     torch::Tensor lse = torch::empty({rows.size(0), 1}, opts), mean_x = torch::empty({rows.size(0), 1}, opts);
-    torch::Tensor row_max = torch::empty_like(lse);
+    const torch::Tensor no_labels = torch::empty({0, 1}, rows.options().dtype(torch::kLong));
     const int64_t chunk = rows_per_chunk(rows, max_rows);
-    const torch::Tensor scratch = torch::empty({std::min(chunk, rows.size(0)), rows.size(1)}, opts);
     for (int64_t b = 0; b < rows.size(0); b += chunk) {
       const int64_t e = std::min(b + chunk, rows.size(0));
-      const torch::Tensor x = chunk_of(rows, b, e);
-      torch::Tensor lse_c = lse.slice(0, b, e), mean_c = mean_x.slice(0, b, e);
-      logsumexp_rows(x, lse_c, row_max.slice(0, b, e), scratch);
-      torch::Tensor p = scratch.narrow(0, 0, e - b);
-      at::sub_out(p, x, lse_c).exp_();
-      at::sum_out(mean_c, p.mul_(x), {-1}, /*keepdim=*/true);
+      auto [lse_c, picked_c, mean_c] = kernels::softmax_row_stats(rows.slice(0, b, e), no_labels, /*mean=*/true);
+      lse.slice(0, b, e).copy_(lse_c);
+      mean_x.slice(0, b, e).copy_(mean_c);
     }
     ctx->save_for_backward({logits, lse, mean_x});
     ctx->saved_data["max_rows"] = max_rows;
@@ -138,15 +124,14 @@ struct LogprobFunction : public torch::autograd::Function<LogprobFunction> {
     const torch::Tensor rows = as_rows(logits);
     const torch::Tensor flat_labels = labels.reshape({-1, 1});
     torch::Tensor lse = torch::empty({rows.size(0), 1}, rows.options().dtype(compute_dtype(logits)));
-    torch::Tensor picked = torch::empty_like(lse), row_max = torch::empty_like(lse);
+    torch::Tensor picked = torch::empty_like(lse);
     const int64_t chunk = rows_per_chunk(rows, max_rows);
-    const torch::Tensor scratch = torch::empty({std::min(chunk, rows.size(0)), rows.size(1)}, lse.options());
     for (int64_t b = 0; b < rows.size(0); b += chunk) {
       const int64_t e = std::min(b + chunk, rows.size(0));
-      const torch::Tensor x = chunk_of(rows, b, e);
-      torch::Tensor lse_c = lse.slice(0, b, e), picked_c = picked.slice(0, b, e);
-      logsumexp_rows(x, lse_c, row_max.slice(0, b, e), scratch);
-      at::gather_out(picked_c, x, -1, flat_labels.slice(0, b, e));
+      auto [lse_c, picked_c, mean_c] =
+          kernels::softmax_row_stats(rows.slice(0, b, e), flat_labels.slice(0, b, e), /*mean=*/false);
+      lse.slice(0, b, e).copy_(lse_c);
+      picked.slice(0, b, e).copy_(picked_c);
     }
     ctx->save_for_backward({logits, flat_labels, lse});
     ctx->saved_data["max_rows"] = max_rows;

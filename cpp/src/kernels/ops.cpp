@@ -18,6 +18,8 @@ TORCH_LIBRARY(verl, m) {
   m.def("gae_scan(Tensor rewards, Tensor values, Tensor mask, float gamma, float lam) -> Tensor");
   m.def("gae_advantage_return(Tensor rewards, Tensor values, Tensor mask, float gamma, float lam) -> (Tensor, Tensor)");
   m.def("rotary(Tensor x, Tensor cos, Tensor sin) -> Tensor");
+  m.def("rms_norm(Tensor x, Tensor weight, float eps) -> Tensor");
+  m.def("softmax_row_stats(Tensor logits, Tensor labels, bool mean) -> (Tensor, Tensor, Tensor)");
   m.def("group_mean_std(Tensor scores, Tensor group_id, Tensor count) -> (Tensor, Tensor)");
   m.def("row_sums(Tensor rewards) -> Tensor");
   m.def("scale_rows_by_mask(Tensor scalar, Tensor mask) -> Tensor");
@@ -91,6 +93,21 @@ torch::Tensor rotary(const torch::Tensor& x, const torch::Tensor& cos, const tor
       op<torch::Tensor(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)>("verl::rotary");
   BelowAutograd guard;
   return handle.call(x, cos, sin);
+}
+
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
+  static const auto handle =
+      op<torch::Tensor(const torch::Tensor&, const torch::Tensor&, double)>("verl::rms_norm");
+  BelowAutograd guard;
+  return handle.call(x, weight, eps);
+}
+
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> softmax_row_stats(const torch::Tensor& logits,
+                                                                         const torch::Tensor& labels, bool mean) {
+  static const auto handle = op<std::tuple<torch::Tensor, torch::Tensor, torch::Tensor>(
+      const torch::Tensor&, const torch::Tensor&, bool)>("verl::softmax_row_stats");
+  BelowAutograd guard;
+  return handle.call(logits, labels, mean);
 }
 
 std::tuple<torch::Tensor, torch::Tensor> group_mean_std(const torch::Tensor& scores, const torch::Tensor& group_id,

@@ -66,6 +66,23 @@ VERL_API std::tuple<torch::Tensor, torch::Tensor> gae_advantage_return(const tor
 // separate ATen ops round them. x (bs, heads, q, d), d even; cos / sin (bs, q, d) of x's dtype.
 VERL_API torch::Tensor rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
+// RMSNorm as model::RMSNorm computes it (model::rms_norm_ops): x (..., dim), weight (dim,). CUDA: one fused
+// kernel where x and weight share a dtype (its sum of squares adds in its own order, so the result may differ
+// from the op sequence's in the last bit); other devices, and CUDA with mixed dtypes, run the op sequence itself
+// -- so the CPU has no kernel of its own, and stays bitwise equal to the trainer's forward.
+VERL_API torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+
+// The per-row softmax statistics of logits (rows, vocab) floating, in their own dtype: (lse, picked, mean_x), each
+// (rows, 1) in float32 (float64 for double logits): lse = logsumexp(x) (ATen's: shifted by the row's max, 0 where
+// that is infinite); picked = x[labels[i]] for labels (rows, 1) int64 in range (a (0, 1) tensor without labels:
+// labels.numel() == 0); mean_x = sum softmax(x) * x = E_p[x] where `mean` (else (0, 1)). The log-prob and entropy
+// chunks of algo/functional.cpp. The composition converts the rows to float first and runs ATen's ops (the CPU's
+// arithmetic, bitwise that of before); CUDA: one kernel reading each row once in its own dtype, an online softmax
+// whose sums add in their own order.
+VERL_API std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> softmax_row_stats(const torch::Tensor& logits,
+                                                                                   const torch::Tensor& labels,
+                                                                                   bool mean);
+
 // Per-group mean and unbiased std of scores (bs,) floating, group_id (bs,) int64 in [0, G),
 // count (G,) of scores' dtype: (mean, std), each (G,); groups of one get mean 0, std 1.
 VERL_API std::tuple<torch::Tensor, torch::Tensor> group_mean_std(const torch::Tensor& scores,

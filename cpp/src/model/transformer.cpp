@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/untrusted.h"
+#include "kernels/ops.h"
 #include "verl/core/error.h"
 #include "verl/dist/communicator.h"
 #include "verl/model/rope.h"
@@ -155,11 +156,28 @@ RMSNorm::RMSNorm(int64_t dim, double eps) : eps_(eps) {
   weight = register_parameter("weight", torch::ones({dim}));
 }
 
-torch::Tensor RMSNorm::forward(const torch::Tensor& x) {
+torch::Tensor rms_norm_ops(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
   torch::Tensor h = x.to(torch::kFloat);
-  h = h * torch::rsqrt(h.pow(2).mean(-1, true) + eps_);
+  h = h * torch::rsqrt(h.pow(2).mean(-1, true) + eps);
   return weight * h.to(x.scalar_type());
 }
+
+torch::Tensor RMSNorm::forward(const torch::Tensor& x) { return rms_norm_ops(x, weight, eps_); }
+
+torch::Tensor RMSNorm::forward_inference(const torch::Tensor& x) {
+  VERL_CHECK(!torch::GradMode::is_enabled() || !(x.requires_grad() || weight.requires_grad()),
+             "RMSNorm.forward_inference: has no gradient; call forward where one is needed");
+  return kernels::rms_norm(x, weight, eps_);
+}
+
+namespace {
+
+// A layer's norm: with a KV cache the layer runs in the rollout engine's forward (RMSNorm::forward_inference).
+torch::Tensor norm_for(RMSNorm& norm, const torch::Tensor& x, const AttentionCache* cache) {
+  return cache != nullptr ? norm.forward_inference(x) : norm.forward(x);
+}
+
+}  // namespace
 
 Attention::Attention(const ModelConfig& c)
     : heads_(c.num_attention_heads), kv_heads_(c.num_key_value_heads), head_dim_(c.head_dim) {
@@ -181,8 +199,8 @@ torch::Tensor Attention::forward(const torch::Tensor& x, const torch::Tensor& co
   torch::Tensor k = run_linear(k_proj, x).view({bs, q_len, kv_heads_, head_dim_});
   torch::Tensor v = run_linear(v_proj, x).view({bs, q_len, kv_heads_, head_dim_}).transpose(1, 2);
   if (q_norm) {
-    q = q_norm->forward(q);
-    k = k_norm->forward(k);
+    q = norm_for(*q_norm, q, cache);
+    k = norm_for(*k_norm, k, cache);
   }
   q = apply_rotary(q.transpose(1, 2), cos, sin);
   k = apply_rotary(k.transpose(1, 2), cos, sin);
@@ -233,8 +251,8 @@ DecoderLayer::DecoderLayer(const ModelConfig& c) {
 
 torch::Tensor DecoderLayer::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                     const torch::Tensor& mask, AttentionCache* cache, int64_t layer) {
-  torch::Tensor h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, mask, cache, layer);
-  return h + mlp->forward(post_attention_layernorm->forward(h));
+  torch::Tensor h = x + self_attn->forward(norm_for(*input_layernorm, x, cache), cos, sin, mask, cache, layer);
+  return h + mlp->forward(norm_for(*post_attention_layernorm, h, cache));
 }
 
 torch::Tensor DecoderLayer::forward_varlen(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
@@ -477,7 +495,7 @@ torch::Tensor CausalLM::forward_cached(const torch::Tensor& input_ids, const tor
     torch::Tensor index = head_index.to(h.device()).view({-1, 1, 1}).expand({h.size(0), 1, h.size(2)});
     h = h.gather(1, index).squeeze(1);
   }
-  return apply_head(model->norm->forward(h));
+  return apply_head(model->norm->forward_inference(h));
 }
 
 std::map<std::string, torch::Tensor> CausalLM::named_state() const {

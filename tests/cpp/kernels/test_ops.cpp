@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "kernels/ops.h"
 #include "verl/core/error.h"
 #include "verl/model/rope.h"
+#include "verl/model/transformer.h"
 
 namespace ops = verl::kernels;
 namespace aten_ops = verl::kernels::aten;
@@ -33,7 +35,8 @@ double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
 const std::vector<std::string> kOps = {"paged_attention", "kv_cache_write", "sample",   "gae_scan",
                                        "gae_advantage_return", "rotary",   "group_mean_std", "row_sums",
                                        "scale_rows_by_mask"};
-const std::vector<std::string> kCudaKernels = {"kv_cache_write", "gae_scan", "rotary", "sample", "paged_attention"};
+const std::vector<std::string> kCudaKernels = {"kv_cache_write", "gae_scan",  "rotary",           "sample",
+                                                "paged_attention", "rms_norm", "softmax_row_stats"};
 
 struct PagedInputs {
   torch::Tensor q, k_pool, v_pool, tables, positions;
@@ -41,8 +44,8 @@ struct PagedInputs {
 
 // Rows of ragged contexts in scattered blocks; q a transposed view, as the model hands it over.
 PagedInputs paged_inputs(torch::Dtype dtype, int64_t heads, int64_t kv_heads, int64_t d, int64_t block_size,
-                         int64_t q_len) {
-  const int64_t bs = 3, max_blocks = 24 / block_size + 1, blocks = bs * max_blocks + 1;
+                         int64_t q_len, int64_t context = 24) {
+  const int64_t bs = 3, max_blocks = context / block_size + 1, blocks = bs * max_blocks + 1;
   PagedInputs in;
   in.k_pool = torch::randn({blocks, block_size, kv_heads, d}).to(dtype);
   in.v_pool = torch::randn({blocks, block_size, kv_heads, d}).to(dtype);
@@ -65,6 +68,12 @@ TEST_CASE("kernels: every op has a CPU kernel and an ATen composition; CUDA kern
   const bool with_cuda = ops::has_kernel("kv_cache_write", c10::DispatchKey::CUDA);
   for (const std::string& op : kCudaKernels) CHECK(ops::has_kernel(op.c_str(), c10::DispatchKey::CUDA) == with_cuda);
   for (const char* op : {"gae_advantage_return", "row_sums", "group_mean_std"}) CHECK_FALSE(ops::has_kernel(op, c10::DispatchKey::CUDA));
+  // rms_norm: CPU runs RMSNorm's op sequence itself (the composition), so the CPU engine's norms stay the trainer's.
+  // softmax_row_stats likewise: the CPU's log-prob and entropy arithmetic is the composition's.
+  for (const char* op : {"rms_norm", "softmax_row_stats"}) {
+    CHECK_FALSE(ops::has_kernel(op, c10::DispatchKey::CPU));
+    CHECK(ops::has_kernel(op, c10::DispatchKey::CompositeExplicitAutograd));
+  }
   // The fused vanilla loss exists on CPU only; elsewhere policy_loss.cpp runs verl's formula.
   CHECK(ops::has_kernel_for("vanilla_token_losses", torch::zeros({1})));
   CHECK_FALSE(ops::has_kernel_for("vanilla_token_losses", torch::empty({1}, torch::kMeta)));
@@ -78,12 +87,18 @@ TEST_CASE("kernels: paged_attention on each device against the gather + SDPA com
     torch::Dtype dtype;
     int64_t heads, kv_heads, d, block_size, q_len;
     double tol;
+    int64_t context = 24;  // the table's capacity in tokens (about)
   };
+  // On CUDA (paged_attention.cu): head_dim 16 / 64 / 128 of float32 and 64 / 128 of bfloat16 run the warp kernel,
+  // the rest the GQA kernel (head_dim 12; bfloat16 16 and 8), the double case the warp kernel. Long contexts give
+  // each warp many keys, so its running maximum changes within the walk; block size 1 and 4 make a step of keys
+  // cross blocks.
   for (const Case& c : {Case{torch::kFloat, 4, 2, 16, 4, 1, 2e-6}, Case{torch::kFloat, 8, 2, 64, 16, 3, 2e-6},
-                        Case{torch::kFloat, 4, 4, 12, 1, 2, 2e-6}, Case{torch::kDouble, 4, 1, 8, 4, 2, 1e-13}}) {
+                        Case{torch::kFloat, 4, 4, 12, 1, 2, 2e-6}, Case{torch::kDouble, 4, 1, 8, 4, 2, 1e-13},
+                        Case{torch::kFloat, 14, 2, 64, 16, 1, 2e-6, 700}, Case{torch::kFloat, 8, 1, 128, 16, 2, 2e-6, 300}}) {
     INFO("dtype " << c.dtype << " heads " << c.heads << "/" << c.kv_heads << " d " << c.d << " block " << c.block_size
-                  << " q " << c.q_len);
-    const PagedInputs in = paged_inputs(c.dtype, c.heads, c.kv_heads, c.d, c.block_size, c.q_len);
+                  << " q " << c.q_len << " context " << c.context);
+    const PagedInputs in = paged_inputs(c.dtype, c.heads, c.kv_heads, c.d, c.block_size, c.q_len, c.context);
     const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
     const torch::Tensor want = aten_ops::paged_attention(in.q, in.k_pool, in.v_pool, in.tables, in.positions, scale, true);
     for (bool simd : {true, false}) {
@@ -238,6 +253,81 @@ TEST_CASE("kernels: rotary on each device equals the ATen op sequence bit for bi
     CHECK(torch::equal(on_gpu.cpu(), got));
     CHECK(on_gpu.strides() == got.strides());
   }
+}
+
+TEST_CASE("kernels: rms_norm is RMSNorm's op sequence on CPU and within two roundings of float64 on CUDA", "[kernels]") {
+  torch::manual_seed(27);
+  torch::NoGradGuard no_grad;
+  const double eps = 1e-6;
+  // Rows of 896 (Qwen2.5-0.5B's hidden size: more elements than the kernel's threads), 64 (a qk-norm head) and 3.
+  for (int64_t dim : {896, 64, 3}) {
+    for (auto dtype : {torch::kFloat, torch::kBFloat16, torch::kHalf, torch::kDouble}) {
+      INFO("dim " << dim << ", dtype " << dtype);
+      const torch::Tensor x = (torch::randn({2, 5, dim}) * 3).to(dtype);
+      const torch::Tensor weight = (torch::rand({dim}) + 0.5).to(dtype);
+      const torch::Tensor want = verl::model::rms_norm_ops(x, weight, eps);
+      CHECK(torch::equal(ops::rms_norm(x, weight, eps), want));
+      // A weight of another dtype promotes, as the op sequence does.
+      CHECK(torch::equal(ops::rms_norm(x, weight.to(torch::kFloat), eps),
+                         verl::model::rms_norm_ops(x, weight.to(torch::kFloat), eps)));
+      // Against the norm computed in float64 throughout: two roundings to a 16-bit dtype (the normalised row, then
+      // its product with the weight), each within the unit roundoff; float32's own arithmetic for the rest.
+      const double unit = dtype == torch::kBFloat16 ? 0x1p-8 : dtype == torch::kHalf ? 0x1p-11 : 0.0;
+      const double tol = 2.5 * unit + 1e-5;
+      const torch::Tensor xd = x.to(torch::kDouble);
+      const torch::Tensor exact = weight.to(torch::kDouble) * xd * torch::rsqrt(xd.pow(2).mean(-1, true) + eps);
+      CHECK(((want.to(torch::kDouble) - exact).abs() <= exact.abs() * tol).all().item<bool>());  // the bound holds
+      if (!cuda_or_skip("rms_norm")) continue;
+      const torch::Tensor on_gpu = ops::rms_norm(x.cuda().transpose(0, 1), weight.cuda(), eps).transpose(0, 1).cpu();
+      REQUIRE(on_gpu.scalar_type() == dtype);
+      CHECK(((on_gpu.to(torch::kDouble) - exact).abs() <= exact.abs() * tol).all().item<bool>());
+    }
+  }
+  CHECK_THROWS_AS(ops::rms_norm(torch::zeros({2, 4}), torch::ones({3}), eps), std::exception);
+}
+
+TEST_CASE("kernels: softmax_row_stats on each device against log_softmax", "[kernels]") {
+  torch::manual_seed(28);
+  torch::NoGradGuard no_grad;
+  const double inf = std::numeric_limits<double>::infinity();
+  for (auto dtype : {torch::kFloat, torch::kBFloat16, torch::kDouble}) {
+    INFO("dtype " << dtype);
+    // 6 rows of a vocabulary wider than the CUDA kernel's threads, logits up to ~15: then rows holding -inf (masked
+    // tokens), only -inf, and +inf, which ATen's logsumexp shifts by 0.
+    torch::Tensor logits = (torch::randn({9, 1000}, torch::kDouble) * 5).to(dtype);
+    logits[6].narrow(0, 0, 500).fill_(-inf);
+    logits[7].fill_(-inf);
+    logits[8][3] = inf;
+    const torch::Tensor labels = torch::randint(500, 1000, {9, 1}, torch::kLong);
+    const auto [lse, picked, mean_x] = ops::softmax_row_stats(logits, labels, true);
+    const auto compute = dtype == torch::kDouble ? torch::kDouble : torch::kFloat;
+    REQUIRE(lse.scalar_type() == compute);
+    const torch::Tensor x = logits.to(torch::kDouble);
+    const torch::Tensor log_p = torch::log_softmax(x.narrow(0, 0, 7), -1);
+    const double tol = dtype == torch::kDouble ? 1e-12 : 2e-5;
+    CHECK(max_abs_diff(lse.narrow(0, 0, 7), torch::logsumexp(x.narrow(0, 0, 7), -1, true)) <= tol);
+    CHECK(torch::equal(picked, logits.to(compute).gather(1, labels)));
+    // E_p[x] of the finite rows (a -inf logit makes it 0 * -inf = NaN, in the composition as in verl's formula).
+    CHECK(max_abs_diff(mean_x.narrow(0, 0, 6), (log_p.exp() * x.narrow(0, 0, 7)).sum(-1, true).narrow(0, 0, 6)) <=
+          tol * 10);
+    CHECK(lse[7].item<double>() == -inf);
+    CHECK(lse[8].item<double>() == inf);
+    // Without labels or the mean: empty outputs.
+    const auto [lse2, none, no_mean] = ops::softmax_row_stats(logits, torch::empty({0, 1}, torch::kLong), false);
+    CHECK(torch::equal(lse2, lse));
+    CHECK((none.numel() == 0 && no_mean.numel() == 0));
+    if (!cuda_or_skip("softmax_row_stats")) continue;
+    const auto [g_lse, g_picked, g_mean] = ops::softmax_row_stats(logits.cuda(), labels.cuda(), true);
+    REQUIRE(g_lse.scalar_type() == compute);
+    CHECK(max_abs_diff(g_lse.narrow(0, 0, 7), lse.narrow(0, 0, 7)) <= tol);
+    CHECK(g_lse[7].item<double>() == -inf);
+    CHECK(g_lse[8].item<double>() == inf);
+    CHECK(torch::equal(g_picked.cpu(), picked));
+    CHECK(max_abs_diff(g_mean.narrow(0, 0, 6), mean_x.narrow(0, 0, 6)) <= tol * 10);
+    CHECK(torch::equal(g_mean.narrow(0, 6, 3).cpu().isnan(), mean_x.narrow(0, 6, 3).isnan()));
+  }
+  CHECK_THROWS_AS(ops::softmax_row_stats(torch::zeros({2, 4}), torch::zeros({3, 1}, torch::kLong), false),
+                  std::exception);
 }
 
 TEST_CASE("kernels: group_mean_std, row_sums and scale_rows_by_mask on each device against ATen", "[kernels]") {

@@ -62,6 +62,12 @@ VERL_API std::tuple<torch::Tensor, torch::Tensor> group_mean_std(const torch::Te
 
 VERL_API torch::Tensor scale_rows_by_mask(const torch::Tensor& scalar, const torch::Tensor& mask);  // scalar[:, None] * mask
 
-// verl::rotary's composition is model::apply_rotary_ops (verl/model/rope.h).
+// softmax_row_stats (ops.h) on a float32 (float64) copy of the rows, by ATen ops.
+VERL_API std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> softmax_row_stats(const torch::Tensor& logits,
+                                                                                   const torch::Tensor& labels,
+                                                                                   bool mean);
+
+// verl::rotary's composition is model::apply_rotary_ops (verl/model/rope.h); verl::rms_norm's is
+// model::rms_norm_ops (verl/model/transformer.h).
 
 }  // namespace verl::kernels::aten

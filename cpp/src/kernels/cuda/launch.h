@@ -35,6 +35,19 @@ cudaError_t launch_gae_scan(const void* rewards, const void* values, const bool*
 cudaError_t launch_rotary(const void* x, Strides4 xs, const void* cos, const void* sin, void* out, Strides4 os,
                           int64_t bs, int64_t heads, int64_t q, int64_t d, Dtype dtype, cudaStream_t stream);
 
+// out = weight * (x * rsqrt(mean(x^2) + eps)), per row of `dim` elements: x, out (rows, dim) and weight (dim,)
+// contiguous, all of `dtype`; normalised in float32 (double too), rounded to `dtype`, then multiplied by the weight
+// in `dtype`'s arithmetic (model::rms_norm_ops' roundings).
+cudaError_t launch_rms_norm(const void* x, const void* weight, void* out, int64_t rows, int64_t dim, double eps,
+                            Dtype dtype, cudaStream_t stream);
+
+// verl::softmax_row_stats (kernels/ops.h) of logits (rows, vocab) contiguous of `dtype`: lse, picked (when labels,
+// (rows,) int64 in range in device memory, is not null) and mean_x (when `mean`), each (rows,) of the accumulation
+// type (float; double for kFloat64).
+cudaError_t launch_softmax_row_stats(const void* logits, int64_t rows, int64_t vocab, const int64_t* labels,
+                                     bool mean, void* lse, void* picked, void* mean_x, Dtype dtype,
+                                     cudaStream_t stream);
+
 // verl::sample's untruncated rows: for each i < num_rows, row r = rows[i] of logits (rows, vocab)
 // contiguous of `dtype`, each logit taken as float (what converting the rows to float32 first gives), with
 // params[2 i] its temperature (0 = greedy) and params[2 i + 1] its uniform draw: tokens[r] and logprobs[r] (float32;

@@ -28,6 +28,9 @@ torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& k_poo
              "paged_attention: block_tables (bs, max_blocks) and positions (bs, q) expected, got ", tables.sizes(),
              " and ", pos.sizes());
   const int64_t max_blocks = tables.size(1);
+  // The kernels index a row's context in 32 bits.
+  VERL_CHECK(max_blocks * block_size < (int64_t{1} << 31), "paged_attention: a context of ", max_blocks * block_size,
+             " tokens (block_tables ", tables.sizes(), " x block_size ", block_size, ") exceeds the kernels' 2^31");
   // A pool viewed at an odd element offset cannot be read in pairs (the engine's pools are whole allocations).
   const auto pair_bytes = static_cast<uintptr_t>(2 * k_pool.element_size());
   const bool pools_paired = reinterpret_cast<uintptr_t>(k_pool.const_data_ptr()) % pair_bytes == 0 &&

@@ -2,51 +2,27 @@
 // table -- no gather of each row's context into a new tensor per layer and step. Accumulation in float
 // (double for double inputs), as the CPU kernel.
 //
-// paged_attention_gqa_kernel (up to 8 query heads per kv head, even head_dim <= 128: every model we
-// load): one block per (row, query token, kv head), so each key and value is read once for all the
-// query heads it serves instead of once per head. (1) scores, one key per thread at a time, into a
-// scratch row per head; (2) each head's softmax max and sum by warp shuffles and one shared-memory
-// step; (3) the weighted sum of the values, each warp over a quarter of the keys with its lanes on
-// consecutive channel pairs (coalesced reads), the warps' partial sums added in shared memory.
+// paged_attention_warp_kernel (up to 8 query heads per kv head, head_dim 4, 8, 16 or 32 times 16 bytes: 64 and
+// 128 in bf16, every model we load): one block per (row, query token, kv head), one warp per query head, each
+// walking all the row's keys once with an online softmax. The block's warps read the same key and value rows at
+// about the same time, so most of those reads after the first are cache hits.
+//
+// paged_attention_gqa_kernel (other even head_dims <= 128): one block per (row, query token, kv head). (1) scores,
+// one key per thread at a time, into a scratch row per head; (2) each head's softmax max and sum by warp shuffles
+// and one shared-memory step; (3) the weighted sum of the values, each warp over a quarter of the keys with its
+// lanes on consecutive channel pairs (coalesced reads), the warps' partial sums added in shared memory.
 //
 // paged_attention_kernel (any other shape): one block per (row, query token, head), the scores as
 // above, block reductions, then one channel per thread over all keys.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+#include <type_traits>
 
+#include "kernels/cuda/elem.cuh"
 #include "kernels/cuda/launch.h"
 
 namespace verl::kernels::cuda {
 namespace {
 
 constexpr int kThreads = 128;
-
-template <typename T>
-struct Elem;  // T <-> its accumulation type
-template <>
-struct Elem<float> {
-  using Acc = float;
-  __device__ static Acc load(float v) { return v; }
-  __device__ static float store(Acc v) { return v; }
-};
-template <>
-struct Elem<double> {
-  using Acc = double;
-  __device__ static Acc load(double v) { return v; }
-  __device__ static double store(Acc v) { return v; }
-};
-template <>
-struct Elem<__half> {
-  using Acc = float;
-  __device__ static Acc load(__half v) { return __half2float(v); }
-  __device__ static __half store(Acc v) { return __float2half_rn(v); }
-};
-template <>
-struct Elem<__nv_bfloat16> {
-  using Acc = float;
-  __device__ static Acc load(__nv_bfloat16 v) { return __bfloat162float(v); }
-  __device__ static __nv_bfloat16 store(Acc v) { return __float2bfloat16_rn(v); }
-};
 
 // The block's maximum (Max) or sum of `v`; every thread gets the result. `buffer` holds kThreads.
 template <bool Max, typename Acc>
@@ -63,6 +39,13 @@ __device__ Acc block_reduce(Acc v, Acc* buffer) {
   const Acc result = buffer[0];
   __syncthreads();
   return result;
+}
+
+// Key j's slot in the pool through the row's block table. 32-bit division: a context is below 2^31 tokens (the
+// launcher checks), and 64-bit division is a long instruction sequence that bounded these loops.
+__device__ inline int64_t slot_of(const int64_t* table, int64_t j, int64_t block_size) {
+  const uint32_t key = static_cast<uint32_t>(j), size = static_cast<uint32_t>(block_size), block = key / size;
+  return table[block] * block_size + (key - block * size);
 }
 
 template <typename T>
@@ -84,9 +67,7 @@ __global__ void paged_attention_kernel(const T* q, Strides4 qs, const T* k_pool,
     qv[c] = Elem<T>::load(q[i * qs.s0 + h * qs.s1 + t * qs.s2 + c * qs.s3]) * static_cast<Acc>(scale);
   __syncthreads();
   Acc* s = scores + (item * heads + h) * max_len;
-  auto row = [&](const T* pool, int64_t j) {
-    return pool + (table[j / block_size] * block_size + j % block_size) * token_stride + kvh * d;
-  };
+  auto row = [&](const T* pool, int64_t j) { return pool + slot_of(table, j, block_size) * token_stride + kvh * d; };
 
   Acc local_max = -INFINITY;
   for (int64_t j = threadIdx.x; j < len; j += kThreads) {
@@ -195,9 +176,7 @@ __global__ void paged_attention_gqa_kernel(const T* q, Strides4 qs, const T* k_p
   }
   __syncthreads();
   Acc* s = scores + (item * heads + kvh * groups) * max_len;  // head g's scores at s + g * max_len
-  auto row = [&](const T* pool, int64_t j) {
-    return pool + (table[j / block_size] * block_size + j % block_size) * token_stride + kvh * d;
-  };
+  auto row = [&](const T* pool, int64_t j) { return pool + slot_of(table, j, block_size) * token_stride + kvh * d; };
 
   Acc mx[kMaxGroup];
 #pragma unroll
@@ -312,6 +291,162 @@ __global__ void paged_attention_gqa_kernel(const T* q, Strides4 qs, const T* k_p
   }
 }
 
+// ---- the warp kernel ----
+//
+// Warp g of the block serves query head kvh * groups + g. It walks the row's keys kKeys = 32 / kLanes at a time,
+// one key per group of kLanes lanes: a lane holds 16 bytes (V elements) of the key's and the value's channels
+// and the query's matching channels, the dot product is summed over the group's lanes by shuffles, and a running
+// maximum rescales the warp's softmax sum and value sums (online softmax). The rows of the next two steps are
+// loaded while the current one is added. Measured on an H200 (bf16, 14 / 2 heads, d 64, 512 rows of ~100
+// tokens; benchmarks/rollout/bench_paged_attention.py): 42.5 us per call, the GQA kernel 60 us -- 68 us before
+// both stopped dividing in 64 bits per key (Nsight Compute had the warps issuing most cycles: 64-bit division is a
+// long instruction sequence).
+template <typename T>
+struct Vec16 {
+  static constexpr int kElems = 16 / static_cast<int>(sizeof(T));
+};
+
+__device__ inline void unpack(const uint4& raw, float (&out)[4]) {
+  const float4 f = *reinterpret_cast<const float4*>(&raw);
+  out[0] = f.x, out[1] = f.y, out[2] = f.z, out[3] = f.w;
+}
+__device__ inline void unpack(const uint4& raw, double (&out)[2]) {
+  const double2 f = *reinterpret_cast<const double2*>(&raw);
+  out[0] = f.x, out[1] = f.y;
+}
+__device__ inline float2 to_float2(__nv_bfloat162 v) { return __bfloat1622float2(v); }
+__device__ inline float2 to_float2(__half2 v) { return __half22float2(v); }
+template <typename Pair>  // __nv_bfloat162 or __half2
+__device__ inline void unpack_pairs(const uint4& raw, float (&out)[8]) {
+  const Pair* p = reinterpret_cast<const Pair*>(&raw);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const float2 f = to_float2(p[k]);
+    out[2 * k] = f.x, out[2 * k + 1] = f.y;
+  }
+}
+template <typename T, typename Acc, int V>
+__device__ inline void unpack_as(const uint4& raw, Acc (&out)[V]) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    unpack_pairs<__nv_bfloat162>(raw, out);
+  } else if constexpr (std::is_same_v<T, __half>) {
+    unpack_pairs<__half2>(raw, out);
+  } else {
+    unpack(raw, out);
+  }
+}
+
+template <typename T, int kLanes>
+__global__ void __launch_bounds__(32 * kMaxGroup) paged_attention_warp_kernel(
+    const T* q, Strides4 qs, const T* k_pool, const T* v_pool, const int64_t* tables, const int64_t* positions, T* out,
+    int64_t q_len, int64_t heads, int64_t kv_heads, int64_t block_size, int64_t max_blocks, double scale) {
+  using Acc = typename Elem<T>::Acc;
+  constexpr int V = Vec16<T>::kElems;
+  constexpr int d = kLanes * V;
+  constexpr int kKeys = 32 / kLanes;  // keys per warp step
+  const int groups = static_cast<int>(heads / kv_heads);
+  const int64_t item = blockIdx.x, kvh = blockIdx.y;  // item = row * q_len + query token
+  const int64_t i = item / q_len, t = item % q_len;
+  const int lane = threadIdx.x & 31;
+  const int64_t h = kvh * groups + (threadIdx.x >> 5);  // this warp's query head
+  const int key = lane / kLanes, part = lane % kLanes;  // this lane's key of the step, its channels
+  const int64_t max_len = max_blocks * block_size;
+  const int64_t len = positions[item] + 1 < max_len ? positions[item] + 1 : max_len;
+  const int64_t token_stride = kv_heads * d;
+  const int64_t* table = tables + i * max_blocks;
+
+  Acc qr[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v)
+    qr[v] = Elem<T>::load(q[i * qs.s0 + h * qs.s1 + t * qs.s2 + (part * V + v) * qs.s3]) * static_cast<Acc>(scale);
+  Acc m = -INFINITY, l = 0, acc[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) acc[v] = 0;
+
+  // This lane's 16 bytes of key j's and its value's rows, raw: converted when used, so that the loads of the next
+  // two steps stay in flight meanwhile. The keys advance kKeys a step; the lane follows its key's block and offset
+  // instead of dividing (64-bit division is a long instruction sequence, the bulk of this loop's instructions).
+  int64_t next = key, next_block = key / block_size, next_offset = key % block_size;
+  auto fetch = [&](uint4& kraw, uint4& vraw) {
+    if (next < len) {
+      const int64_t offset = (table[next_block] * block_size + next_offset) * token_stride + kvh * d + part * V;
+      kraw = *reinterpret_cast<const uint4*>(k_pool + offset);
+      vraw = *reinterpret_cast<const uint4*>(v_pool + offset);
+    } else {
+      kraw = vraw = make_uint4(0, 0, 0, 0);
+    }
+    next += kKeys;
+    for (next_offset += kKeys; next_offset >= block_size; next_offset -= block_size) ++next_block;
+  };
+  uint4 k_ahead[2], v_ahead[2];
+  fetch(k_ahead[0], v_ahead[0]);
+  fetch(k_ahead[1], v_ahead[1]);
+  for (int64_t base = 0; base < len; base += kKeys) {
+    const int64_t j = base + key;
+    const uint4 k_raw = k_ahead[0], v_raw = v_ahead[0];
+    k_ahead[0] = k_ahead[1];
+    v_ahead[0] = v_ahead[1];
+    fetch(k_ahead[1], v_ahead[1]);
+    Acc kv[V], vv[V];
+    unpack_as<T, Acc, V>(k_raw, kv);
+    unpack_as<T, Acc, V>(v_raw, vv);
+    Acc dot = 0;
+#pragma unroll
+    for (int v = 0; v < V; ++v) dot += qr[v] * kv[v];
+#pragma unroll
+    for (int offset = kLanes / 2; offset > 0; offset >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
+    const Acc score = j < len ? dot : Acc(-INFINITY);
+    Acc step_max = score;  // over the step's keys
+#pragma unroll
+    for (int offset = kLanes; offset < 32; offset <<= 1) {
+      const Acc other = __shfl_xor_sync(0xffffffffu, step_max, offset);
+      step_max = other > step_max ? other : step_max;
+    }
+    if (step_max > m) {  // warp-uniform; rarely true after the first keys (the rescale would be 1)
+      const Acc rescale = exp(m - step_max);  // step_max is finite: the step's first key is in range
+      m = step_max;
+      l *= rescale;
+#pragma unroll
+      for (int v = 0; v < V; ++v) acc[v] *= rescale;
+    }
+    const Acc p = exp(score - m);
+    l += p;
+#pragma unroll
+    for (int v = 0; v < V; ++v) acc[v] += p * vv[v];
+  }
+  // The step's key groups share the running maximum: their sums add.
+#pragma unroll
+  for (int offset = kLanes; offset < 32; offset <<= 1) {
+    l += __shfl_xor_sync(0xffffffffu, l, offset);
+#pragma unroll
+    for (int v = 0; v < V; ++v) acc[v] += __shfl_xor_sync(0xffffffffu, acc[v], offset);
+  }
+  if (key == 0) {
+    T* o = out + (item * heads + h) * d + part * V;  // out (bs, q, heads, d)
+#pragma unroll
+    for (int v = 0; v < V; ++v) o[v] = Elem<T>::store(acc[v] / l);
+  }
+}
+
+// Lanes per key of the warp kernel for head_dim d (16 bytes each), or 0 where it does not apply.
+template <typename T>
+int warp_lanes(int64_t d) {
+  constexpr int V = Vec16<T>::kElems;
+  if (d % V != 0) return 0;
+  const int64_t lanes = d / V;
+  return lanes == 4 || lanes == 8 || lanes == 16 || lanes == 32 ? static_cast<int>(lanes) : 0;
+}
+
+template <typename T, int kLanes>
+void launch_warp(const T* q, Strides4 qs, const T* k_pool, const T* v_pool, const int64_t* tables,
+                  const int64_t* positions, T* out, int64_t bs, int64_t q_len, int64_t heads, int64_t kv_heads,
+                  int64_t block_size, int64_t max_blocks, double scale, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(bs * q_len), static_cast<unsigned>(kv_heads));
+  const unsigned threads = static_cast<unsigned>(32 * (heads / kv_heads));
+  paged_attention_warp_kernel<T, kLanes><<<grid, threads, 0, stream>>>(
+      q, qs, k_pool, v_pool, tables, positions, out, q_len, heads, kv_heads, block_size, max_blocks, scale);
+}
+
 template <typename T>
 cudaError_t launch(const void* q, Strides4 qs, const void* k_pool, const void* v_pool, const int64_t* tables,
                    const int64_t* positions, void* out, void* scores, int64_t bs, int64_t q_len, int64_t heads,
@@ -320,6 +455,18 @@ cudaError_t launch(const void* q, Strides4 qs, const void* k_pool, const void* v
   using Acc = typename Elem<T>::Acc;
   if (bs * q_len * heads == 0) return cudaSuccess;
   const int64_t groups = heads / kv_heads;
+  const bool pools_aligned16 = reinterpret_cast<uintptr_t>(k_pool) % 16 == 0 && reinterpret_cast<uintptr_t>(v_pool) % 16 == 0;
+  if (pools_aligned16 && groups <= kMaxGroup && warp_lanes<T>(d) != 0) {
+    const T *qt = static_cast<const T*>(q), *kt = static_cast<const T*>(k_pool), *vt = static_cast<const T*>(v_pool);
+    T* ot = static_cast<T*>(out);
+    switch (warp_lanes<T>(d)) {
+      case 4: launch_warp<T, 4>(qt, qs, kt, vt, tables, positions, ot, bs, q_len, heads, kv_heads, block_size, max_blocks, scale, stream); break;
+      case 8: launch_warp<T, 8>(qt, qs, kt, vt, tables, positions, ot, bs, q_len, heads, kv_heads, block_size, max_blocks, scale, stream); break;
+      case 16: launch_warp<T, 16>(qt, qs, kt, vt, tables, positions, ot, bs, q_len, heads, kv_heads, block_size, max_blocks, scale, stream); break;
+      default: launch_warp<T, 32>(qt, qs, kt, vt, tables, positions, ot, bs, q_len, heads, kv_heads, block_size, max_blocks, scale, stream); break;
+    }
+    return cudaGetLastError();
+  }
   if (pools_paired && groups <= kMaxGroup && d % 2 == 0 && d <= 2 * 32 * kMaxPairs) {
     const dim3 grid(static_cast<unsigned>(bs * q_len), static_cast<unsigned>(kv_heads));
     const size_t shared =
