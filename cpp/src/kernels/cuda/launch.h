@@ -60,12 +60,17 @@ cudaError_t launch_sample_plain(const void* logits, Dtype dtype, int64_t vocab, 
 // strides `qs`; k_pool / v_pool (blocks, block_size, kv_heads, d) contiguous; tables (bs, max_blocks)
 // and positions (bs, q_len) int64 contiguous; out (bs, q_len, heads, d) contiguous; scores a scratch
 // of bs * q_len * heads * max_blocks * block_size elements of the accumulation type (float; double
-// for kFloat64). `pools_paired`: both pools start at a multiple of two elements, so the GQA kernel may read
-// them two elements at a time.
+// for kFloat64) where paged_attention_needs_scores says so, else unused (may be null). The kernel is chosen from
+// the shapes and the pools' alignment (paged_attention.cu).
 cudaError_t launch_paged_attention(const void* q, Strides4 qs, const void* k_pool, const void* v_pool,
                                    const int64_t* tables, const int64_t* positions, void* out, void* scores,
                                    int64_t bs, int64_t q_len, int64_t heads, int64_t kv_heads, int64_t d,
                                    int64_t block_size, int64_t max_blocks, double scale, Dtype dtype,
-                                   bool pools_paired, cudaStream_t stream);
+                                   cudaStream_t stream);
+
+// Whether launch_paged_attention's kernel for these pools and shapes reads the `scores` scratch: every kernel but
+// the warp kernel, which keeps its softmax in registers.
+bool paged_attention_needs_scores(const void* k_pool, const void* v_pool, int64_t heads, int64_t kv_heads, int64_t d,
+                                  Dtype dtype);
 
 }  // namespace verl::kernels::cuda

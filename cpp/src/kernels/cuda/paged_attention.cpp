@@ -31,19 +31,19 @@ torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& k_poo
   // The kernels index a row's context in 32 bits.
   VERL_CHECK(max_blocks * block_size < (int64_t{1} << 31), "paged_attention: a context of ", max_blocks * block_size,
              " tokens (block_tables ", tables.sizes(), " x block_size ", block_size, ") exceeds the kernels' 2^31");
-  // A pool viewed at an odd element offset cannot be read in pairs (the engine's pools are whole allocations).
-  const auto pair_bytes = static_cast<uintptr_t>(2 * k_pool.element_size());
-  const bool pools_paired = reinterpret_cast<uintptr_t>(k_pool.const_data_ptr()) % pair_bytes == 0 &&
-                            reinterpret_cast<uintptr_t>(v_pool.const_data_ptr()) % pair_bytes == 0;
   // Written as (bs, q, heads, d), the layout o_proj wants, and returned as a permuted view (as on CPU).
   torch::Tensor out = torch::empty({bs, q_len, heads, d}, q.options());
-  const auto acc_dtype = q.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
-  torch::Tensor scores = torch::empty({bs * q_len * heads, max_blocks * block_size}, q.options().dtype(acc_dtype));
+  const Dtype dtype = launcher_dtype(q.scalar_type(), "paged_attention");
+  // The scores scratch only where the kernel reads it (not the warp kernel: the engine's decode).
+  torch::Tensor scores;
+  if (paged_attention_needs_scores(k_pool.const_data_ptr(), v_pool.const_data_ptr(), heads, kv_heads, d, dtype)) {
+    const auto acc_dtype = q.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+    scores = torch::empty({bs * q_len * heads, max_blocks * block_size}, q.options().dtype(acc_dtype));
+  }
   check_launch(launch_paged_attention(q.const_data_ptr(), strides4(q), k_pool.const_data_ptr(), v_pool.const_data_ptr(),
                                       tables.const_data_ptr<int64_t>(), pos.const_data_ptr<int64_t>(), out.data_ptr(),
-                                      scores.data_ptr(), bs, q_len, heads, kv_heads, d, block_size, max_blocks, scale,
-                                      launcher_dtype(q.scalar_type(), "paged_attention"), pools_paired,
-                                      stream_of(q)),
+                                      scores.defined() ? scores.data_ptr() : nullptr, bs, q_len, heads, kv_heads, d,
+                                      block_size, max_blocks, scale, dtype, stream_of(q)),
                "paged_attention");
   return out.permute({0, 2, 1, 3});
 }

@@ -447,16 +447,32 @@ void launch_warp(const T* q, Strides4 qs, const T* k_pool, const T* v_pool, cons
       q, qs, k_pool, v_pool, tables, positions, out, q_len, heads, kv_heads, block_size, max_blocks, scale);
 }
 
+enum class Kernel { kWarp, kGqa, kGeneric };
+
+// The kernel for these pools and shapes. Alignment is the pools' own: a pool viewed at an offset that breaks it (the
+// engine's pools are whole allocations) is read in narrower pieces by the next kernel down.
+template <typename T>
+Kernel choose_kernel(const void* k_pool, const void* v_pool, int64_t heads, int64_t kv_heads, int64_t d) {
+  auto aligned = [&](uintptr_t bytes) {
+    return reinterpret_cast<uintptr_t>(k_pool) % bytes == 0 && reinterpret_cast<uintptr_t>(v_pool) % bytes == 0;
+  };
+  const int64_t groups = heads / kv_heads;
+  if (groups > kMaxGroup) return Kernel::kGeneric;
+  if (aligned(16) && warp_lanes<T>(d) != 0) return Kernel::kWarp;
+  if (aligned(2 * sizeof(T)) && d % 2 == 0 && d <= 2 * 32 * kMaxPairs) return Kernel::kGqa;
+  return Kernel::kGeneric;
+}
+
 template <typename T>
 cudaError_t launch(const void* q, Strides4 qs, const void* k_pool, const void* v_pool, const int64_t* tables,
                    const int64_t* positions, void* out, void* scores, int64_t bs, int64_t q_len, int64_t heads,
                    int64_t kv_heads, int64_t d, int64_t block_size, int64_t max_blocks, double scale,
-                   bool pools_paired, cudaStream_t stream) {
+                   cudaStream_t stream) {
   using Acc = typename Elem<T>::Acc;
   if (bs * q_len * heads == 0) return cudaSuccess;
   const int64_t groups = heads / kv_heads;
-  const bool pools_aligned16 = reinterpret_cast<uintptr_t>(k_pool) % 16 == 0 && reinterpret_cast<uintptr_t>(v_pool) % 16 == 0;
-  if (pools_aligned16 && groups <= kMaxGroup && warp_lanes<T>(d) != 0) {
+  const Kernel kernel = choose_kernel<T>(k_pool, v_pool, heads, kv_heads, d);
+  if (kernel == Kernel::kWarp) {
     const T *qt = static_cast<const T*>(q), *kt = static_cast<const T*>(k_pool), *vt = static_cast<const T*>(v_pool);
     T* ot = static_cast<T*>(out);
     switch (warp_lanes<T>(d)) {
@@ -467,7 +483,7 @@ cudaError_t launch(const void* q, Strides4 qs, const void* k_pool, const void* v
     }
     return cudaGetLastError();
   }
-  if (pools_paired && groups <= kMaxGroup && d % 2 == 0 && d <= 2 * 32 * kMaxPairs) {
+  if (kernel == Kernel::kGqa) {
     const dim3 grid(static_cast<unsigned>(bs * q_len), static_cast<unsigned>(kv_heads));
     const size_t shared =
         static_cast<size_t>(groups * d + kWarps * kMaxGroup + kMaxGroup + kWarps * groups * d) * sizeof(Acc);
@@ -491,22 +507,33 @@ cudaError_t launch_paged_attention(const void* q, Strides4 qs, const void* k_poo
                                    const int64_t* tables, const int64_t* positions, void* out, void* scores,
                                    int64_t bs, int64_t q_len, int64_t heads, int64_t kv_heads, int64_t d,
                                    int64_t block_size, int64_t max_blocks, double scale, Dtype dtype,
-                                   bool pools_paired, cudaStream_t stream) {
+                                   cudaStream_t stream) {
   switch (dtype) {
     case Dtype::kFloat32:
       return launch<float>(q, qs, k_pool, v_pool, tables, positions, out, scores, bs, q_len, heads, kv_heads, d,
-                           block_size, max_blocks, scale, pools_paired, stream);
+                           block_size, max_blocks, scale, stream);
     case Dtype::kFloat64:
       return launch<double>(q, qs, k_pool, v_pool, tables, positions, out, scores, bs, q_len, heads, kv_heads, d,
-                            block_size, max_blocks, scale, pools_paired, stream);
+                            block_size, max_blocks, scale, stream);
     case Dtype::kFloat16:
       return launch<__half>(q, qs, k_pool, v_pool, tables, positions, out, scores, bs, q_len, heads, kv_heads, d,
-                            block_size, max_blocks, scale, pools_paired, stream);
+                            block_size, max_blocks, scale, stream);
     case Dtype::kBFloat16:
       return launch<__nv_bfloat16>(q, qs, k_pool, v_pool, tables, positions, out, scores, bs, q_len, heads, kv_heads,
-                                   d, block_size, max_blocks, scale, pools_paired, stream);
+                                   d, block_size, max_blocks, scale, stream);
   }
   return cudaErrorInvalidValue;
+}
+
+bool paged_attention_needs_scores(const void* k_pool, const void* v_pool, int64_t heads, int64_t kv_heads, int64_t d,
+                                  Dtype dtype) {
+  switch (dtype) {
+    case Dtype::kFloat32: return choose_kernel<float>(k_pool, v_pool, heads, kv_heads, d) != Kernel::kWarp;
+    case Dtype::kFloat64: return choose_kernel<double>(k_pool, v_pool, heads, kv_heads, d) != Kernel::kWarp;
+    case Dtype::kFloat16: return choose_kernel<__half>(k_pool, v_pool, heads, kv_heads, d) != Kernel::kWarp;
+    case Dtype::kBFloat16: return choose_kernel<__nv_bfloat16>(k_pool, v_pool, heads, kv_heads, d) != Kernel::kWarp;
+  }
+  return true;
 }
 
 }  // namespace verl::kernels::cuda
