@@ -71,7 +71,8 @@ void register_rollout(py::module_& m) {
       .def(py::init([](std::shared_ptr<model::CausalLM> model, int64_t block_size, int64_t max_num_seqs,
                        int64_t max_num_batched_tokens, int64_t max_model_len, int64_t kv_cache_bytes,
                        std::vector<int64_t> eos_token_ids, uint64_t seed, bool paged_attention_kernel,
-                       bool enable_prefix_caching, bool enforce_eager, std::vector<int64_t> cudagraph_capture_sizes) {
+                       bool enable_prefix_caching, bool enforce_eager, std::vector<int64_t> cudagraph_capture_sizes,
+                       std::optional<bool> async_scheduling) {
              EngineConfig c;
              c.block_size = block_size;
              c.max_num_seqs = max_num_seqs;
@@ -84,13 +85,15 @@ void register_rollout(py::module_& m) {
              c.enable_prefix_caching = enable_prefix_caching;
              c.enforce_eager = enforce_eager;
              c.cudagraph_capture_sizes = std::move(cudagraph_capture_sizes);
+             c.async_scheduling = async_scheduling;
              return std::make_shared<Engine>(std::move(model), c);
            }),
            py::arg("model"), py::kw_only(), py::arg("block_size") = 16, py::arg("max_num_seqs") = 256,
            py::arg("max_num_batched_tokens") = 2048, py::arg("max_model_len") = 0, py::arg("kv_cache_bytes") = 0,
            py::arg("eos_token_ids") = std::vector<int64_t>{}, py::arg("seed") = 0,
            py::arg("paged_attention_kernel") = true, py::arg("enable_prefix_caching") = false,
-           py::arg("enforce_eager") = false, py::arg("cudagraph_capture_sizes") = std::vector<int64_t>{})
+           py::arg("enforce_eager") = false, py::arg("cudagraph_capture_sizes") = std::vector<int64_t>{},
+           py::arg("async_scheduling") = py::none())
       .def("add_request", &Engine::add_request, py::arg("prompt_token_ids"), py::arg("sampling_params"))
       .def("step", &Engine::step, Release())
       .def("has_unfinished_requests", &Engine::has_unfinished_requests)
@@ -122,6 +125,7 @@ void register_rollout(py::module_& m) {
         d["num_steps"] = s.num_steps;
         d["peak_used_blocks"] = s.peak_used_blocks;
         d["num_graph_captures"] = s.num_graph_captures;
+        d["num_async_steps"] = s.num_async_steps;
         return d;
       });
 

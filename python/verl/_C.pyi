@@ -344,7 +344,7 @@ class rollout:  # a submodule (bindings/rollout.cpp)
                      max_num_batched_tokens: int = 2048, max_model_len: int = 0, kv_cache_bytes: int = 0,
                      eos_token_ids: list[int] = ..., seed: int = 0, paged_attention_kernel: bool = True,
                      enable_prefix_caching: bool = False, enforce_eager: bool = False,
-                     cudagraph_capture_sizes: list[int] = ...) -> None: ...
+                     cudagraph_capture_sizes: list[int] = ..., async_scheduling: bool | None = None) -> None: ...
         sleeping: bool
         max_model_len: int
         model: model.CausalLM

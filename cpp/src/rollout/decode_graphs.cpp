@@ -18,7 +18,8 @@ DecodeInputs::DecodeInputs(int64_t max_rows, int64_t max_blocks, torch::Device d
 }
 
 void DecodeInputs::stage(const int64_t* ids, const int64_t* positions, const int64_t* slots, const int64_t* tables,
-                         int64_t bs, int64_t max_blocks, int64_t rows, int64_t blocks) {
+                         int64_t bs, int64_t max_blocks, int64_t rows, int64_t blocks,
+                         const torch::Tensor& device_ids) {
   VERL_CHECK(bs >= 1 && bs <= rows && rows <= max_rows_ && max_blocks >= 1 && max_blocks <= blocks &&
                  blocks <= max_blocks_,
              "DecodeInputs: a batch of ", bs, " rows x ", max_blocks, " blocks does not fit a bucket of ", rows, " x ",
@@ -31,12 +32,19 @@ void DecodeInputs::stage(const int64_t* ids, const int64_t* positions, const int
   torch::Tensor host = torch::empty({used}, torch::TensorOptions().dtype(torch::kLong).pinned_memory(cuda));
   int64_t* h = host.data_ptr<int64_t>();
   std::fill(h, h + used, int64_t{0});
-  std::copy(ids, ids + bs, h);
+  if (!device_ids.defined()) std::copy(ids, ids + bs, h);
   std::copy(positions, positions + bs, h + max_rows_);
   std::copy(slots, slots + bs, h + 2 * max_rows_);
   for (int64_t i = 0; i < bs; ++i)
     std::copy(tables + i * max_blocks, tables + (i + 1) * max_blocks, h + 3 * max_rows_ + i * blocks);
   buffer_.narrow(0, 0, used).copy_(host, /*non_blocking=*/cuda);
+  if (device_ids.defined()) {
+    VERL_CHECK(device_ids.numel() == bs && device_ids.scalar_type() == torch::kLong &&
+                   device_ids.device() == buffer_.device(),
+               "DecodeInputs: device_ids must be ", bs, " int64 ids on ", buffer_.device().str(), ", got ",
+               device_ids.sizes(), " ", c10::toString(device_ids.scalar_type()), " on ", device_ids.device().str());
+    buffer_.narrow(0, 0, bs).copy_(device_ids.reshape({bs}), /*non_blocking=*/true);
+  }
 }
 
 torch::Tensor DecodeInputs::forward(model::CausalLM& model, PagedKVCache& cache, int64_t rows, int64_t blocks) const {

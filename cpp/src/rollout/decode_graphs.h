@@ -27,8 +27,11 @@ class VERL_API DecodeInputs {
   int64_t max_blocks() const { return max_blocks_; }
   // Host arrays as Engine::run builds them: ids, positions, slots (bs,), tables (bs, max_blocks) row-major, laid
   // out for a bucket of `rows` x `blocks`: bs <= rows <= max_rows(), max_blocks <= blocks <= max_blocks().
+  // `device_ids`, when defined: the bs ids as a tensor on the buffer's device (an async-scheduled step's input, the
+  // previous step's tokens still in flight), copied there on the device after the host arrays; `ids` is then not
+  // read.
   void stage(const int64_t* ids, const int64_t* positions, const int64_t* slots, const int64_t* tables, int64_t bs,
-             int64_t max_blocks, int64_t rows, int64_t blocks);
+             int64_t max_blocks, int64_t rows, int64_t blocks, const torch::Tensor& device_ids = {});
   // CausalLM::forward_cached over the staged bucket (the last stage()'s rows x blocks): logits (rows, vocab).
   torch::Tensor forward(model::CausalLM& model, PagedKVCache& cache, int64_t rows, int64_t blocks) const;
 
@@ -44,8 +47,10 @@ class DecodeGraphs {
   // The logits (bs, vocab) at the rows' new tokens. Host arrays, as Engine::run builds them: ids, positions and
   // KV slots (bs,), block tables (bs, max_blocks) row-major. An undefined tensor when no graph serves the batch
   // (bs above the largest bucket, or more blocks per row than the graphs were captured for): run it eagerly.
+  // `device_ids`: as DecodeInputs::stage.
   virtual torch::Tensor run(const int64_t* ids, const int64_t* positions, const int64_t* slots,
-                            const int64_t* tables, int64_t bs, int64_t max_blocks) = 0;
+                            const int64_t* tables, int64_t bs, int64_t max_blocks,
+                            const torch::Tensor& device_ids) = 0;
   virtual int64_t num_captured() const = 0;
   // Drops every graph and its memory pool (Engine::sleep: the memory goes back to the caching allocator); they are
   // captured again when next used.

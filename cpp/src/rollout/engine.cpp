@@ -7,6 +7,9 @@
 #include <sstream>
 #include <thread>
 
+#include <c10/core/Event.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
+
 #include "core/tensor_storage.h"
 #include "rollout/decode_graphs.h"
 #include "verl/core/error.h"
@@ -94,6 +97,8 @@ Engine::Engine(std::shared_ptr<model::CausalLM> model, EngineConfig config)
   scheduler_ = std::make_unique<Scheduler>(SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens,
                                                            config_.enable_prefix_caching},
                                            num_blocks, config_.block_size);
+  async_scheduling_ = config_.async_scheduling.value_or(model_->device().type() != torch::kCPU &&
+                                                        model_->tensor_parallel_size() == 1);
   next_seed_ = config_.seed;
   stats_.block_size = config_.block_size;
 }
@@ -187,7 +192,7 @@ void Engine::admit_pending() {
   }
 }
 
-torch::Tensor Engine::run(const std::vector<Chunk>& chunks) {
+torch::Tensor Engine::run(const std::vector<Chunk>& chunks, const torch::Tensor& ahead_ids) {
   const int64_t bs = static_cast<int64_t>(chunks.size()), B = config_.block_size;
   int64_t q = 0, max_blocks = 0;
   bool all_start = true;
@@ -215,7 +220,8 @@ torch::Tensor Engine::run(const std::vector<Chunk>& chunks) {
   }
   if (graphs_ && q == 1) {
     try {
-      torch::Tensor logits = graphs_->run(ids.data(), pos.data(), slots.data(), tables.data(), bs, max_blocks);
+      torch::Tensor logits =
+          graphs_->run(ids.data(), pos.data(), slots.data(), tables.data(), bs, max_blocks, ahead_ids);
       if (logits.defined()) return logits;
     } catch (const std::exception& e) {
       // A graph that cannot be captured here (a kernel or a driver that refuses stream capture) costs speed, not
@@ -228,7 +234,10 @@ torch::Tensor Engine::run(const std::vector<Chunk>& chunks) {
   const auto device = model_->device();
   const std::vector<torch::Tensor> in =
       to_device({{ids, {bs, q}}, {pos, {bs, q}}, {slots, {bs * q}}, {tables, {bs, max_blocks}}, {head, {bs}}}, device);
-  const torch::Tensor &ids_t = in[0], &pos_t = in[1];
+  VERL_CHECK(!ahead_ids.defined() || (q == 1 && ahead_ids.numel() == bs), "Engine: ids on the device serve one "
+             "decode token per row, got ", ahead_ids.numel(), " for ", bs, " rows of ", q);
+  const torch::Tensor ids_t = ahead_ids.defined() ? ahead_ids.view({bs, 1}) : in[0];
+  const torch::Tensor& pos_t = in[1];
   torch::Tensor mask;
   if (cache_->needs_mask(q)) {
     torch::Tensor key_pos = torch::arange(max_blocks * B, torch::dtype(torch::kLong).device(device));
@@ -290,6 +299,22 @@ bool Engine::append(Sequence* seq, int64_t token, float logprob) {
   return seq->finish != FinishReason::kNone;
 }
 
+// A launched step, its tokens not read back yet (EngineConfig::async_scheduling).
+struct Engine::InFlightStep {
+  ScheduleOutput work;
+  std::vector<Sequence*> rows;  // the sequence of each sampled row, in row order (null: stopped or aborted since)
+  bool pure_decode = false;     // one decode token per sequence, no prefill, no fork: a step may follow it ahead
+  torch::Tensor tokens;         // (rows,) int64 on the model's device: the ids of the step launched ahead of this one
+  torch::Tensor host;           // (2, rows) int32 on the host: the tokens, then the float32 log-probs' bits
+  std::optional<c10::Event> copied;  // devices other than the CPU: recorded after `host`'s copy was queued
+};
+
+namespace {
+// The token a sequence holds while the one sampled for that position is still on the device (async scheduling);
+// the step that reads it takes its ids from the device.
+constexpr int64_t kTokenInFlight = -1;
+}  // namespace
+
 std::vector<RequestOutput> Engine::step() {
   // Operations waiting to run between two steps go first (std::mutex is not fair: a loop that re-locks at once,
   // like AsyncEngine's, could starve them).
@@ -305,12 +330,30 @@ std::vector<RequestOutput> Engine::step() {
     std::lock_guard<std::mutex> lock(mutex_);
     done.swap(finished_early_);
   }
-  if (!scheduler_->has_work()) return done;
-  ScheduleOutput work = scheduler_->schedule();
-  VERL_CHECK_AS(DataError, !work.empty(), "Engine.step: no request fits the KV cache (", scheduler_->num_waiting(),
-                " waiting); raise kv_cache_bytes");
+  if (!in_flight_) {
+    if (!scheduler_->has_work()) return done;
+    ScheduleOutput work = scheduler_->schedule();
+    VERL_CHECK_AS(DataError, !work.empty(), "Engine.step: no request fits the KV cache (", scheduler_->num_waiting(),
+                  " waiting); raise kv_cache_bytes");
+    in_flight_ = launch(std::move(work), torch::Tensor());
+    if (!in_flight_) return done;  // prefill chunks of prompts not yet complete: nothing was sampled
+  }
+  std::unique_ptr<InFlightStep> next = can_launch_ahead(*in_flight_) ? launch_ahead(*in_flight_) : nullptr;
+  const std::unique_ptr<InFlightStep> current = std::move(in_flight_);
+  std::vector<TokenEvent> events = retire(*current, next.get(), done);
+  // A step ahead whose every row finished (stop tokens) is left to run out on the device: nothing reads it.
+  if (next && std::any_of(next->rows.begin(), next->rows.end(), [](const Sequence* s) { return s != nullptr; }))
+    in_flight_ = std::move(next);
+  stats_.num_preemptions = scheduler_->num_preemptions();
+  if (token_listener_) token_listener_(events);
+  return done;
+}
+
+std::unique_ptr<Engine::InFlightStep> Engine::launch(ScheduleOutput work, const torch::Tensor& ahead_ids) {
+  const bool ahead = ahead_ids.defined();
   cache_->copy_blocks(work.copies);
   ++stats_.num_steps;
+  if (ahead) ++stats_.num_async_steps;
   stats_.peak_used_blocks = std::max(stats_.peak_used_blocks, scheduler_->blocks().num_usable_blocks() -
                                                                   scheduler_->blocks().num_free_blocks());
 
@@ -320,7 +363,7 @@ std::vector<RequestOutput> Engine::step() {
   int64_t offset = 0;
   std::vector<Sequence*> completed_roots;
   if (!work.decodes.empty()) {
-    parts.push_back(run(work.decodes));
+    parts.push_back(run(work.decodes, ahead_ids));
     for (size_t i = 0; i < work.decodes.size(); ++i) {
       rows.emplace_back(work.decodes[i].seq, offset + i);
       // A root whose last prompt token came as a one-token chunk completes here.
@@ -339,7 +382,9 @@ std::vector<RequestOutput> Engine::step() {
       if (c.seq->fork_n > 1) completed_roots.push_back(c.seq);
     }
   }
-  scheduler_->computed(work);
+  // A step launched ahead is marked computed once the previous step's tokens replace its placeholders (the prefix
+  // cache keys a full block by its tokens).
+  if (!ahead) scheduler_->computed(work);
   for (Sequence* root : completed_roots) {
     Request* req = root->request;
     std::vector<Sequence*> children;
@@ -358,14 +403,16 @@ std::vector<RequestOutput> Engine::step() {
     }
     scheduler_->fork(root, children);
   }
-  if (rows.empty()) return done;
+  if (rows.empty()) return nullptr;
 
   torch::Tensor logits = parts.size() == 1 ? parts[0] : torch::cat(parts, 0);
   std::vector<int64_t> index(rows.size());
   SamplerRows srows;
   bool identity = static_cast<int64_t>(rows.size()) == logits.size(0);
+  auto f = std::make_unique<InFlightStep>();
   for (size_t i = 0; i < rows.size(); ++i) {
     auto [seq, r] = rows[i];
+    f->rows.push_back(seq);
     index[i] = r;
     identity &= r == static_cast<int64_t>(i);
     const SamplingParams& p = seq->request->params;
@@ -375,26 +422,113 @@ std::vector<RequestOutput> Engine::step() {
   if (!identity)
     logits = logits.index_select(0, to_device({{index, {static_cast<int64_t>(index.size())}}}, logits.device())[0]);
   SampleResult sampled = sample(logits, srows);
-  // Tokens and log-probs come back in one copy: on a GPU, the step's one host synchronisation. The tokens as int32
-  // beside the float32 log-probs' bits (a vocabulary is far below 2^31).
+  // Tokens and log-probs come back in one copy, waited for in retire(): on a GPU, the step's one host
+  // synchronisation. The tokens as int32 beside the float32 log-probs' bits (a vocabulary is far below 2^31).
   const torch::Tensor packed =
-      torch::stack({sampled.tokens.to(torch::kInt), sampled.logprobs.to(torch::kFloat).view(torch::kInt)})
-          .to(torch::kCPU)
-          .contiguous();
-  const torch::Tensor tokens = packed[0], logprobs = packed[1].view(torch::kFloat);
-  const int32_t* tok = tokens.const_data_ptr<int32_t>();
-  const float* lp = logprobs.const_data_ptr<float>();
+      torch::stack({sampled.tokens.to(torch::kInt), sampled.logprobs.to(torch::kFloat).view(torch::kInt)});
+  if (packed.is_cpu()) {
+    f->host = packed;
+  } else {
+    // Into pinned memory, asynchronously; the caching host allocator keeps the block until the copy has run.
+    f->host = torch::empty(packed.sizes(), torch::TensorOptions().dtype(torch::kInt).pinned_memory(true));
+    f->host.copy_(packed, /*non_blocking=*/true);
+    const c10::impl::VirtualGuardImpl device(packed.device().type());
+    f->copied.emplace(packed.device().type());
+    f->copied->record(device.getStream(packed.device()));
+  }
+  f->pure_decode = work.prefills.empty() && completed_roots.empty();
+  f->tokens = sampled.tokens;
+  f->work = std::move(work);
+  return f;
+}
+
+bool Engine::last_by_length(const Sequence& seq) const {
+  return seq.num_generated() + 1 >= seq.request->params.max_tokens ||
+         static_cast<int64_t>(seq.tokens.size()) + 1 >= max_model_len_;
+}
+
+bool Engine::can_launch_ahead(const InFlightStep& f) const {
+  if (!async_scheduling_ || !f.pure_decode) return false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!pending_.empty()) return false;
+  }
+  // The running sequences are f's live rows, in the scheduler's order (so the next step's rows are those, less the
+  // ones that end by length), and none waits.
+  const std::vector<Sequence*>& running = scheduler_->running();
+  if (scheduler_->num_waiting() > 0 || running.size() > f.rows.size()) return false;
+  size_t live = 0;
+  for (const Sequence* seq : f.rows) {
+    if (seq == nullptr) continue;  // stopped or aborted after f was launched
+    if (live == running.size() || running[live] != seq) return false;
+    ++live;
+  }
+  if (live != running.size()) return false;
+  int64_t blocks = 0, rows = 0;
+  for (const Sequence* seq : running) {
+    if (last_by_length(*seq)) continue;
+    blocks += scheduler_->blocks().blocks_needed(seq->block_table, seq->num_computed, 1);
+    ++rows;
+  }
+  return rows > 0 && blocks <= scheduler_->blocks().num_free_blocks();
+}
+
+std::unique_ptr<Engine::InFlightStep> Engine::launch_ahead(const InFlightStep& f) {
+  std::vector<Sequence*> kept;
+  std::vector<int64_t> kept_rows;
+  for (size_t i = 0; i < f.rows.size(); ++i) {
+    Sequence* seq = f.rows[i];
+    if (seq == nullptr) continue;
+    if (last_by_length(*seq)) {
+      // Nothing is computed past its end: it leaves the scheduler (its blocks free) now, its output when retired.
+      scheduler_->finish(seq);
+      continue;
+    }
+    seq->tokens.push_back(kTokenInFlight);
+    kept.push_back(seq);
+    kept_rows.push_back(static_cast<int64_t>(i));
+  }
+  try {
+    ScheduleOutput work = scheduler_->schedule();
+    bool same_rows = work.prefills.empty() && work.decodes.size() == kept.size();
+    for (size_t i = 0; same_rows && i < kept.size(); ++i) same_rows = work.decodes[i].seq == kept[i];
+    VERL_CHECK_AS(DataError, same_rows, "Engine.step: internal error: the step scheduled ahead does not decode the "
+                  "previous step's ", kept.size(), " continuing rows");
+    const torch::Tensor ids =
+        kept.size() == f.rows.size()
+            ? f.tokens
+            : f.tokens.index_select(
+                  0, to_device({{kept_rows, {static_cast<int64_t>(kept_rows.size())}}}, f.tokens.device())[0]);
+    return launch(std::move(work), ids);
+  } catch (...) {
+    for (Sequence* seq : kept) seq->tokens.pop_back();
+    throw;
+  }
+}
+
+std::vector<TokenEvent> Engine::retire(InFlightStep& f, InFlightStep* next, std::vector<RequestOutput>& done) {
+  if (f.copied) f.copied->synchronize();
+  const int32_t* tok = f.host[0].const_data_ptr<int32_t>();
+  const float* lp = f.host[1].view(torch::kFloat).const_data_ptr<float>();
   std::vector<TokenEvent> events;
   if (token_listener_) {
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const Sequence* seq = rows[i].first;
+    for (size_t i = 0; i < f.rows.size(); ++i) {
+      const Sequence* seq = f.rows[i];
+      if (seq == nullptr) continue;
       events.push_back({seq->request->id, seq->sample_index, tok[i], seq->request->params.logprobs ? lp[i] : 0.0f});
     }
   }
-  for (size_t i = 0; i < rows.size(); ++i) {
-    Sequence* seq = rows[i].first;
-    if (!append(seq, tok[i], lp[i])) continue;
-    scheduler_->finish(seq);
+  size_t ahead = 0;  // next's rows are f's in order, less those that ended by length (launch_ahead)
+  for (size_t i = 0; i < f.rows.size(); ++i) {
+    Sequence* seq = f.rows[i];
+    if (seq == nullptr) continue;
+    const bool continued = next != nullptr && ahead < next->rows.size() && next->rows[ahead] == seq;
+    if (continued) seq->tokens.pop_back();  // the placeholder the step ahead was scheduled with
+    const bool finished = append(seq, tok[i], lp[i]);
+    if (continued && finished) next->rows[ahead] = nullptr;  // that row computed past the end: dropped
+    ahead += continued ? 1 : 0;
+    if (!finished) continue;
+    scheduler_->finish(seq);  // (again, for those launch_ahead let go: a no-op)
     Request* req = seq->request;
     if (--req->num_unfinished > 0) continue;
     RequestOutput out{req->id, req->prompt, {}};
@@ -409,9 +543,14 @@ std::vector<RequestOutput> Engine::step() {
     done.push_back(std::move(out));
     requests_.erase(req->id);
   }
-  stats_.num_preemptions = scheduler_->num_preemptions();
-  if (token_listener_) token_listener_(events);
-  return done;
+  if (next) {  // its tokens are all known now: the live rows' chunks are computed
+    ScheduleOutput live;
+    for (size_t i = 0; i < next->rows.size(); ++i)
+      if (next->rows[i] != nullptr) live.decodes.push_back(std::move(next->work.decodes[i]));
+    scheduler_->computed(live);
+    next->work.decodes.clear();
+  }
+  return events;
 }
 
 std::optional<RequestOutput> Engine::abort(int64_t request_id) {
@@ -442,6 +581,14 @@ std::optional<RequestOutput> Engine::abort(int64_t request_id) {
     if (sample->finish != FinishReason::kNone) continue;
     scheduler_->finish(sample.get());  // frees its blocks, wherever it is (running, waiting)
     sample->finish = FinishReason::kAbort;
+  }
+  if (in_flight_) {  // the step in flight computes its samples' rows to no one
+    bool live = false;
+    for (Sequence*& seq : in_flight_->rows) {
+      if (seq != nullptr && seq->request == &req) seq = nullptr;
+      live |= seq != nullptr;
+    }
+    if (!live) in_flight_.reset();
   }
   RequestOutput out = empty_output(req);
   if (req.samples.size() == static_cast<size_t>(req.params.n)) {  // forked: every sample has its own tokens

@@ -78,6 +78,9 @@ class LLM:
     the device has one (CPU; CUDA builds); ``False`` gathers each row's blocks for SDPA instead (for comparisons).
     ``enforce_eager`` / ``cudagraph_capture_sizes`` (vLLM's): on CUDA, decode steps replay a CUDA graph per
     batch-size bucket unless ``enforce_eager``; the buckets default to 1, 2, 4, 8, multiples of 16 and max_num_seqs.
+    ``async_scheduling`` (vLLM's): a decode step is launched before the previous step's tokens are read back, so the
+    host's work between steps overlaps the device's; the outputs are the synchronous loop's. ``None``: on for devices
+    other than the CPU.
     """
 
     def __init__(self, model: Any, tokenizer: Any = None, *, dtype: torch.dtype | None = None,
@@ -86,7 +89,8 @@ class LLM:
                  kv_cache_memory_bytes: int | None = None, gpu_memory_utilization: float = 0.5,
                  eos_token_id: int | Sequence[int] | None = None, seed: int = 0,
                  enable_prefix_caching: bool = False, paged_attention_kernel: bool = True,
-                 enforce_eager: bool = False, cudagraph_capture_sizes: Sequence[int] | None = None) -> None:
+                 enforce_eager: bool = False, cudagraph_capture_sizes: Sequence[int] | None = None,
+                 async_scheduling: bool | None = None) -> None:
         if isinstance(model, (str, os.PathLike)):
             path = os.fspath(model)
             model = _load_from_path(path, dtype, device)
@@ -113,7 +117,8 @@ class LLM:
             cpp, block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
             max_model_len=max_model_len or 0, kv_cache_bytes=kv_cache_memory_bytes or 0, eos_token_ids=eos, seed=seed,
             enable_prefix_caching=enable_prefix_caching, paged_attention_kernel=paged_attention_kernel,
-            enforce_eager=enforce_eager, cudagraph_capture_sizes=list(cudagraph_capture_sizes or []))
+            enforce_eager=enforce_eager, cudagraph_capture_sizes=list(cudagraph_capture_sizes or []),
+            async_scheduling=async_scheduling)
 
     @classmethod
     def from_engine(cls, engine: Any, tokenizer: Any = None) -> LLM:

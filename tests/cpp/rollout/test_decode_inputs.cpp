@@ -78,6 +78,18 @@ TEST_CASE("DecodeInputs: a staged decode batch padded to its bucket equals the e
     CHECK(max_diff(padded.narrow(0, 0, bs), eager) < 1e-12);
     CHECK(torch::isfinite(padded).all().item<bool>());  // the padding rows read the scratch slot they wrote
   }
+  // The ids as a tensor on the buffer's device (an async-scheduled step's: the previous step's tokens, not yet on the
+  // host): the host array is not read (its -1s would fail the embedding).
+  const std::vector<int64_t> unknown(bs, -1);
+  inputs.stage(unknown.data(), pos.data(), slots.data(), table.data(), bs, max_blocks, 4, max_blocks,
+               torch::tensor(ids));
+  CHECK(max_diff(inputs.forward(m, cache, 4, max_blocks).narrow(0, 0, bs), eager) < 1e-12);
+  CHECK_THROWS_AS(inputs.stage(unknown.data(), pos.data(), slots.data(), table.data(), bs, max_blocks, 4, max_blocks,
+                               torch::tensor(ids).narrow(0, 0, 2)),
+                  verl::InvalidArgument);  // not one id per row
+  CHECK_THROWS_AS(inputs.stage(unknown.data(), pos.data(), slots.data(), table.data(), bs, max_blocks, 4, max_blocks,
+                               torch::tensor(ids).to(torch::kInt)),
+                  verl::InvalidArgument);  // not int64
   for (int64_t i = 0; i < bs; ++i) {
     torch::Tensor full = m.forward(torch::tensor(tokens[i]).unsqueeze(0))[0].select(0, -1);
     CHECK(max_diff(eager[i], full) < 1e-10);

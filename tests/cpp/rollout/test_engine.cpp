@@ -465,6 +465,133 @@ TEST_CASE("generate reports each prompt as it finishes, while the others decode"
   }
 }
 
+EngineConfig with_async(EngineConfig c, bool on) {
+  c.async_scheduling = on;
+  return c;
+}
+
+// The same tokens and finish reasons, and log-probs within float32 rounding: a step launched ahead also computes the
+// rows of samples that stopped, and a CPU GEMM's last bits can depend on the batch size (engine.h).
+void check_same_outputs(const std::vector<RequestOutput>& a, const std::vector<RequestOutput>& b) {
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    REQUIRE(a[i].outputs.size() == b[i].outputs.size());
+    for (size_t j = 0; j < a[i].outputs.size(); ++j) {
+      INFO("request " << i << " sample " << j);
+      CHECK(a[i].outputs[j].token_ids == b[i].outputs[j].token_ids);
+      const std::vector<float>& la = a[i].outputs[j].logprobs;
+      const std::vector<float>& lb = b[i].outputs[j].logprobs;
+      REQUIRE(la.size() == lb.size());
+      for (size_t t = 0; t < la.size(); ++t) CHECK(std::abs(la[t] - lb[t]) <= 1e-6f);
+      CHECK(a[i].outputs[j].finish_reason == b[i].outputs[j].finish_reason);
+    }
+  }
+}
+
+TEST_CASE("async scheduling gives the synchronous loop's outputs and token events", "[rollout]") {
+  auto model = tiny_model(torch::kDouble);
+  auto ps = prompts(10, 11);
+  std::vector<SamplingParams> params;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    // n 1..3, max_tokens 6..33, three stop ids besides EOS: samples end at many different steps, by stop and length.
+    SamplingParams p = sampled(300 + static_cast<int64_t>(i), 1 + static_cast<int64_t>(i) % 3,
+                               6 + 3 * static_cast<int64_t>(i));
+    p.stop_token_ids = {7, 19, 33};
+    if (i == 4) p.temperature = 0.0;
+    params.push_back(p);
+  }
+  const int64_t block_bytes = PagedKVCache::block_bytes(model->config(), 4, torch::kDouble);
+  EngineConfig prefix_cached = config();
+  prefix_cached.enable_prefix_caching = true;
+  // Ample blocks; 30 usable blocks (preemption); prefill chunks of <= 5 tokens; prefix caching (a second generate
+  // reuses the first's blocks).
+  for (const EngineConfig& c : {config(), config(64, 31 * block_bytes), config(64, 0, 5), prefix_cached}) {
+    std::vector<TokenEvent> events[2];
+    std::vector<RequestOutput> outs[2], again[2];
+    EngineStats stats[2];
+    for (int on = 0; on < 2; ++on) {
+      Engine engine(model, with_async(c, on == 1));
+      engine.set_token_listener([&events, on](const std::vector<TokenEvent>& ev) {
+        events[on].insert(events[on].end(), ev.begin(), ev.end());
+      });
+      outs[on] = engine.generate(ps, params);
+      again[on] = engine.generate(ps, params);
+      stats[on] = engine.stats();
+      CHECK(stats[on].num_free_blocks == stats[on].num_blocks);  // every block back, the dropped rows' too
+    }
+    check_same_outputs(outs[1], outs[0]);
+    check_same_outputs(again[1], outs[0]);
+    REQUIRE(events[1].size() == events[0].size());
+    for (size_t i = 0; i < events[0].size(); ++i) {
+      CHECK(events[1][i].request_id == events[0][i].request_id);
+      CHECK(events[1][i].sample_index == events[0][i].sample_index);
+      CHECK(events[1][i].token == events[0][i].token);
+      CHECK(std::abs(events[1][i].logprob - events[0][i].logprob) <= 1e-6f);
+    }
+    CHECK(stats[0].num_async_steps == 0);
+    // Steps that prefill (prompts, chunks, recomputation after preemption) run synchronously. With ample blocks and
+    // whole prompts per step, every step but each generate's first two (the prefill, the first decode) was launched
+    // ahead: samples that stop or end by length do not drain the pipeline.
+    CHECK(stats[1].num_async_steps > 0);
+    if (c.kv_cache_bytes == 0 && c.max_num_batched_tokens > 5)
+      CHECK(stats[1].num_async_steps == stats[1].num_steps - 4);
+    CHECK(stats[1].num_preemptions == stats[0].num_preemptions);
+    CHECK(stats[1].num_cached_tokens == stats[0].num_cached_tokens);
+    if (c.kv_cache_bytes > 0) CHECK(stats[1].num_preemptions > 0);
+    if (c.enable_prefix_caching) CHECK(stats[1].num_cached_tokens > 0);
+  }
+  // Both ways of ending were exercised: samples that stopped early (their row ahead dropped) and ran to length.
+  int stopped = 0, lengths = 0;
+  for (const auto& o : Engine(model, config()).generate(ps, params))
+    for (const auto& c : o.outputs) (c.finish_reason == "stop" ? stopped : lengths)++;
+  CHECK(stopped >= 5);
+  CHECK(lengths >= 3);
+}
+
+TEST_CASE("async scheduling: aborts and new requests while a step is in flight", "[rollout]") {
+  auto model = tiny_model(torch::kDouble);
+  auto ps = prompts(4, 4);
+  std::vector<SamplingParams> params = {sampled(1, 2, 20), sampled(2, 1, 20), sampled(3, 1, 20), sampled(4, 1, 9)};
+  for (auto& p : params) p.ignore_eos = true;
+  const auto expect = Engine(model, config()).generate(ps, params);
+  Engine engine(model, with_async(config(), true));
+  std::vector<int64_t> ids;
+  for (size_t i = 0; i < 3; ++i) ids.push_back(engine.add_request(ps[i], params[i]));
+  for (int i = 0; i < 3; ++i) CHECK(engine.step().empty());  // prefill + fork, then decodes, each launching one ahead
+  REQUIRE(engine.stats().num_async_steps > 0);
+  // The aborted request keeps the tokens read back so far: three per sample, the synchronous run's first three.
+  const std::optional<RequestOutput> aborted = engine.abort(ids[0]);
+  REQUIRE(aborted);
+  REQUIRE(aborted->outputs.size() == 2);
+  for (size_t j = 0; j < 2; ++j) {
+    const std::vector<int64_t>& full = expect[0].outputs[j].token_ids;
+    CHECK(aborted->outputs[j].token_ids == std::vector<int64_t>(full.begin(), full.begin() + 3));
+    CHECK(aborted->outputs[j].finish_reason == "abort");
+  }
+  // A request that arrives while a step is in flight is admitted at the next step (which then runs synchronously).
+  ids.push_back(engine.add_request(ps[3], params[3]));
+  std::map<int64_t, RequestOutput> got;
+  while (engine.has_unfinished_requests())
+    for (auto& o : engine.step()) got[o.request_id] = std::move(o);
+  REQUIRE(got.size() == 3);
+  for (size_t i = 1; i < 4; ++i) CHECK(got[ids[i]].outputs[0].token_ids == expect[i].outputs[0].token_ids);
+  CHECK(engine.stats().num_free_blocks == engine.stats().num_blocks);
+
+  // Everything aborted while a step is in flight: nothing is left, and the engine sleeps and generates again.
+  const int64_t a = engine.add_request(ps[1], params[1]), b = engine.add_request(ps[2], params[2]);
+  const int64_t ahead = engine.stats().num_async_steps;
+  for (int i = 0; i < 3; ++i) engine.step();
+  CHECK(engine.stats().num_async_steps > ahead);
+  CHECK(engine.abort(a));
+  CHECK(engine.abort(b));
+  CHECK_FALSE(engine.has_unfinished_requests());
+  CHECK(engine.step().empty());
+  CHECK(engine.stats().num_free_blocks == engine.stats().num_blocks);
+  engine.sleep();
+  engine.wake_up();
+  check_same_outputs(engine.generate({ps[1], ps[2]}, {params[1], params[2]}), {expect[1], expect[2]});
+}
+
 TEST_CASE("CUDA decode graphs give the eager engine's tokens and log-probs, across buckets, sleep and new weights",
           "[rollout][cuda]") {
   if (!torch::cuda::is_available()) {
@@ -497,6 +624,12 @@ TEST_CASE("CUDA decode graphs give the eager engine's tokens and log-probs, acro
   };
   // 18 rows (bucket 32), then one row (bucket 1).
   same(graphed.generate(ps, params), eager.generate(ps, params));
+  // Async scheduling (the default on CUDA): steps launched before the previous step's tokens are read back, with
+  // their ids on the device, give the synchronous loop's outputs.
+  CHECK(graphed.stats().num_async_steps > 0);
+  Engine synchronous(model, with_async(config(), false));
+  same(graphed.generate(ps, params), synchronous.generate(ps, params));
+  CHECK(synchronous.stats().num_async_steps == 0);
   same(graphed.generate({ps[4]}, {sampled(7, 1, 12)}), eager.generate({ps[4]}, {sampled(7, 1, 12)}));
   CHECK(graphed.stats().num_graph_captures >= 2);
   CHECK(eager.stats().num_graph_captures == 0);

@@ -188,3 +188,30 @@ def test_llm_from_checkpoint_directory(pair, tmp_path):
     got = [o.outputs[0].token_ids for o in llm.generate(prompt_token_ids=ps, sampling_params=sp)]
     ref = [o.outputs[0].token_ids for o in LLM(ours, block_size=4).generate(prompt_token_ids=ps, sampling_params=sp)]
     assert got == ref
+
+
+def test_async_scheduling_gives_the_synchronous_outputs(pair):
+    # The Python switch reaches the engine: steps launched ahead of the previous step's read-back (off by default on
+    # the CPU) give the synchronous loop's tokens and finish reasons, and its log-probs to float32 rounding (a step
+    # ahead also computes the rows of samples that stopped, and a CPU GEMM's last bits can depend on the batch size).
+    _, ours = pair
+    ps = prompts(6, 8)
+    sp = SamplingParams(n=2, temperature=1.0, max_tokens=14, seed=5)
+
+    def run(**kwargs):
+        llm = LLM(ours, block_size=4, **kwargs)
+        outs = llm.generate(prompt_token_ids=ps, sampling_params=sp)
+        return [(c.token_ids, torch.tensor(c.logprobs), c.finish_reason) for o in outs for c in o.outputs], \
+            llm.engine.stats()
+
+    default, default_stats = run()
+    sync, sync_stats = run(async_scheduling=False)
+    ahead, ahead_stats = run(async_scheduling=True)
+    assert default_stats["num_async_steps"] == sync_stats["num_async_steps"] == 0
+    assert ahead_stats["num_async_steps"] > ahead_stats["num_steps"] // 2
+    for (tokens, logprobs, reason), (sync_tokens, sync_logprobs, sync_reason), (tokens0, logprobs0, _) in zip(
+            ahead, sync, default):
+        assert tokens == sync_tokens == tokens0 and reason == sync_reason
+        assert torch.equal(sync_logprobs, logprobs0)
+        assert torch.allclose(logprobs, sync_logprobs, atol=1e-5, rtol=0)
+    assert {reason for _, _, reason in ahead} == {"stop", "length"}

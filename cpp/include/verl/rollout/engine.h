@@ -60,6 +60,14 @@ struct VERL_API EngineConfig {
   // The buckets (vLLM's cudagraph_capture_sizes): a decode batch pads up to the next; one above the largest runs
   // eagerly. Empty: 1, 2, 4, 8, then every multiple of 16 below max_num_seqs, and max_num_seqs.
   std::vector<int64_t> cudagraph_capture_sizes;
+  // vLLM's async scheduling: a decode step is launched before the previous step's tokens are read back (its input
+  // ids are those tokens, still on the device), so the host's work between two steps -- reading the tokens,
+  // retiring finished samples, staging the next inputs, launching the graph -- overlaps the device's. A sample that
+  // ends with a stop token is computed one step past its end and that row is dropped, so the outputs are the
+  // synchronous loop's as far as a row's logits do not depend on the batch (see Reproducibility above). Unset: on for
+  // devices other than the CPU (whose ops run synchronously: nothing to overlap) without tensor parallelism. A step
+  // is not launched ahead after one that prefilled or forked, while a request waits, or when it would preempt.
+  std::optional<bool> async_scheduling;
 };
 
 struct VERL_API CompletionOutput {
@@ -96,6 +104,7 @@ struct VERL_API EngineStats {
   int64_t num_steps = 0;
   int64_t peak_used_blocks = 0;
   int64_t num_graph_captures = 0;  // CUDA graphs captured (EngineConfig::enforce_eager), recaptures included
+  int64_t num_async_steps = 0;     // decode steps launched before the previous step's tokens were read back
 };
 
 class DecodeGraphs;  // rollout/decode_graphs.h
@@ -160,14 +169,33 @@ class VERL_API Engine {
   void validate(const std::vector<int64_t>& prompt, const SamplingParams& params) const;
   void admit_pending();
   // Runs the model over `chunks` (one forward) and returns the logits (chunks, vocab) of each
-  // chunk's last token.
-  torch::Tensor run(const std::vector<Chunk>& chunks);
+  // chunk's last token. `ahead_ids` (decode chunks only): the ids on the device, for tokens the host does not hold
+  // yet.
+  torch::Tensor run(const std::vector<Chunk>& chunks, const torch::Tensor& ahead_ids = {});
   // run() for prefill chunks without padding: their tokens end to end in one row, attending as `packing` says
   // (PagedKVCache::packed_prefill). max_blocks: the longest chunk's blocks.
   torch::Tensor run_packed(const std::vector<Chunk>& chunks, int64_t max_blocks, PackedPrefill packing);
   void write_weights(const std::map<std::string, torch::Tensor>& named_tensors, bool shards);
   // Appends a sampled token; true when the sequence finished.
   bool append(Sequence* seq, int64_t token, float logprob);
+
+  // Async scheduling (EngineConfig::async_scheduling): a launched step whose tokens are not read back yet.
+  struct InFlightStep;
+  // Runs `work`'s forwards and samples its rows, queueing the tokens' copy to the host; null when no row completes
+  // (prefill chunks only). `ahead_ids` (rows,): the decode ids when they are the previous step's sampled tokens,
+  // still in flight -- the step is launched ahead, and the scheduler hears of its tokens once those are read back.
+  std::unique_ptr<InFlightStep> launch(ScheduleOutput work, const torch::Tensor& ahead_ids);
+  // Whether the token in flight for `seq` is its last by length (max_tokens, max_model_len).
+  bool last_by_length(const Sequence& seq) const;
+  // Whether the step after `f` can be launched before f's tokens are read back: f decoded every running sequence
+  // and nothing else, nothing waits for admission, some row goes on past f's token, and the blocks for the next
+  // tokens are free (no preemption).
+  bool can_launch_ahead(const InFlightStep& f) const;
+  // The next decode step over f's rows, less those that end by length with f's token, which leave the scheduler now.
+  std::unique_ptr<InFlightStep> launch_ahead(const InFlightStep& f);
+  // Reads f's tokens back (the step's one host synchronisation) and appends them; `next`, the step launched ahead
+  // of it, loses the rows of the samples that finished. Returns the token events for the listener.
+  std::vector<TokenEvent> retire(InFlightStep& f, InFlightStep* next, std::vector<RequestOutput>& done);
 
   std::shared_ptr<model::CausalLM> model_;
   EngineConfig config_;
@@ -178,6 +206,8 @@ class VERL_API Engine {
   std::set<std::string> released_weights_;  // names released by sleep(true), not yet written by update_weights
   std::set<std::string> written_in_place_;  // of those, the ones weight_for_update gave their storage back
   std::unique_ptr<Scheduler> scheduler_;
+  bool async_scheduling_ = false;
+  std::unique_ptr<InFlightStep> in_flight_;  // between two step() calls: the step launched ahead, if any
   std::map<int64_t, std::unique_ptr<Request>> requests_;
   std::vector<std::unique_ptr<Request>> pending_;  // added, not yet seen by the scheduler
   std::vector<RequestOutput> finished_early_;      // max_tokens = 0 requests

@@ -34,7 +34,7 @@ class CudaDecodeGraphs final : public DecodeGraphs {
   }
 
   torch::Tensor run(const int64_t* ids, const int64_t* positions, const int64_t* slots, const int64_t* tables,
-                    int64_t bs, int64_t max_blocks) override {
+                    int64_t bs, int64_t max_blocks, const torch::Tensor& device_ids) override {
     const auto bucket = std::lower_bound(sizes_.begin(), sizes_.end(), bs);
     if (bucket == sizes_.end() || max_blocks > inputs_.max_blocks() || bs < 1) return {};
     const int64_t rows = *bucket;
@@ -42,7 +42,7 @@ class CudaDecodeGraphs final : public DecodeGraphs {
     while (blocks < max_blocks) blocks *= 2;
     blocks = std::min(blocks, inputs_.max_blocks());
     if (moved()) clear_graphs();
-    inputs_.stage(ids, positions, slots, tables, bs, max_blocks, rows, blocks);
+    inputs_.stage(ids, positions, slots, tables, bs, max_blocks, rows, blocks, device_ids);
     auto it = graphs_.find({rows, blocks});
     if (it == graphs_.end()) it = graphs_.emplace(std::make_pair(rows, blocks), capture(rows, blocks)).first;
     it->second->replay();
