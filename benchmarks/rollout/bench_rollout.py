@@ -12,7 +12,8 @@ torch.mm peak measured in the same run.
 With ``--device cuda`` both sides run on the GPU (one untimed warm-up generate each first), the peaks are
 the GPU's, and verl-cpp's side also reports how busy the GPU was during a profiled generate of
 ``--profile-tokens`` new tokens (bench_env.gpu_busy: busy fraction, kernel launches and host
-synchronisations per engine step) for each decode route (``--attention``: the paged-attention
+synchronisations per engine step; then the decode steps alone, a 1-token generate's profile subtracted: the
+issue-17 targets) for each decode route (``--attention``: the paged-attention
 kernel reading KV blocks in place, with CUDA graphs of the decode step or eagerly, and/or gather + SDPA).
 
     python benchmarks/rollout/bench_rollout.py                 # full workload (long on a small CPU)
@@ -140,9 +141,24 @@ def run_worker(args) -> dict:
         if cuda and args.profile_tokens > 0:
             from bench_env import gpu_busy
 
-            steps_before = llm.engine.stats()["num_steps"]
-            extra["profile"] = gpu_busy(lambda: generate(args.profile_tokens), args.device)
-            extra["profile"]["engine_steps"] = llm.engine.stats()["num_steps"] - steps_before
+            def profiled(tokens):
+                before = llm.engine.stats()
+                p = gpu_busy(lambda: generate(tokens), args.device)
+                after = llm.engine.stats()
+                p["engine_steps"] = after["num_steps"] - before["num_steps"]
+                p["async_steps"] = after["num_async_steps"] - before["num_async_steps"]
+                return p
+
+            # The decode steps alone: a generate of one token (prefill, forks, the first token) subtracted from one of
+            # profile_tokens.
+            first = profiled(1)
+            p = extra["profile"] = profiled(args.profile_tokens)
+            steps = p["engine_steps"] - first["engine_steps"]
+            if steps > 0:
+                busy = (p["busy_s"] - first["busy_s"]) / (p["wall_s"] - first["wall_s"])
+                p["decode"] = dict(steps=steps, busy_frac=busy,
+                                   host_syncs_per_step=(p["host_syncs"] - first["host_syncs"]) / steps,
+                                   launches_per_step=(p["launches"] - first["launches"]) / steps)
         extra["graph_captures"] = llm.engine.stats()["num_graph_captures"]
         extra["attention"] = args.attention
     prompt_tokens = sum(len(p) for p in prompts)
@@ -247,7 +263,13 @@ def main() -> None:
                           f"profiled generate of {args.profile_tokens} tokens: wall "
                           f"{p['wall_s']:.3f}s, GPU busy {100 * p['busy_frac']:.1f}%, {p['engine_steps']} engine steps, "
                           f"{p['launches'] / steps:.0f} launches and {p['host_syncs'] / steps:.1f} host syncs per "
-                          f"step; top kernels (ms, calls): {p['gpu_top']}", flush=True)
+                          f"step ({p['async_steps']} launched ahead); top kernels (ms, calls): {p['gpu_top']}",
+                          flush=True)
+                    if "decode" in p:
+                        d = p["decode"]
+                        print(f"    decode steps alone (less a 1-token generate): {d['steps']} steps, GPU busy "
+                              f"{100 * d['busy_frac']:.1f}%, {d['launches_per_step']:.0f} launches and "
+                              f"{d['host_syncs_per_step']:.2f} host syncs per step", flush=True)
         cfg = hf_config(model)
         stats = {side: {k: summarize([r[k] for r in runs[side]]) for k in ("seconds", "tokens_per_s", "peak_rss_mb")}
                  for side in runs}
@@ -292,11 +314,15 @@ def main() -> None:
             targets.append(results_json.target(f"rollout tokens/s, {workload_name}", line["verl_tok_s"],
                                                f">= {want_gpu['tokens_per_s']}",
                                                line["verl_tok_s"] >= want_gpu["tokens_per_s"], unit="tok/s"))
-            if "profile" in runs["verl"][0]:
-                busy = runs["verl"][0]["profile"]["busy_frac"]
+            if "decode" in runs["verl"][0].get("profile", {}):
+                decode = runs["verl"][0]["profile"]["decode"]
+                busy = decode["busy_frac"]
                 targets.append(results_json.target(f"GPU busy during decode, {workload_name}", busy,
                                                    f">= {want_gpu['busy_frac']}", busy >= want_gpu["busy_frac"],
                                                    unit=""))
+                syncs = decode["host_syncs_per_step"]
+                targets.append(results_json.target(f"host synchronisations per decode step, {workload_name}", syncs,
+                                                   "<= 1", syncs <= 1.0, unit=""))
     if args.results_json:
         results_json.write(args.results_json, title=f"rollout: verl-cpp engine vs. transformers generate ({args.dtype})",
                            report="\n".join(lines), targets=targets,

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/host_arrays.h"
 #include "core/untrusted.h"
 #include "kernels/ops.h"
 #include "verl/core/error.h"
@@ -455,11 +456,14 @@ torch::Tensor CausalLM::hidden_states_packed(const torch::Tensor& input_ids, con
   } catch (const InvalidArgument& e) {
     VERL_FAIL(InvalidArgument, "CausalLM.forward_packed: ", e.what());
   }
-  torch::Tensor cu = layout.cu_seqlens;
-  torch::Tensor lengths = cu.narrow(0, 1, cu.size(0) - 1) - cu.narrow(0, 0, cu.size(0) - 1);
-  torch::Tensor seg = torch::repeat_interleave(torch::arange(lengths.size(0), torch::kLong), lengths).to(device);
-  torch::Tensor positions = torch::arange(total, torch::dtype(torch::kLong).device(device)) -
-                            cu.to(device).index_select(0, seg);
+  // Each token's position within its sequence, made on the host (where cu_seqlens is) and sent in one copy.
+  const int64_t* cu = layout.cu_seqlens.const_data_ptr<int64_t>();
+  std::vector<int64_t> position(total);
+  for (int64_t s = 0; s + 1 < layout.cu_seqlens.size(0); ++s)
+    for (int64_t t = cu[s]; t < cu[s + 1]; ++t) position[t] = t - cu[s];
+  detail::HostArrays arrays;
+  arrays.add(position);
+  const torch::Tensor positions = arrays.to(device)[0];
   torch::Tensor h = embed(input_ids.unsqueeze(0));
   auto [cos, sin] = rope(positions.unsqueeze(0), h.scalar_type());
   return run_layers_varlen(h, cos, sin, layout).squeeze(0);

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <map>
 
+#include "core/host_arrays.h"
 #include "verl/core/error.h"
 
 namespace verl::model {
@@ -39,8 +40,11 @@ VarlenLayout VarlenLayout::build(const torch::Tensor& cu_seqlens, int64_t total,
     starts[it->second].push_back(cu[i]);
     layout.max_length = std::max(layout.max_length, len);
   }
-  if (device.is_cuda()) layout.cu_seqlens_device = layout.cu_seqlens.to(torch::kInt).to(device);
-
+  // Every device index (cu_seqlens for flash attention, each scattered group's tokens, the inverse order) reaches the
+  // device in one copy (HostArrays: on CUDA, no host synchronisation; a pageable copy per group cost one each).
+  detail::HostArrays arrays;
+  const size_t cu_at = arrays.add(c10::ArrayRef<int64_t>(cu, n + 1));
+  std::vector<size_t> index_at(layout.groups.size(), 0);
   bool in_packed_order = true;
   int64_t offset = 0;  // where the group's rows start in the concatenated output
   std::vector<int64_t> order;  // packed token of each concatenated row
@@ -53,19 +57,21 @@ VarlenLayout VarlenLayout::build(const torch::Tensor& cu_seqlens, int64_t total,
     in_packed_order = in_packed_order && group.contiguous && group.first_start == offset;
     for (int64_t s : starts[g])
       for (int64_t t = 0; t < group.length; ++t) order.push_back(s + t);
-    if (!group.contiguous) {
-      group.token_index = torch::tensor(std::vector<int64_t>(order.end() - group.count * group.length, order.end()),
-                                        torch::kLong)
-                              .to(device);
-    }
-    offset += group.count * group.length;
+    const int64_t rows = group.count * group.length;
+    if (!group.contiguous) index_at[g] = arrays.add(c10::ArrayRef<int64_t>(order.data() + order.size() - rows, rows));
+    offset += rows;
   }
+  size_t inverse_at = 0;
   if (!in_packed_order) {
-    torch::Tensor rows = torch::tensor(order, torch::kLong);
-    torch::Tensor inverse = torch::empty({total}, torch::kLong);
-    inverse.index_copy_(0, rows, torch::arange(total, torch::kLong));
-    layout.inverse = inverse.to(device);
+    std::vector<int64_t> inverse(total);
+    for (int64_t i = 0; i < total; ++i) inverse[order[i]] = i;
+    inverse_at = arrays.add(inverse);
   }
+  const std::vector<torch::Tensor> staged = arrays.to(device);
+  if (device.is_cuda()) layout.cu_seqlens_device = staged[cu_at].to(torch::kInt);
+  for (size_t g = 0; g < layout.groups.size(); ++g)
+    if (!layout.groups[g].contiguous) layout.groups[g].token_index = staged[index_at[g]];
+  if (!in_packed_order) layout.inverse = staged[inverse_at];
   return layout;
 }
 

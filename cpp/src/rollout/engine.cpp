@@ -10,6 +10,7 @@
 #include <c10/core/Event.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
+#include "core/host_arrays.h"
 #include "core/tensor_storage.h"
 #include "rollout/decode_graphs.h"
 #include "verl/core/error.h"
@@ -33,24 +34,13 @@ struct HostLongs {
   std::vector<int64_t> shape;
 };
 
-// Host int64 arrays as tensors of the given shapes on `device`, through one buffer. On CUDA that is one asynchronous
-// copy from pinned memory (the caching host allocator keeps the block until the copy has read it), so a step's inputs
-// cost no host synchronisation; a pageable copy per array cost one each.
+// Host int64 arrays as tensors of the given shapes on `device`, in one copy (HostArrays: on CUDA, no host
+// synchronisation).
 std::vector<torch::Tensor> to_device(const std::vector<HostLongs>& parts, const torch::Device& device) {
-  int64_t total = 0;
-  for (const HostLongs& p : parts) total += static_cast<int64_t>(p.values.size());
-  torch::Tensor host =
-      torch::empty({total}, torch::TensorOptions().dtype(torch::kLong).pinned_memory(device.is_cuda()));
-  int64_t* h = host.data_ptr<int64_t>();
-  for (const HostLongs& p : parts) h = std::copy(p.values.begin(), p.values.end(), h);
-  const torch::Tensor staged = host.to(device, /*non_blocking=*/true);
-  std::vector<torch::Tensor> out;
-  int64_t offset = 0;
-  for (const HostLongs& p : parts) {
-    const int64_t n = static_cast<int64_t>(p.values.size());
-    out.push_back(staged.narrow(0, offset, n).view(p.shape));
-    offset += n;
-  }
+  detail::HostArrays arrays;
+  for (const HostLongs& p : parts) arrays.add(p.values);
+  std::vector<torch::Tensor> out = arrays.to(device);
+  for (size_t i = 0; i < parts.size(); ++i) out[i] = out[i].view(parts[i].shape);
   return out;
 }
 
@@ -340,7 +330,15 @@ std::vector<RequestOutput> Engine::step() {
   }
   std::unique_ptr<InFlightStep> next = can_launch_ahead(*in_flight_) ? launch_ahead(*in_flight_) : nullptr;
   const std::unique_ptr<InFlightStep> current = std::move(in_flight_);
-  std::vector<TokenEvent> events = retire(*current, next.get(), done);
+  std::vector<TokenEvent> events;
+  try {
+    events = retire(*current, next.get(), done);
+  } catch (...) {  // a device error surfacing at the read-back: no sequence keeps a placeholder for the step ahead
+    if (next)
+      for (Sequence* seq : next->rows)
+        if (seq != nullptr && seq->tokens.back() == kTokenInFlight) seq->tokens.pop_back();
+    throw;
+  }
   // A step ahead whose every row finished (stop tokens) is left to run out on the device: nothing reads it.
   if (next && std::any_of(next->rows.begin(), next->rows.end(), [](const Sequence* s) { return s != nullptr; }))
     in_flight_ = std::move(next);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/host_arrays.h"
 #include "verl/core/error.h"
 #include "kernels/ops.h"
 
@@ -205,7 +206,11 @@ void PagedKVCache::copy_blocks(const std::vector<std::pair<int64_t, int64_t>>& c
     src.push_back(s);
     dst.push_back(d);
   }
-  torch::Tensor s = torch::tensor(src, torch::kLong).to(device_), d = torch::tensor(dst, torch::kLong).to(device_);
+  detail::HostArrays arrays;  // one copy to the device (on CUDA, no host synchronisation)
+  arrays.add(src);
+  arrays.add(dst);
+  const std::vector<torch::Tensor> staged = arrays.to(device_);
+  const torch::Tensor &s = staged[0], &d = staged[1];
   torch::NoGradGuard no_grad;
   for (int64_t i = 0; i < num_layers_; ++i) {
     k_[i].index_copy_(0, d, k_[i].index_select(0, s));

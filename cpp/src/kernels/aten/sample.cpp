@@ -7,13 +7,9 @@
 
 #include <algorithm>
 
-namespace verl::kernels::aten {
-namespace {
+#include "core/host_arrays.h"
 
-torch::Tensor row_tensor(const std::vector<double>& v, const torch::Device& device) {
-  return torch::tensor(v, torch::kDouble).to(torch::kFloat).to(device).unsqueeze(1);
-}
-}  // namespace
+namespace verl::kernels::aten {
 
 rollout::SampleResult sample_rows(const torch::Tensor& logits_in, const rollout::SamplerRows& rows) {
   torch::NoGradGuard no_grad;
@@ -22,19 +18,30 @@ rollout::SampleResult sample_rows(const torch::Tensor& logits_in, const rollout:
   torch::Tensor logits = logits_in.to(torch::kFloat);
   bool any_greedy = false, all_greedy = true, any_top_k = false, any_top_p = false, any_min_p = false;
   std::vector<double> temps(n);
+  std::vector<int64_t> ks(n), greedy(n);
   for (int64_t i = 0; i < n; ++i) {
     const bool g = rows.temperature[i] == 0.0;
     any_greedy |= g;
     all_greedy &= g;
+    greedy[i] = g;
     temps[i] = g ? 1.0 : rows.temperature[i];
+    const int64_t k = rows.top_k[i];
+    ks[i] = (k <= 0 || k >= vocab) ? vocab : k;
     if (g) continue;
-    any_top_k |= rows.top_k[i] > 0 && rows.top_k[i] < vocab;
+    any_top_k |= k > 0 && k < vocab;
     any_top_p |= rows.top_p[i] < 1.0;
     any_min_p |= rows.min_p[i] > 0.0;
   }
+  // The rows' parameters reach the device in one copy (HostArrays: on CUDA, no host synchronisation).
+  detail::HostArrays arrays;
+  const size_t temps_at = arrays.add(temps), ks_at = arrays.add(ks), top_p_at = arrays.add(rows.top_p),
+               min_p_at = arrays.add(rows.min_p), uniform_at = arrays.add(rows.uniform),
+               greedy_at = arrays.add(greedy);
+  const std::vector<torch::Tensor> staged = arrays.to(device);
+  auto per_row = [&](size_t at) { return staged[at].to(torch::kFloat).unsqueeze(1); };
   bool unit_temp = true;
   for (double t : temps) unit_temp &= t == 1.0;
-  torch::Tensor scaled = unit_temp ? logits : logits / row_tensor(temps, device);
+  torch::Tensor scaled = unit_temp ? logits : logits / per_row(temps_at);
   torch::Tensor logp = torch::log_softmax(scaled, 1);  // (n, vocab)
   torch::Tensor tokens;
   if (all_greedy) {
@@ -43,15 +50,9 @@ rollout::SampleResult sample_rows(const torch::Tensor& logits_in, const rollout:
     torch::Tensor probs = logp.exp();
     if (any_top_k) {
       // Keep tokens scoring at least the k-th largest (ties at the boundary are kept, as vLLM).
-      std::vector<int64_t> ks(n);
-      int64_t kmax = 1;
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t k = rows.top_k[i];
-        ks[i] = (k <= 0 || k >= vocab) ? vocab : k;
-        kmax = std::max(kmax, ks[i]);
-      }
+      const int64_t kmax = std::max<int64_t>(1, *std::max_element(ks.begin(), ks.end()));
       torch::Tensor top = std::get<0>(scaled.topk(kmax, 1));  // (n, kmax) descending
-      torch::Tensor kth = top.gather(1, (torch::tensor(ks, torch::kLong).to(device) - 1).unsqueeze(1));
+      torch::Tensor kth = top.gather(1, (staged[ks_at] - 1).unsqueeze(1));
       probs = probs.masked_fill(scaled < kth, 0.0);
     }
     if (any_top_p) {
@@ -59,24 +60,19 @@ rollout::SampleResult sample_rows(const torch::Tensor& logits_in, const rollout:
       probs = probs / probs.sum(1, true);
       auto [sorted, order] = probs.sort(1, /*descending=*/true);
       torch::Tensor mass_before = sorted.cumsum(1) - sorted;
-      torch::Tensor keep_sorted = mass_before < row_tensor(rows.top_p, device);
+      torch::Tensor keep_sorted = mass_before < per_row(top_p_at);
       torch::Tensor keep = torch::zeros_like(keep_sorted).scatter(1, order, keep_sorted);
       probs = probs.masked_fill(keep.logical_not(), 0.0);
     }
     if (any_min_p) {
       torch::Tensor top = std::get<0>(probs.max(1, true));
-      probs = probs.masked_fill(probs < top * row_tensor(rows.min_p, device), 0.0);
+      probs = probs.masked_fill(probs < top * per_row(min_p_at), 0.0);
     }
     // Inverse CDF in float64: the first token whose cumulative mass exceeds u * total.
     torch::Tensor cdf = probs.to(torch::kDouble).cumsum(1);
-    torch::Tensor target = torch::tensor(rows.uniform, torch::kDouble).to(device).unsqueeze(1) * cdf.narrow(1, vocab - 1, 1);
+    torch::Tensor target = staged[uniform_at].unsqueeze(1) * cdf.narrow(1, vocab - 1, 1);
     tokens = torch::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true).squeeze(1).clamp_max(vocab - 1);
-    if (any_greedy) {
-      std::vector<uint8_t> g(n);
-      for (int64_t i = 0; i < n; ++i) g[i] = rows.temperature[i] == 0.0;
-      torch::Tensor greedy = torch::tensor(std::vector<int64_t>(g.begin(), g.end()), torch::kLong).to(device).to(torch::kBool);
-      tokens = torch::where(greedy, logits.argmax(1), tokens);
-    }
+    if (any_greedy) tokens = torch::where(staged[greedy_at].to(torch::kBool), logits.argmax(1), tokens);
   }
   return {tokens, logp.gather(1, tokens.unsqueeze(1)).squeeze(1)};
 }

@@ -4,9 +4,9 @@
 #include <torch/library.h>
 #include <torch/torch.h>
 
-#include <cstring>
 #include <vector>
 
+#include "core/host_arrays.h"
 #include "kernels/aten/compositions.h"
 #include "kernels/cuda/dtype.h"
 
@@ -39,26 +39,22 @@ std::tuple<torch::Tensor, torch::Tensor> sample(const torch::Tensor& logits_in, 
   const Dtype dtype = launcher_dtype(logits.scalar_type(), "sample");
   torch::Tensor tokens = torch::empty({n}, logits.options().dtype(torch::kLong));
   torch::Tensor logprobs = torch::empty({n}, logits.options().dtype(torch::kFloat));
+  // The plain rows, their (temperature, uniform) pairs and the truncated rows reach the device in one copy
+  // (HostArrays: no host synchronisation).
+  detail::HostArrays arrays;
+  const size_t plain_at = arrays.add(plain), params_at = arrays.add(params), truncated_at = arrays.add(truncated);
+  const std::vector<torch::Tensor> staged = arrays.to(logits.device());
   if (!plain.empty()) {
-    // The rows and their (temperature, uniform) pairs reach the device in one asynchronous copy from pinned memory
-    // (the caching host allocator keeps the buffer until the copy has run): no host synchronisation. 8-byte
-    // words: the int64 rows, then the doubles.
-    const int64_t k = static_cast<int64_t>(plain.size());
-    torch::Tensor host = torch::empty({3 * k}, torch::TensorOptions().dtype(torch::kLong).pinned_memory(true));
-    std::memcpy(host.data_ptr<int64_t>(), plain.data(), k * sizeof(int64_t));
-    std::memcpy(host.data_ptr<int64_t>() + k, params.data(), 2 * k * sizeof(double));
-    const torch::Tensor staged = host.to(logits.device(), /*non_blocking=*/true);
-    const int64_t* which = staged.const_data_ptr<int64_t>();
-    check_launch(launch_sample_plain(logits.const_data_ptr(), dtype, vocab, which,
-                                     reinterpret_cast<const double*>(which + k), k, tokens.data_ptr<int64_t>(),
-                                     logprobs.data_ptr<float>(), stream_of(logits)),
+    check_launch(launch_sample_plain(logits.const_data_ptr(), dtype, vocab, staged[plain_at].const_data_ptr<int64_t>(),
+                                     staged[params_at].const_data_ptr<double>(), static_cast<int64_t>(plain.size()),
+                                     tokens.data_ptr<int64_t>(), logprobs.data_ptr<float>(), stream_of(logits)),
                  "sample");
   }
   if (!truncated.empty()) {
     rollout::SamplerRows sub;
     for (int64_t i : truncated)
       sub.push(rows.temperature[i], rows.top_k[i], rows.top_p[i], rows.min_p[i], rows.uniform[i]);
-    const torch::Tensor idx = torch::tensor(truncated, torch::kLong).to(logits.device());
+    const torch::Tensor& idx = staged[truncated_at];
     const rollout::SampleResult r = aten::sample_rows(logits.index_select(0, idx).to(torch::kFloat), sub);
     tokens.index_copy_(0, idx, r.tokens);
     logprobs.index_copy_(0, idx, r.logprobs);
