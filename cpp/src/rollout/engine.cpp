@@ -51,7 +51,21 @@ uint64_t mix_seed(uint64_t a, uint64_t b) {
   return z ^ (z >> 31);
 }
 
+// The token a sequence holds while the one sampled for that position is still on the device (async scheduling);
+// the step that reads it takes its ids from the device.
+constexpr int64_t kTokenInFlight = -1;
+
 }  // namespace
+
+// A launched step, its tokens not read back yet (EngineConfig::async_scheduling).
+struct Engine::InFlightStep {
+  ScheduleOutput work;
+  std::vector<Sequence*> rows;  // the sequence of each sampled row, in row order (null: stopped or aborted since)
+  bool pure_decode = false;     // one decode token per sequence, no prefill, no fork: a step may follow it ahead
+  torch::Tensor tokens;         // (rows,) int64 on the model's device: the next step's ids when launched ahead
+  torch::Tensor host;           // (2, rows) int32 on the host: the tokens, then the float32 log-probs' bits
+  std::optional<c10::Event> copied;  // devices other than the CPU: recorded after `host`'s copy was queued
+};
 
 Engine::Engine(std::shared_ptr<model::CausalLM> model, EngineConfig config)
     : model_(std::move(model)), config_(std::move(config)) {
@@ -93,7 +107,17 @@ Engine::Engine(std::shared_ptr<model::CausalLM> model, EngineConfig config)
   stats_.block_size = config_.block_size;
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  try {
+    wait_for_dropped();
+  } catch (...) {  // a device error, reported by whatever used the device last
+  }
+}
+
+void Engine::wait_for_dropped() {
+  if (dropped_ && dropped_->copied) dropped_->copied->synchronize();
+  dropped_.reset();
+}
 
 std::unique_lock<std::mutex> Engine::lock_between_steps() const {
   between_steps_waiting_.fetch_add(1, std::memory_order_acq_rel);
@@ -289,22 +313,6 @@ bool Engine::append(Sequence* seq, int64_t token, float logprob) {
   return seq->finish != FinishReason::kNone;
 }
 
-// A launched step, its tokens not read back yet (EngineConfig::async_scheduling).
-struct Engine::InFlightStep {
-  ScheduleOutput work;
-  std::vector<Sequence*> rows;  // the sequence of each sampled row, in row order (null: stopped or aborted since)
-  bool pure_decode = false;     // one decode token per sequence, no prefill, no fork: a step may follow it ahead
-  torch::Tensor tokens;         // (rows,) int64 on the model's device: the ids of the step launched ahead of this one
-  torch::Tensor host;           // (2, rows) int32 on the host: the tokens, then the float32 log-probs' bits
-  std::optional<c10::Event> copied;  // devices other than the CPU: recorded after `host`'s copy was queued
-};
-
-namespace {
-// The token a sequence holds while the one sampled for that position is still on the device (async scheduling);
-// the step that reads it takes its ids from the device.
-constexpr int64_t kTokenInFlight = -1;
-}  // namespace
-
 std::vector<RequestOutput> Engine::step() {
   // Operations waiting to run between two steps go first (std::mutex is not fair: a loop that re-locks at once,
   // like AsyncEngine's, could starve them).
@@ -339,9 +347,11 @@ std::vector<RequestOutput> Engine::step() {
         if (seq != nullptr && seq->tokens.back() == kTokenInFlight) seq->tokens.pop_back();
     throw;
   }
-  // A step ahead whose every row finished (stop tokens) is left to run out on the device: nothing reads it.
+  // A step ahead whose every row finished (stop tokens) runs out on the device unread.
   if (next && std::any_of(next->rows.begin(), next->rows.end(), [](const Sequence* s) { return s != nullptr; }))
     in_flight_ = std::move(next);
+  else if (next)
+    dropped_ = std::move(next);
   stats_.num_preemptions = scheduler_->num_preemptions();
   if (token_listener_) token_listener_(events);
   return done;
@@ -488,6 +498,13 @@ std::unique_ptr<Engine::InFlightStep> Engine::launch_ahead(const InFlightStep& f
   }
   try {
     ScheduleOutput work = scheduler_->schedule();
+    cache_->copy_blocks(work.copies);  // the block tables point at the copies now, whatever happens next
+    work.copies.clear();
+    // A step() on another stream (another thread's) than f's: its inputs are f's tokens, written by f's stream.
+    if (f.copied) {
+      const c10::impl::VirtualGuardImpl device(f.tokens.device().type());
+      f.copied->block(device.getStream(f.tokens.device()));
+    }
     bool same_rows = work.prefills.empty() && work.decodes.size() == kept.size();
     for (size_t i = 0; same_rows && i < kept.size(); ++i) same_rows = work.decodes[i].seq == kept[i];
     VERL_CHECK_AS(DataError, same_rows, "Engine.step: internal error: the step scheduled ahead does not decode the "
@@ -586,7 +603,7 @@ std::optional<RequestOutput> Engine::abort(int64_t request_id) {
       if (seq != nullptr && seq->request == &req) seq = nullptr;
       live |= seq != nullptr;
     }
-    if (!live) in_flight_.reset();
+    if (!live) dropped_ = std::move(in_flight_);
   }
   RequestOutput out = empty_output(req);
   if (req.samples.size() == static_cast<size_t>(req.params.n)) {  // forked: every sample has its own tokens
@@ -621,7 +638,7 @@ std::vector<RequestOutput> Engine::generate(const std::vector<std::vector<int64_
       bool idle;
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        idle = !scheduler_->has_work() && pending_.empty() && finished_early_.empty();
+        idle = !scheduler_->has_work() && !in_flight_ && pending_.empty() && finished_early_.empty();
       }
       // Never spin: with nothing scheduled, waiting or queued, no step can finish a request.
       VERL_CHECK_AS(DataError, !idle, "Engine.generate: ", remaining, " requests are neither queued nor running");
@@ -648,7 +665,9 @@ void Engine::update_weights(const std::map<std::string, torch::Tensor>& named_te
 
 torch::Tensor Engine::weight_for_update(const std::string& name, c10::IntArrayRef shape, torch::Dtype dtype) {
   std::unique_lock<std::mutex> step_lock = lock_between_steps();
-  VERL_CHECK(!scheduler_->has_work() && pending_.empty(), "Engine.weight_for_update: requests are still in flight");
+  VERL_CHECK(!scheduler_->has_work() && !in_flight_ && pending_.empty(),
+             "Engine.weight_for_update: requests are still in flight");
+  wait_for_dropped();  // the weight is written in place
   torch::Tensor* weight = model_->named_parameters(true).find(name);
   if (weight == nullptr || weight->sizes() != shape || weight->scalar_type() != dtype) return {};
   // Its storage back now, since it is written before update_weights (which then must not re-make it); it counts as
@@ -682,12 +701,25 @@ void Engine::write_weights(const std::map<std::string, torch::Tensor>& named_ten
       verl::detail::reallocate_storage(item.value(), item.value().numel() * item.value().element_size());
     }
   }
+  recompute_in_flight();
   if (shards) {
     model_->load_shard_state_dict(named_tensors);
   } else {
     model_->load_state_dict(named_tensors, /*strict=*/false);
   }
   scheduler_->blocks().clear_prefix_cache();  // keys/values of the old weights
+}
+
+void Engine::recompute_in_flight() {
+  if (!in_flight_) return;
+  const int64_t block_size = config_.block_size;
+  for (Sequence* seq : in_flight_->rows) {
+    if (seq == nullptr) continue;
+    --seq->num_computed;  // the next step computes that position again; its block stays allocated
+    const size_t full_blocks = static_cast<size_t>(seq->num_computed / block_size);
+    if (seq->block_keys.size() > full_blocks) seq->block_keys.resize(full_blocks);
+  }
+  dropped_ = std::move(in_flight_);
 }
 
 void Engine::clear_prefix_cache() {
@@ -697,7 +729,8 @@ void Engine::clear_prefix_cache() {
 
 void Engine::sleep(bool release_weights) {
   std::unique_lock<std::mutex> step_lock = lock_between_steps();
-  VERL_CHECK(!scheduler_->has_work() && pending_.empty(), "Engine.sleep: requests are still in flight");
+  VERL_CHECK(!scheduler_->has_work() && !in_flight_ && pending_.empty(), "Engine.sleep: requests are still in flight");
+  wait_for_dropped();  // its memory goes back
   scheduler_->blocks().clear_prefix_cache();
   if (graphs_) graphs_->clear();  // their memory pool goes back with the KV cache; recaptured when next used
   cache_->free();

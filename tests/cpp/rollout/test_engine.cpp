@@ -592,6 +592,41 @@ TEST_CASE("async scheduling: aborts and new requests while a step is in flight",
   check_same_outputs(engine.generate({ps[1], ps[2]}, {params[1], params[2]}), {expect[1], expect[2]});
 }
 
+TEST_CASE("async scheduling: new weights between two steps reach the next token, as in the synchronous loop",
+          "[rollout]") {
+  // Two copies of one model (update_weights writes the bound model in place), one per engine.
+  auto model_sync = tiny_model(torch::kDouble), model_async = tiny_model(torch::kDouble);
+  const auto new_weights = tiny_model(torch::kDouble, 5)->named_state();
+  auto ps = prompts(4, 12);
+  std::vector<SamplingParams> params;
+  for (size_t i = 0; i < ps.size(); ++i) params.push_back(sampled(40 + static_cast<int64_t>(i), 2, 16));
+  EngineConfig cached = config();
+  cached.enable_prefix_caching = true;  // the dropped step's full blocks must not stay remembered
+  std::vector<RequestOutput> outs[2];
+  for (int on = 0; on < 2; ++on) {
+    Engine engine(on == 1 ? model_async : model_sync, with_async(cached, on == 1));
+    for (size_t i = 0; i < ps.size(); ++i) engine.add_request(ps[i], params[i]);
+    for (int i = 0; i < 6; ++i)
+      for (auto& o : engine.step()) outs[on].push_back(std::move(o));
+    if (on == 1) CHECK(engine.stats().num_async_steps > 0);
+    engine.update_weights(new_weights);
+    while (engine.has_unfinished_requests())
+      for (auto& o : engine.step()) outs[on].push_back(std::move(o));
+    CHECK(engine.stats().num_free_blocks == engine.stats().num_blocks);
+  }
+  auto by_id = [](std::vector<RequestOutput>& v) {
+    std::sort(v.begin(), v.end(), [](const RequestOutput& a, const RequestOutput& b) {
+      return a.request_id < b.request_id;
+    });
+  };
+  by_id(outs[0]);
+  by_id(outs[1]);
+  check_same_outputs(outs[1], outs[0]);
+  // The new weights changed the samples (the test would be vacuous otherwise).
+  Engine old_weights(tiny_model(torch::kDouble), config());
+  CHECK(tokens_of(old_weights.generate(ps, params)) != tokens_of(outs[0]));
+}
+
 TEST_CASE("CUDA decode graphs give the eager engine's tokens and log-probs, across buckets, sleep and new weights",
           "[rollout][cuda]") {
   if (!torch::cuda::is_available()) {

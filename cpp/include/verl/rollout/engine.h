@@ -100,7 +100,7 @@ struct VERL_API EngineStats {
   int64_t num_preemptions = 0;
   int64_t num_prefill_tokens = 0;  // tokens computed by prefill chunks (prompts + recomputation)
   int64_t num_cached_tokens = 0;   // prompt tokens taken from the prefix cache instead (enable_prefix_caching)
-  int64_t num_decode_tokens = 0;
+  int64_t num_decode_tokens = 0;  // (async scheduling: with the rows computed one step past a stop)
   int64_t num_steps = 0;
   int64_t peak_used_blocks = 0;
   int64_t num_graph_captures = 0;  // CUDA graphs captured (EngineConfig::enforce_eager), recaptures included
@@ -196,6 +196,11 @@ class VERL_API Engine {
   // Reads f's tokens back (the step's one host synchronisation) and appends them; `next`, the step launched ahead
   // of it, loses the rows of the samples that finished. Returns the token events for the listener.
   std::vector<TokenEvent> retire(InFlightStep& f, InFlightStep* next, std::vector<RequestOutput>& done);
+  // New weights between two steps: the step launched ahead read the old ones, so its tokens are dropped and its
+  // position computed again by the next step, as the synchronous loop would (update_weights).
+  void recompute_in_flight();
+  // Waits for the last step left to run out unread (dropped_), before its memory is released or overwritten.
+  void wait_for_dropped();
 
   std::shared_ptr<model::CausalLM> model_;
   EngineConfig config_;
@@ -208,6 +213,7 @@ class VERL_API Engine {
   std::unique_ptr<Scheduler> scheduler_;
   bool async_scheduling_ = false;
   std::unique_ptr<InFlightStep> in_flight_;  // between two step() calls: the step launched ahead, if any
+  std::unique_ptr<InFlightStep> dropped_;    // the last step launched ahead that nothing will read
   std::map<int64_t, std::unique_ptr<Request>> requests_;
   std::vector<std::unique_ptr<Request>> pending_;  // added, not yet seen by the scheduler
   std::vector<RequestOutput> finished_early_;      // max_tokens = 0 requests
