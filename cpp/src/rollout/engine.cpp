@@ -390,9 +390,17 @@ std::unique_ptr<Engine::InFlightStep> Engine::launch(ScheduleOutput work, const 
       if (c.seq->fork_n > 1) completed_roots.push_back(c.seq);
     }
   }
-  // A step launched ahead is marked computed once the previous step's tokens replace its placeholders (the prefix
-  // cache keys a full block by its tokens).
-  if (!ahead) scheduler_->computed(work);
+  // A step launched ahead has its decode chunks marked computed once the previous step's tokens replace their
+  // placeholders (the prefix cache keys a full block by its tokens); its prompt chunks' tokens are known (and a root
+  // completed here forks below with its computed count).
+  if (!ahead) {
+    scheduler_->computed(work);
+  } else if (!work.prefills.empty()) {
+    ScheduleOutput prompts;
+    prompts.prefills = std::move(work.prefills);
+    scheduler_->computed(prompts);
+    work.prefills = std::move(prompts.prefills);
+  }
   for (Sequence* root : completed_roots) {
     Request* req = root->request;
     std::vector<Sequence*> children;
@@ -457,14 +465,11 @@ bool Engine::last_by_length(const Sequence& seq) const {
 
 bool Engine::can_launch_ahead(const InFlightStep& f) const {
   if (!async_scheduling_ || !f.pure_decode) return false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!pending_.empty()) return false;
-  }
-  // The running sequences are f's live rows, in the scheduler's order (so the next step's rows are those, less the
-  // ones that end by length), and none waits.
+  // The running sequences are f's live rows, in the scheduler's order, so the next step's decodes are those, less
+  // the ones that end by length. Waiting requests may be admitted into it: they see the slots and blocks free before
+  // f's samples are retired (admission lags a step, as in vLLM).
   const std::vector<Sequence*>& running = scheduler_->running();
-  if (scheduler_->num_waiting() > 0 || running.size() > f.rows.size()) return false;
+  if (running.size() > f.rows.size()) return false;
   size_t live = 0;
   for (const Sequence* seq : f.rows) {
     if (seq == nullptr) continue;  // stopped or aborted after f was launched
@@ -505,7 +510,7 @@ std::unique_ptr<Engine::InFlightStep> Engine::launch_ahead(const InFlightStep& f
       const c10::impl::VirtualGuardImpl device(f.tokens.device().type());
       f.copied->block(device.getStream(f.tokens.device()));
     }
-    bool same_rows = work.prefills.empty() && work.decodes.size() == kept.size();
+    bool same_rows = work.decodes.size() == kept.size();
     for (size_t i = 0; same_rows && i < kept.size(); ++i) same_rows = work.decodes[i].seq == kept[i];
     VERL_CHECK_AS(DataError, same_rows, "Engine.step: internal error: the step scheduled ahead does not decode the "
                   "previous step's ", kept.size(), " continuing rows");
@@ -533,7 +538,7 @@ std::vector<TokenEvent> Engine::retire(InFlightStep& f, InFlightStep* next, std:
       events.push_back({seq->request->id, seq->sample_index, tok[i], seq->request->params.logprobs ? lp[i] : 0.0f});
     }
   }
-  size_t ahead = 0;  // next's rows are f's in order, less those that ended by length (launch_ahead)
+  size_t ahead = 0;  // next's first rows are f's in order, less those that ended by length (launch_ahead)
   for (size_t i = 0; i < f.rows.size(); ++i) {
     Sequence* seq = f.rows[i];
     if (seq == nullptr) continue;
@@ -558,9 +563,9 @@ std::vector<TokenEvent> Engine::retire(InFlightStep& f, InFlightStep* next, std:
     done.push_back(std::move(out));
     requests_.erase(req->id);
   }
-  if (next) {  // its tokens are all known now: the live rows' chunks are computed
+  if (next) {  // its tokens are all known now: the live rows' decode chunks are computed (its first rows)
     ScheduleOutput live;
-    for (size_t i = 0; i < next->rows.size(); ++i)
+    for (size_t i = 0; i < next->work.decodes.size(); ++i)
       if (next->rows[i] != nullptr) live.decodes.push_back(std::move(next->work.decodes[i]));
     scheduler_->computed(live);
     next->work.decodes.clear();

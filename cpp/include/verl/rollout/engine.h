@@ -66,7 +66,8 @@ struct VERL_API EngineConfig {
   // ends with a stop token is computed one step past its end and that row is dropped, so the outputs are the
   // synchronous loop's as far as a row's logits do not depend on the batch (see Reproducibility above). Unset: on for
   // devices other than the CPU (whose ops run synchronously: nothing to overlap) without tensor parallelism. A step
-  // is not launched ahead after one that prefilled or forked, while a request waits, or when it would preempt.
+  // is not launched ahead after one that prefilled or forked, or when it would preempt; requests waiting for a slot
+  // are admitted into a step launched ahead as into any other.
   std::optional<bool> async_scheduling;
 };
 
@@ -188,10 +189,11 @@ class VERL_API Engine {
   // Whether the token in flight for `seq` is its last by length (max_tokens, max_model_len).
   bool last_by_length(const Sequence& seq) const;
   // Whether the step after `f` can be launched before f's tokens are read back: f decoded every running sequence
-  // and nothing else, nothing waits for admission, some row goes on past f's token, and the blocks for the next
-  // tokens are free (no preemption).
+  // and nothing else, some row goes on past f's token, and the blocks for the next tokens are free (no
+  // preemption).
   bool can_launch_ahead(const InFlightStep& f) const;
-  // The next decode step over f's rows, less those that end by length with f's token, which leave the scheduler now.
+  // The next step: decodes of f's rows, less those that end by length with f's token (which leave the scheduler
+  // now), and whatever waiting requests the scheduler admits.
   std::unique_ptr<InFlightStep> launch_ahead(const InFlightStep& f);
   // Reads f's tokens back (the step's one host synchronisation) and appends them; `next`, the step launched ahead
   // of it, loses the rows of the samples that finished. Returns the token events for the listener.
