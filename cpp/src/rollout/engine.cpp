@@ -61,6 +61,7 @@ constexpr int64_t kTokenInFlight = -1;
 struct Engine::InFlightStep {
   ScheduleOutput work;
   std::vector<Sequence*> rows;  // the sequence of each sampled row, in row order (null: stopped or aborted since)
+  size_t num_decode_rows = 0;   // the first rows are decodes (one token each); then prompts completed, their forks
   bool pure_decode = false;     // one decode token per sequence, no prefill, no fork: a step may follow it ahead
   torch::Tensor tokens;         // (rows,) int64 on the model's device: the next step's ids when launched ahead
   torch::Tensor host;           // (2, rows) int32 on the host: the tokens, then the float32 log-probs' bits
@@ -452,6 +453,7 @@ std::unique_ptr<Engine::InFlightStep> Engine::launch(ScheduleOutput work, const 
     f->copied.emplace(packed.device().type());
     f->copied->record(device.getStream(packed.device()));
   }
+  f->num_decode_rows = work.decodes.size();
   f->pure_decode = work.prefills.empty() && completed_roots.empty();
   f->tokens = sampled.tokens;
   f->work = std::move(work);
@@ -608,6 +610,9 @@ std::optional<RequestOutput> Engine::abort(int64_t request_id) {
       if (seq != nullptr && seq->request == &req) seq = nullptr;
       live |= seq != nullptr;
     }
+    auto& prompts = in_flight_->work.prefills;
+    const auto of_req = [&](const Chunk& c) { return c.seq->request == &req; };
+    prompts.erase(std::remove_if(prompts.begin(), prompts.end(), of_req), prompts.end());
     if (!live) dropped_ = std::move(in_flight_);
   }
   RequestOutput out = empty_output(req);
@@ -718,12 +723,23 @@ void Engine::write_weights(const std::map<std::string, torch::Tensor>& named_ten
 void Engine::recompute_in_flight() {
   if (!in_flight_) return;
   const int64_t block_size = config_.block_size;
-  for (Sequence* seq : in_flight_->rows) {
+  const std::vector<Sequence*>& rows = in_flight_->rows;
+  for (size_t i = 0; i < in_flight_->num_decode_rows; ++i) {
+    Sequence* seq = rows[i];
     if (seq == nullptr) continue;
     --seq->num_computed;  // the next step computes that position again; its block stays allocated
     const size_t full_blocks = static_cast<size_t>(seq->num_computed / block_size);
     if (seq->block_keys.size() > full_blocks) seq->block_keys.resize(full_blocks);
   }
+  // Sequences it prefilled (admitted into it) start again, all of their keys and values from the new weights, as if
+  // admitted after the update (a prompt completed there: its forks too, each on its own).
+  std::vector<Sequence*> restart;
+  for (const Chunk& c : in_flight_->work.prefills) restart.push_back(c.seq);
+  for (size_t i = in_flight_->num_decode_rows; i < rows.size(); ++i)
+    if (rows[i] != nullptr && std::find(restart.begin(), restart.end(), rows[i]) == restart.end())
+      restart.push_back(rows[i]);
+  for (Sequence* seq : restart)
+    if (seq->finish == FinishReason::kNone) scheduler_->restart(seq);
   dropped_ = std::move(in_flight_);
 }
 

@@ -32,12 +32,17 @@ int64_t Scheduler::running_slots() const {
   return n;
 }
 
-void Scheduler::preempt(Sequence* seq) {
+void Scheduler::restart(Sequence* seq) {
   blocks_.release(seq->block_table);
   seq->num_computed = 0;
   seq->block_keys.clear();  // re-admission looks its prefix up again
-  running_.erase(std::find(running_.begin(), running_.end(), seq));
+  auto it = std::find(running_.begin(), running_.end(), seq);
+  if (it != running_.end()) running_.erase(it);
   waiting_.push_front(seq);
+}
+
+void Scheduler::preempt(Sequence* seq) {
+  restart(seq);
   ++num_preemptions_;
 }
 

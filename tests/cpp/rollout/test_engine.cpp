@@ -642,6 +642,54 @@ TEST_CASE("async scheduling: new weights between two steps reach the next token,
   CHECK(tokens_of(old_weights.generate(ps, params)) != tokens_of(outs[0]));
 }
 
+TEST_CASE("async scheduling: a request that sampled nothing before update_weights generates what the new weights do",
+          "[rollout]") {
+  // Three sequences at a time, so requests are admitted into steps launched ahead; the update comes at several
+  // points of the run. A request admitted into the step in flight is computed again from its prompt.
+  auto ps = prompts(6, 13);
+  std::vector<SamplingParams> params;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    // Different lengths: samples end while others go on, so slots free up under a step launched ahead.
+    const auto k = static_cast<int64_t>(i);
+    params.push_back(sampled(70 + k, 1 + k % 2, 4 + 3 * (k % 3)));
+    params.back().ignore_eos = true;
+  }
+  auto new_model = tiny_model(torch::kDouble, 5);
+  const auto new_weights = new_model->named_state();
+  std::vector<std::vector<std::vector<int64_t>>> fresh;  // each request's samples from the new weights alone
+  for (size_t i = 0; i < ps.size(); ++i)
+    fresh.push_back(tokens_of(Engine(new_model, config()).generate({ps[i]}, {params[i]})));
+  int checked = 0;
+  for (int update_at = 1; update_at <= 16; ++update_at) {
+    INFO("update after step " << update_at);
+    Engine engine(tiny_model(torch::kDouble), with_async(config(3), true));
+    std::set<int64_t> sampled_before;
+    bool updated = false;
+    engine.set_token_listener([&](const std::vector<TokenEvent>& ev) {
+      for (const TokenEvent& e : ev)
+        if (!updated) sampled_before.insert(e.request_id);
+    });
+    std::vector<int64_t> ids;
+    for (size_t i = 0; i < ps.size(); ++i) ids.push_back(engine.add_request(ps[i], params[i]));
+    std::map<int64_t, RequestOutput> got;
+    for (int step = 0; engine.has_unfinished_requests(); ++step) {
+      if (step == update_at) {
+        engine.update_weights(new_weights);
+        updated = true;
+      }
+      for (auto& o : engine.step()) got[o.request_id] = std::move(o);
+    }
+    CHECK(engine.stats().num_free_blocks == engine.stats().num_blocks);
+    REQUIRE(got.size() == ps.size());
+    for (size_t i = 0; i < ps.size(); ++i) {
+      if (sampled_before.count(ids[i])) continue;
+      CHECK(tokens_of({got[ids[i]]}) == fresh[i]);
+      ++checked;
+    }
+  }
+  CHECK(checked > 12);
+}
+
 TEST_CASE("CUDA decode graphs give the eager engine's tokens and log-probs, across buckets, sleep and new weights",
           "[rollout][cuda]") {
   if (!torch::cuda::is_available()) {

@@ -86,6 +86,9 @@ class VERL_API Scheduler {
   // Returns the new sequences (sample_index 1..n-1), placed right after the root.
   std::vector<Sequence*> fork(Sequence* root, const std::vector<Sequence*>& children);
   void finish(Sequence* seq);  // frees its blocks, leaves the running set (or the waiting queue)
+  // A running sequence computed again from its first token: its blocks freed, at the front of the waiting queue (as
+  // a preemption, not counted as one).
+  void restart(Sequence* seq);
 
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
   int64_t num_running() const { return static_cast<int64_t>(running_.size()); }
