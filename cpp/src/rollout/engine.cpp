@@ -342,14 +342,17 @@ std::vector<RequestOutput> Engine::step() {
   std::vector<TokenEvent> events;
   try {
     events = retire(*current, next.get(), done);
-  } catch (...) {  // a device error surfacing at the read-back: no sequence keeps a placeholder for the step ahead
-    if (next)
+  } catch (...) {  // a device error surfacing at the read-back: the step ahead's tokens are lost with it
+    if (next) {
       for (Sequence* seq : next->rows)
         if (seq != nullptr && seq->tokens.back() == kTokenInFlight) seq->tokens.pop_back();
+      restart_prompts(*next);
+    }
     throw;
   }
-  // A step ahead whose every row finished (stop tokens) runs out on the device unread.
-  if (next && std::any_of(next->rows.begin(), next->rows.end(), [](const Sequence* s) { return s != nullptr; }))
+  // A step ahead whose every row finished (stop tokens), and that prefilled nothing, runs out on the device unread.
+  if (next && (!next->work.prefills.empty() ||
+               std::any_of(next->rows.begin(), next->rows.end(), [](const Sequence* s) { return s != nullptr; })))
     in_flight_ = std::move(next);
   else if (next)
     dropped_ = std::move(next);
@@ -613,7 +616,7 @@ std::optional<RequestOutput> Engine::abort(int64_t request_id) {
     auto& prompts = in_flight_->work.prefills;
     const auto of_req = [&](const Chunk& c) { return c.seq->request == &req; };
     prompts.erase(std::remove_if(prompts.begin(), prompts.end(), of_req), prompts.end());
-    if (!live) dropped_ = std::move(in_flight_);
+    if (!live && prompts.empty()) dropped_ = std::move(in_flight_);
   }
   RequestOutput out = empty_output(req);
   if (req.samples.size() == static_cast<size_t>(req.params.n)) {  // forked: every sample has its own tokens
@@ -732,15 +735,19 @@ void Engine::recompute_in_flight() {
     if (seq->block_keys.size() > full_blocks) seq->block_keys.resize(full_blocks);
   }
   // Sequences it prefilled (admitted into it) start again, all of their keys and values from the new weights, as if
-  // admitted after the update (a prompt completed there: its forks too, each on its own).
+  // admitted after the update.
+  restart_prompts(*in_flight_);
+  dropped_ = std::move(in_flight_);
+}
+
+void Engine::restart_prompts(const InFlightStep& f) {
   std::vector<Sequence*> restart;
-  for (const Chunk& c : in_flight_->work.prefills) restart.push_back(c.seq);
-  for (size_t i = in_flight_->num_decode_rows; i < rows.size(); ++i)
-    if (rows[i] != nullptr && std::find(restart.begin(), restart.end(), rows[i]) == restart.end())
-      restart.push_back(rows[i]);
+  for (const Chunk& c : f.work.prefills) restart.push_back(c.seq);
+  for (size_t i = f.num_decode_rows; i < f.rows.size(); ++i)  // prompts completed there, and their forks
+    if (f.rows[i] != nullptr && std::find(restart.begin(), restart.end(), f.rows[i]) == restart.end())
+      restart.push_back(f.rows[i]);
   for (Sequence* seq : restart)
     if (seq->finish == FinishReason::kNone) scheduler_->restart(seq);
-  dropped_ = std::move(in_flight_);
 }
 
 void Engine::clear_prefix_cache() {

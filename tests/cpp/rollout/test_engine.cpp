@@ -644,8 +644,9 @@ TEST_CASE("async scheduling: new weights between two steps reach the next token,
 
 TEST_CASE("async scheduling: a request that sampled nothing before update_weights generates what the new weights do",
           "[rollout]") {
-  // Three sequences at a time, so requests are admitted into steps launched ahead; the update comes at several
-  // points of the run. A request admitted into the step in flight is computed again from its prompt.
+  // Three sequences at a time, so requests are admitted into steps launched ahead; the update comes at many points
+  // of a run. A request admitted into the step in flight is computed again from its prompt. (Whole prompts per step:
+  // with chunked prefill, a prompt can have chunks computed before the update without having sampled.)
   auto ps = prompts(6, 13);
   std::vector<SamplingParams> params;
   for (size_t i = 0; i < ps.size(); ++i) {
@@ -653,6 +654,7 @@ TEST_CASE("async scheduling: a request that sampled nothing before update_weight
     const auto k = static_cast<int64_t>(i);
     params.push_back(sampled(70 + k, 1 + k % 2, 4 + 3 * (k % 3)));
     params.back().ignore_eos = true;
+    if (k % 2 == 1) params.back().stop_token_ids = {3, 11, 29, 41, 52};
   }
   auto new_model = tiny_model(torch::kDouble, 5);
   const auto new_weights = new_model->named_state();
@@ -660,34 +662,92 @@ TEST_CASE("async scheduling: a request that sampled nothing before update_weight
   for (size_t i = 0; i < ps.size(); ++i)
     fresh.push_back(tokens_of(Engine(new_model, config()).generate({ps[i]}, {params[i]})));
   int checked = 0;
-  for (int update_at = 1; update_at <= 16; ++update_at) {
-    INFO("update after step " << update_at);
-    Engine engine(tiny_model(torch::kDouble), with_async(config(3), true));
-    std::set<int64_t> sampled_before;
-    bool updated = false;
-    engine.set_token_listener([&](const std::vector<TokenEvent>& ev) {
-      for (const TokenEvent& e : ev)
-        if (!updated) sampled_before.insert(e.request_id);
-    });
-    std::vector<int64_t> ids;
-    for (size_t i = 0; i < ps.size(); ++i) ids.push_back(engine.add_request(ps[i], params[i]));
-    std::map<int64_t, RequestOutput> got;
-    for (int step = 0; engine.has_unfinished_requests(); ++step) {
-      if (step == update_at) {
-        engine.update_weights(new_weights);
-        updated = true;
+  for (const EngineConfig& c : {config(3)}) {
+    for (int update_at = 1; update_at <= 24; ++update_at) {
+      INFO("update after step " << update_at);
+      Engine engine(tiny_model(torch::kDouble), with_async(c, true));
+      std::set<int64_t> sampled_before;
+      bool updated = false;
+      engine.set_token_listener([&](const std::vector<TokenEvent>& ev) {
+        for (const TokenEvent& e : ev)
+          if (!updated) sampled_before.insert(e.request_id);
+      });
+      std::vector<int64_t> ids;
+      for (size_t i = 0; i < ps.size(); ++i) ids.push_back(engine.add_request(ps[i], params[i]));
+      std::map<int64_t, RequestOutput> got;
+      for (int step = 0; engine.has_unfinished_requests(); ++step) {
+        if (step == update_at) {
+          engine.update_weights(new_weights);
+          updated = true;
+        }
+        for (auto& o : engine.step()) got[o.request_id] = std::move(o);
       }
-      for (auto& o : engine.step()) got[o.request_id] = std::move(o);
-    }
-    CHECK(engine.stats().num_free_blocks == engine.stats().num_blocks);
-    REQUIRE(got.size() == ps.size());
-    for (size_t i = 0; i < ps.size(); ++i) {
-      if (sampled_before.count(ids[i])) continue;
-      CHECK(tokens_of({got[ids[i]]}) == fresh[i]);
-      ++checked;
+      CHECK(engine.stats().num_free_blocks == engine.stats().num_blocks);
+      REQUIRE(got.size() == ps.size());
+      for (size_t i = 0; i < ps.size(); ++i) {
+        if (sampled_before.count(ids[i])) continue;
+        CHECK(tokens_of({got[ids[i]]}) == fresh[i]);
+        ++checked;
+      }
     }
   }
   CHECK(checked > 12);
+}
+
+TEST_CASE("async scheduling: a prompt chunk admitted into a step whose rows all stopped is computed again after "
+          "update_weights", "[rollout]") {
+  // Greedy, two sequences at a time, 5-token steps. Step 2 (the first decode) is in flight when step 3 is launched
+  // ahead: A ends by length with its step-2 token, so its slot goes to P, whose 12-token prompt gets a 4-token chunk
+  // beside C's decode; C's step-2 token is a stop id, so when step 2 is read back step 3 has no row left, only P's
+  // chunk, computed with the old weights. update_weights then must start P again.
+  auto model = tiny_model(torch::kDouble);
+  SamplingParams greedy;
+  greedy.temperature = 0.0;
+  greedy.ignore_eos = true;
+  greedy.max_tokens = 10;
+  // C: a 2-token prompt whose first two greedy tokens differ (the second is its stop id). A's and C's prompts fit
+  // step 1 together.
+  std::vector<int64_t> c_prompt;
+  std::vector<int64_t> c_free;
+  for (int64_t seed = 20; seed < 60 && c_prompt.empty(); ++seed) {
+    std::vector<int64_t> candidate = prompts(1, seed)[0];
+    candidate.resize(2);
+    std::vector<int64_t> run = Engine(model, config()).generate({candidate}, {greedy})[0].outputs[0].token_ids;
+    if (run[0] != run[1]) {
+      c_prompt = candidate;
+      c_free = run;
+    }
+  }
+  REQUIRE(!c_prompt.empty());
+  SamplingParams a_params = greedy, c_params = greedy;
+  a_params.max_tokens = 2;
+  c_params.stop_token_ids = {c_free[1]};
+  std::vector<int64_t> p_prompt = prompts(1, 77)[0];
+  p_prompt.resize(12, 5);
+  auto new_model = tiny_model(torch::kDouble, 5);
+  const std::vector<int64_t> p_fresh =
+      Engine(new_model, config()).generate({p_prompt}, {greedy})[0].outputs[0].token_ids;
+
+  Engine engine(model, with_async(config(2, 0, 5), true));
+  std::vector<int64_t> a_prompt = prompts(1, 3)[0];
+  a_prompt.resize(2);
+  engine.add_request(a_prompt, a_params);
+  const int64_t c = engine.add_request(c_prompt, c_params);
+  const int64_t p = engine.add_request(p_prompt, greedy);
+  engine.step();  // A and C prefilled, their first tokens
+  std::vector<RequestOutput> done = engine.step();  // step 2 (decodes), step 3 launched ahead with P's chunk
+  REQUIRE(engine.stats().num_async_steps == 1);
+  REQUIRE(done.size() == 2);  // A by length, C by its stop id: step 3 has no row left
+  CHECK(engine.stats().num_prefill_tokens == 2 + 2 + 4);
+  engine.update_weights(new_model->named_state());
+  std::map<int64_t, RequestOutput> got;
+  while (engine.has_unfinished_requests())
+    for (auto& o : engine.step()) got[o.request_id] = std::move(o);
+  REQUIRE(got.count(p));
+  CHECK(got[p].outputs[0].token_ids == p_fresh);  // P from the new weights alone
+  for (const RequestOutput& o : done)
+    if (o.request_id == c) CHECK(o.outputs[0].token_ids == std::vector<int64_t>(c_free.begin(), c_free.begin() + 2));
+  CHECK(engine.stats().num_free_blocks == engine.stats().num_blocks);
 }
 
 TEST_CASE("CUDA decode graphs give the eager engine's tokens and log-probs, across buckets, sleep and new weights",

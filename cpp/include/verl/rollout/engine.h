@@ -201,6 +201,9 @@ class VERL_API Engine {
   // New weights between two steps: the step launched ahead read the old ones, so its tokens are dropped and its
   // position computed again by the next step, as the synchronous loop would (update_weights).
   void recompute_in_flight();
+  // The sequences a step launched ahead prefilled (prompt chunks; the prompts it completed and their forks, each on
+  // its own) computed again from their first token: its keys, values and sampled tokens are not to be used.
+  void restart_prompts(const InFlightStep& f);
   // Waits for the last step left to run out unread (dropped_), before its memory is released or overwritten.
   void wait_for_dropped();
 
