@@ -198,8 +198,9 @@ class VERL_API Engine {
   // Reads f's tokens back (the step's one host synchronisation) and appends them; `next`, the step launched ahead
   // of it, loses the rows of the samples that finished. Returns the token events for the listener.
   std::vector<TokenEvent> retire(InFlightStep& f, InFlightStep* next, std::vector<RequestOutput>& done);
-  // New weights between two steps: the step launched ahead read the old ones, so its tokens are dropped and its
-  // position computed again by the next step, as the synchronous loop would (update_weights).
+  // New weights between two steps: the step launched ahead read the old ones, so its tokens are dropped, its decode
+  // positions computed again by the next step and the sequences it prefilled restarted, as the synchronous loop
+  // would have run them all after the update (update_weights).
   void recompute_in_flight();
   // The sequences a step launched ahead prefilled (prompt chunks; the prompts it completed and their forks, each on
   // its own) computed again from their first token: its keys, values and sampled tokens are not to be used.
