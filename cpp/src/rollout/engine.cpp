@@ -66,6 +66,13 @@ struct Engine::InFlightStep {
   torch::Tensor tokens;         // (rows,) int64 on the model's device: the next step's ids when launched ahead
   torch::Tensor host;           // (2, rows) int32 on the host: the tokens, then the float32 log-probs' bits
   std::optional<c10::Event> copied;  // devices other than the CPU: recorded after `host`'s copy was queued
+
+  // Whether anything of it is still to be read or undone: a live row, or a prompt chunk it prefilled (which
+  // update_weights must start again). Otherwise it runs out on the device unread.
+  bool needed() const {
+    return !work.prefills.empty() ||
+           std::any_of(rows.begin(), rows.end(), [](const Sequence* s) { return s != nullptr; });
+  }
 };
 
 Engine::Engine(std::shared_ptr<model::CausalLM> model, EngineConfig config)
@@ -350,9 +357,7 @@ std::vector<RequestOutput> Engine::step() {
     }
     throw;
   }
-  // A step ahead whose every row finished (stop tokens), and that prefilled nothing, runs out on the device unread.
-  if (next && (!next->work.prefills.empty() ||
-               std::any_of(next->rows.begin(), next->rows.end(), [](const Sequence* s) { return s != nullptr; })))
+  if (next && next->needed())
     in_flight_ = std::move(next);
   else if (next)
     dropped_ = std::move(next);
@@ -608,15 +613,12 @@ std::optional<RequestOutput> Engine::abort(int64_t request_id) {
     sample->finish = FinishReason::kAbort;
   }
   if (in_flight_) {  // the step in flight computes its samples' rows to no one
-    bool live = false;
-    for (Sequence*& seq : in_flight_->rows) {
+    for (Sequence*& seq : in_flight_->rows)
       if (seq != nullptr && seq->request == &req) seq = nullptr;
-      live |= seq != nullptr;
-    }
     auto& prompts = in_flight_->work.prefills;
     const auto of_req = [&](const Chunk& c) { return c.seq->request == &req; };
     prompts.erase(std::remove_if(prompts.begin(), prompts.end(), of_req), prompts.end());
-    if (!live && prompts.empty()) dropped_ = std::move(in_flight_);
+    if (!in_flight_->needed()) dropped_ = std::move(in_flight_);
   }
   RequestOutput out = empty_output(req);
   if (req.samples.size() == static_cast<size_t>(req.params.n)) {  // forked: every sample has its own tokens
