@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 import torch
 
@@ -23,7 +24,14 @@ def reward(response: str) -> float:
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None) -> float:
-    """The same reward in verl's custom_reward_function form (the CLI test)."""
+    """The same reward in verl's custom_reward_function form (the CLI test). VERL_DP_JOB_HOLD=LATEST:STEP:FILE: while
+    FILE exists and the checkpoint tracker LATEST reads STEP, scoring waits -- the restart test's window between two
+    steps, however fast the steps are."""
+    hold = os.environ.get("VERL_DP_JOB_HOLD")
+    if hold:
+        latest, step, flag = hold.split(":", 2)
+        while os.path.exists(flag) and os.path.exists(latest) and open(latest).read().strip() == step:
+            time.sleep(0.01)
     return reward(solution_str)
 
 

@@ -501,6 +501,12 @@ def _restart_and_compare(job_files, tmp_path, nodes: str, hosts: list[tuple[str,
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
     env["OMP_NUM_THREADS"] = "1"
     marker = str(tmp_path / "restarted")
+    iteration = tmp_path / "restarted" / "ckpt" / "latest_checkpointed_iteration.txt"
+    # Step 3's scoring waits while the hold file exists and step 2 is the newest checkpoint: the kill below lands
+    # between the two steps, however fast they run (it once raced a 0.04 s step).
+    hold = tmp_path / "hold"
+    hold.touch()
+    env["VERL_DP_JOB_HOLD"] = f"{iteration}:2:{hold}"
     job = ["-m", "verl.trainer.main_ppo", *args("restarted")]
     torchrun = [sys.executable, "-m", "torch.distributed.run"]
     if nodes == "1":
@@ -534,7 +540,6 @@ def _restart_and_compare(job_files, tmp_path, nodes: str, hosts: list[tuple[str,
         return "\n".join(text)
 
     try:
-        iteration = tmp_path / "restarted" / "ckpt" / "latest_checkpointed_iteration.txt"
         deadline = time.monotonic() + 300
         while not (iteration.exists() and iteration.read_text().strip() == "2"):
             for proc in procs:
@@ -548,6 +553,7 @@ def _restart_and_compare(job_files, tmp_path, nodes: str, hosts: list[tuple[str,
             assert first is not None
             assert os.readlink(f"/proc/{first}/ns/net") != os.readlink(f"/proc/{pid}/ns/net")
         os.kill(pid, signal.SIGKILL)
+        hold.unlink()  # the restarted ranks score step 3
         end = time.monotonic() + 300
         for proc in procs:
             proc.wait(timeout=max(1.0, end - time.monotonic()))
