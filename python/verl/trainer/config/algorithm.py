@@ -47,6 +47,131 @@ class RolloutCorrectionConfig(BaseConfig):
     bypass_mode: bool = False
     loss_type: str = "ppo_clip"
 
+    # verl 0.9.1's named presets. "Decoupled" keeps three policies (rollout, old, current: IS weights correct the
+    # rollout-to-old gap); "bypass" reuses the rollout log-probs as the old ones (two policies) with loss_type
+    # ppo_clip (the ratio does the correction) or reinforce (explicit IS weights). TIS truncates weights at the
+    # threshold; IcePop ("lower_upper") zeroes token weights outside the band; Geo-RS rejects sequences whose
+    # geometric-mean ratio (seq_mean_k1) leaves the band; K3-RS those whose mean K3 divergence exceeds the bound.
+
+    @classmethod
+    def decoupled_token_is(cls, threshold: float = 2.0) -> "RolloutCorrectionConfig":
+        """Token-level truncated IS (Token-TIS)."""
+        return cls(rollout_is="token", rollout_is_threshold=threshold, rollout_rs=None)
+
+    @classmethod
+    def decoupled_seq_is(cls, threshold: float = 2.0) -> "RolloutCorrectionConfig":
+        """Sequence-level truncated IS (Seq-TIS)."""
+        return cls(rollout_is="sequence", rollout_is_threshold=threshold, rollout_rs=None)
+
+    @classmethod
+    def decoupled_token_icepop(cls, threshold: float = 5.0, threshold_lower: float = 0.5) -> "RolloutCorrectionConfig":
+        """Token-level IcePop: weights outside [threshold_lower, threshold] become 0, the response mask is kept."""
+        return cls(rollout_is="token", rollout_is_threshold=f"{threshold_lower}_{threshold}", rollout_rs=None)
+
+    @classmethod
+    def decoupled_seq_is_rs(cls, is_threshold: float = 2.0,
+                            rs_threshold: Optional[Union[str, float]] = "0.5_2.0") -> "RolloutCorrectionConfig":
+        """Seq-TIS plus rejection of sequences whose summed log-ratio (seq_sum_k1) leaves the band (Seq-MIS)."""
+        return cls(rollout_is="sequence", rollout_is_threshold=is_threshold, rollout_rs="seq_sum_k1",
+                   rollout_rs_threshold=rs_threshold)
+
+    @classmethod
+    def decoupled_geo_rs(cls, rs_threshold: Optional[Union[str, float]] = "0.999_1.001") -> "RolloutCorrectionConfig":
+        """Geo-RS alone, no IS weights."""
+        return cls(rollout_is=None, rollout_rs="seq_mean_k1", rollout_rs_threshold=rs_threshold)
+
+    @classmethod
+    def decoupled_geo_rs_seq_tis(cls, is_threshold: float = 2.0,
+                                 rs_threshold: Optional[Union[str, float]] = "0.999_1.001"
+                                 ) -> "RolloutCorrectionConfig":
+        """Geo-RS plus Seq-TIS."""
+        return cls(rollout_is="sequence", rollout_is_threshold=is_threshold, rollout_rs="seq_mean_k1",
+                   rollout_rs_threshold=rs_threshold)
+
+    @classmethod
+    def decoupled_geo_rs_token_tis(cls, is_threshold: float = 2.0,
+                                   rs_threshold: Optional[Union[str, float]] = "0.999_1.001"
+                                   ) -> "RolloutCorrectionConfig":
+        """Geo-RS plus Token-TIS."""
+        return cls(rollout_is="token", rollout_is_threshold=is_threshold, rollout_rs="seq_mean_k1",
+                   rollout_rs_threshold=rs_threshold)
+
+    @classmethod
+    def decoupled_k3_rs(cls, rs_threshold: float = 0.01) -> "RolloutCorrectionConfig":
+        """K3-RS alone (sequence mean of exp(log r) - 1 - log r at most rs_threshold), no IS weights."""
+        return cls(rollout_is=None, rollout_rs="seq_mean_k3", rollout_rs_threshold=rs_threshold)
+
+    @classmethod
+    def decoupled_k3_rs_seq_tis(cls, is_threshold: float = 2.0, rs_threshold: float = 0.01
+                                ) -> "RolloutCorrectionConfig":
+        """K3-RS plus Seq-TIS."""
+        return cls(rollout_is="sequence", rollout_is_threshold=is_threshold, rollout_rs="seq_mean_k3",
+                   rollout_rs_threshold=rs_threshold)
+
+    @classmethod
+    def decoupled_k3_rs_token_tis(cls, is_threshold: float = 2.0, rs_threshold: float = 0.01
+                                  ) -> "RolloutCorrectionConfig":
+        """K3-RS plus Token-TIS."""
+        return cls(rollout_is="token", rollout_is_threshold=is_threshold, rollout_rs="seq_mean_k3",
+                   rollout_rs_threshold=rs_threshold)
+
+    @classmethod
+    def bypass_ppo_clip(cls) -> "RolloutCorrectionConfig":
+        """Bypass mode, PPO-clip against the rollout policy, no IS weights and no rejection."""
+        return cls(rollout_is=None, rollout_rs=None, bypass_mode=True, loss_type="ppo_clip")
+
+    @classmethod
+    def bypass_ppo_clip_geo_rs(cls, rs_threshold: Optional[Union[str, float]] = "0.999_1.001"
+                               ) -> "RolloutCorrectionConfig":
+        """Bypass mode, PPO-clip plus Geo-RS."""
+        return cls(rollout_is=None, rollout_rs="seq_mean_k1", rollout_rs_threshold=rs_threshold, bypass_mode=True,
+                   loss_type="ppo_clip")
+
+    @classmethod
+    def bypass_ppo_clip_k3_rs(cls, rs_threshold: float = 0.01) -> "RolloutCorrectionConfig":
+        """Bypass mode, PPO-clip plus K3-RS."""
+        return cls(rollout_is=None, rollout_rs="seq_mean_k3", rollout_rs_threshold=rs_threshold, bypass_mode=True,
+                   loss_type="ppo_clip")
+
+    @classmethod
+    def bypass_pg_is(cls, threshold: float = 2.0) -> "RolloutCorrectionConfig":
+        """Bypass mode, REINFORCE with Seq-TIS weights."""
+        return cls(rollout_is="sequence", rollout_is_threshold=threshold, rollout_rs=None, bypass_mode=True,
+                   loss_type="reinforce")
+
+    @classmethod
+    def bypass_pg_token_icepop(cls, threshold: float = 5.0, threshold_lower: float = 0.5) -> "RolloutCorrectionConfig":
+        """Bypass mode, REINFORCE with token-level IcePop weights."""
+        return cls(rollout_is="token", rollout_is_threshold=f"{threshold_lower}_{threshold}", rollout_rs=None,
+                   bypass_mode=True, loss_type="reinforce")
+
+    @classmethod
+    def bypass_pg_geo_rs(cls, rs_threshold: Optional[Union[str, float]] = "0.999_1.001") -> "RolloutCorrectionConfig":
+        """Bypass mode, REINFORCE with Geo-RS and no IS weights."""
+        return cls(rollout_is=None, rollout_rs="seq_mean_k1", rollout_rs_threshold=rs_threshold, bypass_mode=True,
+                   loss_type="reinforce")
+
+    @classmethod
+    def bypass_pg_geo_rs_seq_tis(cls, is_threshold: float = 2.0,
+                                 rs_threshold: Optional[Union[str, float]] = "0.999_1.001"
+                                 ) -> "RolloutCorrectionConfig":
+        """Bypass mode, REINFORCE with Geo-RS and Seq-TIS."""
+        return cls(rollout_is="sequence", rollout_is_threshold=is_threshold, rollout_rs="seq_mean_k1",
+                   rollout_rs_threshold=rs_threshold, bypass_mode=True, loss_type="reinforce")
+
+    @classmethod
+    def bypass_pg_geo_rs_token_tis(cls, is_threshold: float = 2.0,
+                                   rs_threshold: Optional[Union[str, float]] = "0.999_1.001"
+                                   ) -> "RolloutCorrectionConfig":
+        """Bypass mode, REINFORCE with Geo-RS and Token-TIS."""
+        return cls(rollout_is="token", rollout_is_threshold=is_threshold, rollout_rs="seq_mean_k1",
+                   rollout_rs_threshold=rs_threshold, bypass_mode=True, loss_type="reinforce")
+
+    @classmethod
+    def disabled(cls) -> "RolloutCorrectionConfig":
+        """Metrics only: off-policy diagnostics are logged, nothing is corrected."""
+        return cls(rollout_is=None, rollout_rs=None)
+
 
 @dataclass
 class CostFunctionConfig(BaseConfig):
