@@ -66,7 +66,19 @@ void register_dist(py::module_& m) {
           "root's `data` (bytes; ignored on the other ranks) on every rank. The buffers are C++ tensors: a Gloo "
           "thread that drops them never needs the GIL (tensors made in Python do, which can abort a process that is "
           "exiting).")
-      .def("barrier", &Communicator::barrier, py::call_guard<py::gil_scoped_release>());
+      .def("barrier", &Communicator::barrier, py::call_guard<py::gil_scoped_release>())
+      // The tensor collectives, as the training code calls them (any dtype: see verl/dist/communicator.h).
+      .def("all_gather_flat", &Communicator::all_gather_flat, py::arg("shard"),
+           py::call_guard<py::gil_scoped_release>(), "Every rank's 1-D `shard` concatenated in rank order.")
+      .def("reduce_scatter_sum", &Communicator::reduce_scatter_sum, py::arg("flat"),
+           py::call_guard<py::gil_scoped_release>(), "This rank's slice of the sum over the ranks of 1-D `flat`.")
+      .def(
+          "all_reduce_sum_", [](Communicator& c, torch::Tensor& t) { c.all_reduce_sum_(t); }, py::arg("tensor"),
+          py::call_guard<py::gil_scoped_release>(), "`tensor` summed over the ranks, in place.")
+      .def(
+          "broadcast_", [](Communicator& c, torch::Tensor& t, int64_t root) { c.broadcast_(t, root); },
+          py::arg("tensor"), py::arg("root") = 0, py::call_guard<py::gil_scoped_release>(),
+          "root's values in `tensor` on every rank, in place.");
 }
 
 }  // namespace verl::bindings

@@ -141,7 +141,8 @@ std::vector<KeyEntry> fsdp(const std::string& p, bool actor, bool trained = true
       H(p + ".dtype", "auto / bfloat16 / float16 / float32: the compute dtype of forward and backward (mixed "
                       "precision over master weights in model_dtype, gradients accumulated in model_dtype, fp16 with "
                       "verl's dynamic loss scale; float32 turns it off). auto (verl: bfloat16) is bfloat16 on GPUs "
-                      "and on CPUs with bf16 matrix instructions, float32 on other CPUs (bf16 emulated, ~8x slower)"),
+                      "and on CPUs with bf16 matrix instructions, float32 on other CPUs (bf16 emulated, ~8x slower); "
+                      "the environment variable VERL_CPU_BF16=1 or 0 answers for the CPU"),
       R(p + ".qat", kQat),
       N(p + ".turbo_config", kTurbo),
   };

@@ -50,6 +50,36 @@ std::vector<char> tensor_bytes(const torch::Tensor& t, int64_t length) {
   return std::vector<char>(p, p + length);
 }
 
+// The dtypes that Gloo and NCCL both take in every collective. Probed collective by collective with torch 2.14's
+// ProcessGroupGloo: it refuses int16, uint16/32/64 and the 8-bit floats ("Invalid scalar type") and takes bfloat16;
+// NCCL has no int16 or uint16. (ZeRO-3 once sent bf16 as int16 bits because an older Gloo refused bf16; on 2.14 that
+// was the refused type, and every torchrun with the default dtype on a CPU with bf16 units failed: issue 40.)
+bool every_backend_takes(torch::ScalarType t) {
+  switch (t) {
+    case torch::kFloat: case torch::kDouble: case torch::kHalf: case torch::kBFloat16:
+    case torch::kChar: case torch::kByte: case torch::kInt: case torch::kLong:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A collective that only moves data (gather, broadcast, all-to-all) sends another dtype as its bytes: exact, and no
+// more bytes than the tensor has. `flat` is one-dimensional and contiguous.
+torch::Tensor as_moved(const torch::Tensor& flat) {
+  return every_backend_takes(flat.scalar_type()) ? flat : flat.view(torch::kByte);
+}
+
+// A reduction computes another dtype in a wider one that every backend takes (floats in float32, integers and bool
+// in int64), and the result is narrowed back.
+torch::ScalarType reduced_in(torch::ScalarType t) {
+  if (every_backend_takes(t)) return t;
+  if (c10::isFloatingType(t)) return torch::kFloat;
+  VERL_CHECK(t == torch::kShort || t == torch::kUInt16 || t == torch::kUInt32 || t == torch::kBool,
+             "no collective backend reduces ", t, " and it has no wider type that keeps every value");
+  return torch::kLong;
+}
+
 // The collective wrote into `result`; `tensor` must hold it and show that it changed (its version counter moves, as
 // with any in-place op: MixedPrecision and autograd rely on it).
 void write_back(torch::Tensor& tensor, const torch::Tensor& result) {
@@ -87,7 +117,7 @@ void Communicator::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* 
 }
 
 void Communicator::all_reduce_(torch::Tensor& tensor, c10d::ReduceOp::RedOpType op, const char* what) {
-  std::vector<torch::Tensor> buffers{to_device(tensor)};
+  std::vector<torch::Tensor> buffers{to_device(tensor).to(reduced_in(tensor.scalar_type()))};
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp(op);
   wait(group_->allreduce(buffers, options), what);
@@ -110,7 +140,8 @@ InFlight Communicator::reduce_scatter_sum_async(const torch::Tensor& flat) {
   f.comm_ = this;
   f.home_ = flat.device();
   f.what_ = "reduce_scatter";
-  torch::Tensor input = to_device(flat);
+  f.dtype_ = flat.scalar_type();
+  torch::Tensor input = to_device(flat).to(reduced_in(flat.scalar_type()));
   f.keep_ = {input};
   if (reduce_scatter_by_all_to_all_) {
     // Rank r receives every rank's chunk r; wait() adds them up in rank order.
@@ -140,7 +171,8 @@ InFlight Communicator::all_gather_flat_async(const torch::Tensor& shard, const t
   InFlight f;
   f.comm_ = this;
   f.what_ = "all_gather";
-  torch::Tensor input = to_device(shard);
+  f.dtype_ = shard.scalar_type();
+  torch::Tensor input = as_moved(to_device(shard));
   f.keep_ = {input};
   if (out.defined()) {
     VERL_CHECK(out.dim() == 1 && out.numel() == shard.numel() * world_size_ && out.is_contiguous() &&
@@ -148,10 +180,10 @@ InFlight Communicator::all_gather_flat_async(const torch::Tensor& shard, const t
                "all_gather: the output must be a contiguous ", shard.scalar_type(), " tensor of ",
                shard.numel() * world_size_, " elements on ", device_, ", got ", out.scalar_type(), " ", out.sizes(),
                " on ", out.device());
-    f.output_ = out;
+    f.output_ = as_moved(out);
     f.home_ = out.device();
   } else {
-    f.output_ = torch::empty({shard.numel() * world_size_}, input.options());
+    f.output_ = torch::empty({input.numel() * world_size_}, input.options());
     f.home_ = shard.device();
   }
 #if VERL_TORCH_HAS_SINGLE_COLLECTIVES
@@ -176,6 +208,10 @@ torch::Tensor InFlight::wait() {
     for (size_t i = 1; i < chunks.size(); ++i) sum.add_(chunks[i]);
     out = sum;
   }
+  if (out.scalar_type() != dtype_) {  // moved as bytes, or reduced in a wider dtype
+    const bool moved_as_bytes = out.scalar_type() == torch::kByte;
+    out = moved_as_bytes ? out.view(dtype_) : out.to(dtype_);
+  }
   return out.to(home_);
 }
 
@@ -187,11 +223,12 @@ double Communicator::all_reduce_sum(double value) {
 
 void Communicator::broadcast_(torch::Tensor& tensor, int64_t root) {
   VERL_CHECK(root >= 0 && root < world_size_, "broadcast: root ", root, " is not a rank of ", world_size_);
-  std::vector<torch::Tensor> buffers{to_device(tensor)};
+  const torch::Tensor moved = to_device(tensor);
+  std::vector<torch::Tensor> buffers{as_moved(moved.view(-1))};  // a view of `moved`: the collective writes into it
   c10d::BroadcastOptions options;
   options.rootRank = root;
   wait(group_->broadcast(buffers, options), "broadcast");
-  write_back(tensor, buffers[0]);
+  write_back(tensor, moved);
 }
 
 void Communicator::barrier() {

@@ -11,13 +11,8 @@
 namespace verl::workers::detail {
 namespace {
 
-// 16-bit floats travel as int16: the all-gather only moves bytes, and not every backend reduces or gathers bf16.
-torch::Tensor as_gatherable(const torch::Tensor& t) {
-  return t.element_size() == 2 && t.is_floating_point() ? t.view(torch::kShort) : t;
-}
-
 torch::Tensor all_gather(dist::Communicator& comm, const torch::Tensor& mine) {
-  return comm.all_gather_flat(as_gatherable(mine.contiguous())).view(mine.scalar_type());
+  return comm.all_gather_flat(mine.contiguous());
 }
 
 // The world size of `communicator`, which a rollout of tensor-parallel size `tp` must divide (ConfigError naming
@@ -127,7 +122,7 @@ torch::Tensor FullyShardedModel::gather_unit(const Unit& u, const torch::Tensor&
                                              const torch::Tensor& out) const {
   const torch::Tensor mine = slice_state.detach().narrow(0, u.master_offset, u.shard_numel).to(dtype).contiguous();
   if (!out.defined()) return all_gather(*comm_, mine);
-  comm_->all_gather_flat_async(as_gatherable(mine), as_gatherable(out)).wait();
+  comm_->all_gather_flat_async(mine, out).wait();
   return out;
 }
 
@@ -139,10 +134,10 @@ void FullyShardedModel::prefetch(size_t unit) {
   b.held = true;
   gathered_bytes_ += unit_gathered_bytes(unit);
   peak_gathered_bytes_ = std::max(peak_gathered_bytes_, gathered_bytes_);
-  const torch::Tensor mine = as_gatherable(unit_shard(u).to(compute_dtype_).contiguous());
+  const torch::Tensor mine = unit_shard(u).to(compute_dtype_).contiguous();
   if (gathers_in_place()) {
     verl::detail::reallocate_storage(b.buffer, static_cast<size_t>(unit_gathered_bytes(unit)));
-    b.arriving = comm_->all_gather_flat_async(mine, as_gatherable(b.buffer));
+    b.arriving = comm_->all_gather_flat_async(mine, b.buffer);
   } else {
     b.arriving = comm_->all_gather_flat_async(mine);
   }
@@ -153,7 +148,7 @@ void FullyShardedModel::gather(size_t unit) {
   if (b.gathered) return;
   prefetch(unit);  // unless it is already arriving
   torch::NoGradGuard no_grad;
-  const torch::Tensor image = b.arriving.wait().view(compute_dtype_);
+  const torch::Tensor image = b.arriving.wait();
   if (!gathers_in_place()) {
     verl::detail::reallocate_storage(b.buffer, static_cast<size_t>(unit_gathered_bytes(unit)));
     if (tp_ == 1) {

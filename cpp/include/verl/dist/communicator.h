@@ -5,7 +5,8 @@
 // DistributedError naming the collective, instead of hanging.
 //
 // Tensors given to a collective may live anywhere; they travel on device() (the CPU for Gloo, this rank's GPU for
-// NCCL) and come back where they were.
+// NCCL) and come back where they were. Any dtype goes: one that a backend refuses (Gloo: int16, the unsigned
+// types, the 8-bit floats) travels as its bytes in a gather or broadcast and is reduced in a wider dtype.
 //
 // The all-gather and the reduce-scatter also start asynchronously (ZeRO-3's prefetch: the next layer's weights
 // arrive while this one computes): the call returns an InFlight at once, and InFlight::wait() gives what the blocking
@@ -53,6 +54,7 @@ class VERL_API InFlight {
   torch::Tensor output_;
   torch::Device home_ = torch::kCPU;
   int64_t summed_chunks_ = 0;  // > 0: output_ holds that many chunks, summed in rank order on wait (see below)
+  torch::ScalarType dtype_ = torch::kFloat;  // the caller's: output_ may hold its bytes or a wider type
   const char* what_ = "";
 };
 

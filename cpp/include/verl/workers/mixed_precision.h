@@ -45,7 +45,9 @@ VERL_API std::optional<torch::Dtype> parse_compute_dtype(const std::string& name
 VERL_API torch::Dtype resolve_compute_dtype(const std::string& name, const std::string& key, const torch::Device& device);
 
 // Whether this CPU multiplies bf16 matrices in hardware (x86: AVX512-BF16 or AMX-BF16, with the OS saving the
-// registers). Deterministic (CPUID), so `auto` resolves the same way in every run on a machine.
+// registers). Deterministic (CPUID), so `auto` resolves the same way in every run on a machine -- unless the
+// environment variable VERL_CPU_BF16 is 1 or 0, which answers instead (tests force both resolutions of `auto`);
+// another value is a ConfigError naming it.
 VERL_API bool cpu_has_native_bf16_matmul();
 
 // The dtype a model of dtype `model_dtype` computes in under compute dtype `compute`: `compute` when it is a
