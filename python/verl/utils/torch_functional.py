@@ -20,6 +20,9 @@ __all__ = [
     "get_response_mask",
     "entropy_from_logits",
     "logprobs_from_logits",
+    "distributed_mean_max_min_std",
+    "distributed_masked_mean",
+    "expand_as_nested",
 ]
 
 _algo = _C.algo
@@ -64,3 +67,56 @@ def logprobs_from_logits(logits: torch.Tensor, labels: torch.Tensor, inplace_bac
     """
     del inplace_backward
     return _algo.logprobs_from_logits(logits, labels, chunk_size)
+
+
+def distributed_mean_max_min_std(local_tensor: torch.Tensor, compute_max: bool = True, compute_min: bool = True,
+                                 compute_std: bool = True
+                                 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+    """Mean, max, min and sample standard deviation (``n - 1``) of every element on every rank of the default
+    ``torch.distributed`` group, the same on each rank; the statistics not asked for are None. Every rank must call
+    it (it all-reduces). The element count is kept on ``local_tensor``'s device, so gloo (CPU) and nccl both work."""
+    dist = torch.distributed
+    total = torch.sum(local_tensor)
+    count = torch.tensor(local_tensor.numel(), device=local_tensor.device)
+    dist.all_reduce(total, op=dist.ReduceOp.SUM)
+    dist.all_reduce(count, op=dist.ReduceOp.SUM)
+    mean = total / count
+    global_max = global_min = std = None
+    if compute_max:
+        global_max = torch.max(local_tensor)
+        dist.all_reduce(global_max, op=dist.ReduceOp.MAX)
+    if compute_min:
+        global_min = torch.min(local_tensor)
+        dist.all_reduce(global_min, op=dist.ReduceOp.MIN)
+    if compute_std:
+        squares = torch.sum((local_tensor - mean) ** 2)
+        dist.all_reduce(squares, op=dist.ReduceOp.SUM)
+        std = torch.sqrt(squares / (count - 1))
+    return mean, global_max, global_min, std
+
+
+def distributed_masked_mean(local_tensor: torch.Tensor, local_mask: torch.Tensor) -> torch.Tensor:
+    """Mean of the elements whose ``local_mask`` is 1 over every rank of the default group (``local_mask`` has
+    ``local_tensor``'s shape); every rank gets the same value. No valid element anywhere gives NaN, as in verl."""
+    dist = torch.distributed
+    total = torch.sum(local_tensor * local_mask)
+    count = torch.sum(local_mask)
+    dist.all_reduce(total, op=dist.ReduceOp.SUM)
+    dist.all_reduce(count, op=dist.ReduceOp.SUM)
+    return total / count
+
+
+def expand_as_nested(tensor: torch.Tensor, nested_tensor: torch.Tensor) -> torch.Tensor:
+    """One value per row, ``tensor`` (bsz,), repeated along each row of the jagged ``nested_tensor`` (bsz, j): a
+    jagged nested tensor with ``nested_tensor``'s offsets whose row i holds ``tensor[i]`` ``len(row i)`` times.
+
+    AssertionError (as in verl) when ``nested_tensor`` is not nested or not 2-D, ``tensor`` is not 1-D, or the two
+    batch sizes differ."""
+    assert nested_tensor.is_nested, "nested_tensor must be nested"
+    assert tensor.shape[0] == nested_tensor.shape[0], (
+        f"The batch shape must be the same. Got {tensor.shape[0]} vs {nested_tensor.shape[0]}")
+    assert tensor.dim() == 1, "The ndim of tensor must be 1"
+    assert nested_tensor.dim() == 2, "The ndim of nested_tensor must be 2"
+    offsets = nested_tensor.offsets()
+    values = torch.repeat_interleave(tensor, offsets.diff(), dim=0)
+    return torch.nested.nested_tensor_from_jagged(values=values, offsets=offsets)

@@ -224,13 +224,20 @@ def _process_single_case(case_index: int, stdin_data: Any, expected_output: Any,
     """One test case: build the program, call the sandbox (holding the semaphore), classify the response."""
     code = build_function_call_program(generation, fn_name) if fn_name and language == "python" else generation
     stdin = None if stdin_data is None else str(stdin_data)
-    if concurrent_semaphore is not None:
-        with concurrent_semaphore:
-            api_response, error_msg = call_sandbox_api(sandbox_fusion_url, code, stdin, timeout, timeout,
-                                                       memory_limit_mb, language)
-    else:
-        api_response, error_msg = call_sandbox_api(sandbox_fusion_url, code, stdin, timeout, timeout,
-                                                   memory_limit_mb, language)
+    # By keyword, as verl calls it: code that patches or wraps call_sandbox_api (verl's tests' mock side effects
+    # read kwargs["stdin"]) sees the same call; an exception from it is this case's API error, as in verl.
+    request = {"sandbox_fusion_url": sandbox_fusion_url, "code": code, "stdin": stdin, "compile_timeout": timeout,
+               "run_timeout": timeout, "memory_limit_mb": memory_limit_mb, "language": language}
+    api_response, error_msg = None, None
+    try:
+        if concurrent_semaphore is not None:
+            with concurrent_semaphore:
+                api_response, error_msg = call_sandbox_api(**request)
+        else:
+            api_response, error_msg = call_sandbox_api(**request)
+    except Exception as e:  # noqa: BLE001 -- one case's failure, reported in its metadata
+        error_msg = f"API Request Exception during check_correctness for case {case_index + 1}: {e}"
+        logger.error("Case %d: %s", case_index + 1, error_msg)
     metadata: dict[str, Any] = {
         "case_index": case_index, "input": stdin,
         "expected_output": str(expected_output) if expected_output else None,
