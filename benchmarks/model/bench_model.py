@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import results_json  # noqa: E402  (benchmarks/results_json.py)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-QWEN3_DIR = os.path.join(REPO, "..", "shared", "fixtures", "qwen3-tokenizer")
+QWEN3_DIR = os.path.join(REPO, "tests", "fixtures", "qwen3-tokenizer")
 ARITH_TOKENIZER = os.path.join(REPO, "examples", "arith", "tokenizer")
 
 

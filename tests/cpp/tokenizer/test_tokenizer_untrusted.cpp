@@ -31,8 +31,7 @@ using verl::tokenizer::Tokenizer;
 using Ids = std::vector<std::int32_t>;
 using nlohmann::json;
 
-const char* kQwen3Dir = VERL_SOURCE_DIR "/../shared/fixtures/qwen3-tokenizer";
-bool have_qwen3() { return std::filesystem::is_regular_file(std::string(kQwen3Dir) + "/tokenizer.json"); }
+const char* kQwen3Dir = VERL_SOURCE_DIR "/tests/fixtures/qwen3-tokenizer";  // the repository's own fixture
 
 // A byte-level BPE that uses every component the reader supports: NFC in a Sequence normalizer,
 // Split + ByteLevel in a Sequence pre-tokenizer, ByteLevel + TemplateProcessing in a Sequence
@@ -408,11 +407,8 @@ TEST_CASE("tokenizer untrusted: tokenizer_config.json values of odd types do not
 TEST_CASE("tokenizer untrusted: encode of arbitrary bytes, decode of arbitrary ids") {
   const Tokenizer rich = Tokenizer::from_json(rich_tokenizer().dump());
   std::vector<const Tokenizer*> tokenizers{&rich};
-  std::optional<Tokenizer> qwen3;
-  if (have_qwen3()) {
-    qwen3 = Tokenizer::from_file(kQwen3Dir);
-    tokenizers.push_back(&*qwen3);
-  }
+  const Tokenizer qwen3 = Tokenizer::from_file(kQwen3Dir);
+  tokenizers.push_back(&qwen3);
   // Invalid UTF-8 of every kind is refused with InvalidArgument naming the byte.
   for (const std::string bad : {"\xff", "a\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "ab\xe4\xbd", "\x80", "\xf8\x88\x80\x80\x80"}) {
     for (const Tokenizer* tok : tokenizers) {

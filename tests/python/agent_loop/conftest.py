@@ -18,7 +18,7 @@ from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-QWEN3_DIR = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "fixtures", "qwen3-tokenizer"))
+QWEN3_DIR = os.path.join(REPO_ROOT, "tests", "fixtures", "qwen3-tokenizer")
 
 ADD_SCHEMA = {"type": "function", "function": {
     "name": "add", "description": "Add two integers.",
@@ -29,8 +29,6 @@ ADD_SCHEMA = {"type": "function", "function": {
 
 @pytest.fixture(scope="session")
 def qwen3():
-    if not os.path.exists(os.path.join(QWEN3_DIR, "tokenizer.json")):
-        pytest.skip(f"the shared Qwen3 tokenizer fixture is missing ({QWEN3_DIR})")
     from verl.tokenizer import load_tokenizer
 
     return load_tokenizer(QWEN3_DIR)

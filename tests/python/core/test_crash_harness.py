@@ -14,7 +14,7 @@ from isolated import run_isolated  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 CORPUS = os.path.join(REPO, "tests", "fuzz", "corpus")
-QWEN3 = os.path.join(REPO, "..", "shared", "fixtures", "qwen3-tokenizer")
+QWEN3 = os.path.join(REPO, "tests", "fixtures", "qwen3-tokenizer")
 
 # Per target: how one input (bytes `data`, a scratch folder `work`) is fed to the Python API.
 # The libFuzzer targets read the first byte the same way (tests/fuzz/fuzz_*.cpp).

@@ -16,7 +16,7 @@ from verl.utils.dataset import RLHFDataset, SFTDataset
 from verl.utils.dataset.reader import MAX_JSON_DEPTH, load_json, read_rows
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-QWEN3_DIR = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "fixtures", "qwen3-tokenizer"))
+QWEN3_DIR = os.path.join(REPO_ROOT, "tests", "fixtures", "qwen3-tokenizer")
 
 ROW = {"data_source": "openai/gsm8k", "prompt": [{"role": "user", "content": "What is 2+2?"}],
        "reward_model": {"style": "rule", "ground_truth": "4"}}
@@ -25,8 +25,6 @@ SFT_ROW = {"prompt": "What is 2+2?", "response": "4"}
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    if not os.path.isfile(os.path.join(QWEN3_DIR, "tokenizer.json")):
-        pytest.skip(f"Qwen3 tokenizer fixture not found at {QWEN3_DIR}")
     return verl.load_tokenizer(QWEN3_DIR)
 
 

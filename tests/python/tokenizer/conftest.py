@@ -1,7 +1,7 @@
 """Tokenizer test fixtures: the Qwen3 tokenizer fixture and a seeded corpus of varied strings.
 
 HF ``tokenizers``/``transformers`` are the reference and test-only dependencies: tests that need
-them skip when they are missing, as they do when the shared fixture directory is absent.
+them skip when they are missing. The Qwen3 fixture is the repository's own (tests/fixtures/): a missing file fails.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import random
 import pytest
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-QWEN3_DIR = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "fixtures", "qwen3-tokenizer"))
+QWEN3_DIR = os.path.join(REPO_ROOT, "tests", "fixtures", "qwen3-tokenizer")
 
 SPECIALS = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|vision_pad|>", "<tool_call>", "</tool_call>", "<think>",
             "</think>"]
@@ -107,8 +107,6 @@ def make_corpus(n: int, seed: int = 1234) -> list[str]:
 
 @pytest.fixture(scope="session")
 def qwen3_dir() -> str:
-    if not os.path.isfile(os.path.join(QWEN3_DIR, "tokenizer.json")):
-        pytest.skip(f"Qwen3 tokenizer fixture not found at {QWEN3_DIR}")
     return QWEN3_DIR
 
 

@@ -10,22 +10,18 @@ import torch
 
 import verl
 
-# tests/python/<area>/<sub>/conftest.py -> the repository root; the shared fixtures sit beside it
+# tests/python/<area>/<sub>/conftest.py -> the repository root, whose tests/fixtures/ holds the Qwen3 tokenizer
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
-QWEN3_DIR = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "fixtures", "qwen3-tokenizer"))
+QWEN3_DIR = os.path.join(REPO_ROOT, "tests", "fixtures", "qwen3-tokenizer")
 
 
 @pytest.fixture(scope="session")
 def qwen3_dir():
-    if not os.path.isfile(os.path.join(QWEN3_DIR, "tokenizer.json")):
-        pytest.skip(f"Qwen3 tokenizer fixture not found at {QWEN3_DIR}")
     return QWEN3_DIR
 
 
 @pytest.fixture(scope="session")
 def tokenizer():
-    if not os.path.isfile(os.path.join(QWEN3_DIR, "tokenizer.json")):
-        pytest.skip(f"Qwen3 tokenizer fixture not found at {QWEN3_DIR}")
     return verl.load_tokenizer(QWEN3_DIR)
 
 

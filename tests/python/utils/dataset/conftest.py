@@ -9,9 +9,9 @@ import pytest
 
 import verl
 
-# tests/python/<area>/<sub>/conftest.py -> the repository root; the shared fixtures sit beside it
+# tests/python/<area>/<sub>/conftest.py -> the repository root, whose tests/fixtures/ holds the Qwen3 tokenizer
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
-QWEN3_DIR = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "fixtures", "qwen3-tokenizer"))
+QWEN3_DIR = os.path.join(REPO_ROOT, "tests", "fixtures", "qwen3-tokenizer")
 
 ROWS = [
     {"data_source": "openai/gsm8k", "prompt": [{"role": "user", "content": "What is 2+2?"}],
@@ -29,16 +29,12 @@ ROWS = [
 
 @pytest.fixture(scope="session")
 def tokenizer():
-    if not os.path.isfile(os.path.join(QWEN3_DIR, "tokenizer.json")):
-        pytest.skip(f"Qwen3 tokenizer fixture not found at {QWEN3_DIR}")
     return verl.load_tokenizer(QWEN3_DIR)
 
 
 @pytest.fixture(scope="session")
 def hf_tokenizer():
     transformers = pytest.importorskip("transformers")
-    if not os.path.isfile(os.path.join(QWEN3_DIR, "tokenizer.json")):
-        pytest.skip(f"Qwen3 tokenizer fixture not found at {QWEN3_DIR}")
     return transformers.AutoTokenizer.from_pretrained(QWEN3_DIR)
 
 
