@@ -31,6 +31,7 @@ PY=${PYTHON:-$HOME/.cache/verl-cpp/venv/bin/python}
 # test_core_algos_on_cpu.py's registry tests leave ADV_ESTIMATOR_REGISTRY empty behind them (verl's own tearDown
 # clears it), so a file that looks an estimator up must run before it, as it does in verl's order.
 TESTS=(
+  tests/test_base_config_on_cpu.py
   tests/test_protocol_on_cpu.py
   tests/trainer/config/test_algo_config_on_cpu.py
   tests/trainer/ppo/test_core_algos_on_cpu.py
