@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...errors import DataError
 from . import gsm8k, math_dapo, math_reward, prime_code, sandbox_fusion
 
 __all__ = ["default_compute_score", "get_default_compute_score", "gsm8k", "math_reward", "math_dapo", "prime_code",
@@ -37,8 +38,13 @@ def default_compute_score(data_source: str, solution_str: str, ground_truth: Any
     """Score one response with the scorer for its ``data_source``.
 
     Returns a float, or the scorer's dict (``math_dapo`` gives ``{"score", "acc", "pred"}``).
-    Raises ``NotImplementedError`` for a data source without a scorer, naming it.
+    Raises ``NotImplementedError`` for a data source without a scorer, naming it, and ``verl.DataError`` for a
+    sample without one (``data_source`` None: a row with no ``data_source`` field).
     """
+    if data_source is None:
+        raise DataError("default_compute_score needs the sample's data_source to choose a scorer (e.g. 'openai/gsm8k' "
+                        "for GSM8K answers), and this row has none: add a 'data_source' field to the rows, or pass "
+                        "reward_fn= to the trainer (or set custom_reward_function.path)")
     if data_source == "openai/gsm8k":
         result: Any = gsm8k.compute_score(solution_str, ground_truth)
     elif data_source in MATH_DATA_SOURCES:

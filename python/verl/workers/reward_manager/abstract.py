@@ -3,7 +3,10 @@
 A reward manager turns a rollout batch into token-level scores. Input ``DataProto`` tensors:
 ``prompts`` (bs, prompt_length) left-padded, ``responses`` (bs, response_length) right-padded and
 ``attention_mask`` (bs, prompt_length + response_length); non-tensors ``reward_model`` (dicts with
-``ground_truth``), ``data_source`` (or the column named by ``reward_fn_key``) and optionally ``extra_info``.
+``ground_truth``) and optionally ``data_source`` (or the column named by ``reward_fn_key``) and ``extra_info``.
+Rows without a data source (the tutorials' ``{"prompt": ..., "extra_info": {"ground_truth": ...}}``) score with
+``data_source=None``: the reward function decides; verl's ``default_compute_score`` picks its scorer by data source,
+so a manager using it refuses a batch without the column (``DataError`` naming it).
 Output ``reward_tensor`` (bs, response_length) float32: each sample's score on its last valid response token,
 zeros elsewhere.
 """
@@ -19,9 +22,11 @@ import torch
 
 from ...errors import DataError
 from ...protocol import DataProto
+from ...trainer.reward_fn import RewardFunction
+from ...utils.reward_score import default_compute_score
 
 __all__ = ["AbstractRewardManager", "RawRewardFn", "DecodedSample", "decode_samples", "ground_truth_of",
-           "place_scores"]
+           "place_scores", "scores_by_data_source"]
 
 RawRewardFn = Callable[..., Any]
 
@@ -51,18 +56,35 @@ def ground_truth_of(reward_model: Any, index: int) -> Any:
     return reward_model["ground_truth"]
 
 
+def scores_by_data_source(compute_score: Any) -> bool:
+    """Whether ``compute_score`` is verl's ``default_compute_score`` (also wrapped with bound kwargs, as the sandbox
+    settings are): it chooses its scorer by each sample's data source, so it cannot score rows without one."""
+    while isinstance(compute_score, RewardFunction):
+        compute_score = compute_score.fn
+    return compute_score is default_compute_score
+
+
 def decode_samples(data: DataProto, tokenizer: Any, reward_fn_key: str = "data_source",
-                   strip_eos: bool = False, decode_prompts: bool = True) -> list[DecodedSample]:
+                   strip_eos: bool = False, decode_prompts: bool = True,
+                   require_data_source: bool = False) -> list[DecodedSample]:
     """Decodes each sample's valid prompt tokens (the last ``sum(prompt mask)``) and valid response tokens (the
     first ``sum(response mask)``), skipping special tokens; ``strip_eos`` also drops a trailing eos string
     (DAPO does, for tokenizers whose eos is not a special token). With ``decode_prompts=False`` prompts are left
-    empty (a third of the decoding time when nothing reads them)."""
+    empty (a third of the decoding time when nothing reads them). Without a ``reward_fn_key`` column every
+    sample's ``data_source`` is None, or, with ``require_data_source`` (the scorer is ``default_compute_score``),
+    a ``DataError`` saying so."""
     for key in ("prompts", "responses", "attention_mask"):
         if data.batch is None or key not in data.batch:
             raise DataError(f"reward manager needs data.batch['{key}']")
-    for key in ("reward_model", reward_fn_key):
-        if key not in data.non_tensor_batch:
-            raise DataError(f"reward manager needs data.non_tensor_batch['{key}']")
+    if "reward_model" not in data.non_tensor_batch:
+        raise DataError("reward manager needs data.non_tensor_batch['reward_model']")
+    data_sources = data.non_tensor_batch.get(reward_fn_key)
+    if data_sources is None and require_data_source:
+        raise DataError(
+            f"the rows have no '{reward_fn_key}' field (data.reward_fn_key) and the reward is verl's "
+            "default_compute_score, which chooses its scorer by data_source (e.g. 'openai/gsm8k' for GSM8K answers): "
+            f"add a '{reward_fn_key}' field to every row, or pass reward_fn= to the trainer (or set "
+            "custom_reward_function.path)")
     prompt_ids = data.batch["prompts"]
     response_ids = data.batch["responses"]
     prompt_length = prompt_ids.shape[-1]
@@ -84,7 +106,7 @@ def decode_samples(data: DataProto, tokenizer: Any, reward_fn_key: str = "data_s
         extra = extra_infos[i] if extra_infos is not None else None
         samples.append(DecodedSample(
             prompt=prompt, response=response, valid_response_length=n_response,
-            data_source=data.non_tensor_batch[reward_fn_key][i],
+            data_source=data_sources[i] if data_sources is not None else None,
             ground_truth=ground_truth_of(data.non_tensor_batch["reward_model"][i], i),
             # a copy: the managers add keys (num_turns, rollout_reward_scores) and the dataset's dicts must not grow
             extra_info=dict(extra) if isinstance(extra, dict) else {},

@@ -10,7 +10,7 @@ import torch
 from ...protocol import DataProto
 from ...trainer.reward_fn import DEFAULT_MAX_CONCURRENT, RewardFunction, check_max_concurrent, split_score
 from ...utils.reward_score import default_compute_score
-from .abstract import AbstractRewardManager, decode_samples, place_scores, print_examined
+from .abstract import AbstractRewardManager, decode_samples, place_scores, print_examined, scores_by_data_source
 from .registry import register
 
 __all__ = ["BatchRewardManager", "default_batch_compute_score"]
@@ -39,11 +39,15 @@ class BatchRewardManager(AbstractRewardManager):
         self.reward_fn = RewardFunction(self.compute_score, bound_kwargs=reward_kwargs)
         self.reward_fn_key = reward_fn_key
         self.max_concurrent = check_max_concurrent(max_concurrent)
+        #: the scorer is verl's default, which chooses by data_source: rows without one are a DataError
+        self.needs_data_source = (self.compute_score is default_batch_compute_score
+                                  or scores_by_data_source(self.compute_score))
 
     def verify(self, data: DataProto) -> list:
         """The raw scores of every sample (one batched call)."""
         samples = decode_samples(data, self.tokenizer, self.reward_fn_key,
-                                 decode_prompts=self.num_examine > 0 or self.reward_fn.wants_prompt)
+                                 decode_prompts=self.num_examine > 0 or self.reward_fn.wants_prompt,
+                                 require_data_source=self.needs_data_source)
         return self._score(data, samples)
 
     def _score(self, data: DataProto, samples: list) -> list:
@@ -63,7 +67,8 @@ class BatchRewardManager(AbstractRewardManager):
         reward_tensor = torch.zeros_like(data.batch["responses"], dtype=torch.float32)
         reward_extra_info: dict[str, list] = defaultdict(list)
         samples = decode_samples(data, self.tokenizer, self.reward_fn_key,
-                                 decode_prompts=self.num_examine > 0 or self.reward_fn.wants_prompt)
+                                 decode_prompts=self.num_examine > 0 or self.reward_fn.wants_prompt,
+                                 require_data_source=self.needs_data_source)
         results = self._score(data, samples)
         scores = []
         seen: dict = {}

@@ -16,7 +16,7 @@ from ...errors import ConfigError
 from ...protocol import DataProto
 from ...trainer.reward_fn import DEFAULT_MAX_CONCURRENT, RewardFunction, check_max_concurrent, split_score
 from ...utils.reward_score import default_compute_score
-from .abstract import AbstractRewardManager, decode_samples, place_scores, print_examined
+from .abstract import AbstractRewardManager, decode_samples, place_scores, print_examined, scores_by_data_source
 from .registry import register
 
 __all__ = ["DAPORewardManager"]
@@ -79,7 +79,8 @@ class DAPORewardManager(AbstractRewardManager):
         reward_tensor = torch.zeros_like(data.batch["responses"], dtype=torch.float32)
         reward_extra_info: dict[str, list] = defaultdict(list)
         samples = decode_samples(data, self.tokenizer, self.reward_fn_key, strip_eos=True,
-                                 decode_prompts=self.num_examine > 0 or self.reward_fn.wants_prompt)
+                                 decode_prompts=self.num_examine > 0 or self.reward_fn.wants_prompt,
+                                 require_data_source=scores_by_data_source(self.compute_score))
         rollout_scores = data.non_tensor_batch.get("reward_scores")
         for i, sample in enumerate(samples):
             sample.extra_info["rollout_reward_scores"] = rollout_scores[i] if rollout_scores is not None else {}

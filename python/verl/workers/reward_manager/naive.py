@@ -10,7 +10,7 @@ import torch
 from ...protocol import DataProto
 from ...trainer.reward_fn import DEFAULT_MAX_CONCURRENT, RewardFunction, ScoreTimeout, check_max_concurrent, split_score
 from ...utils.reward_score import default_compute_score
-from .abstract import AbstractRewardManager, decode_samples, place_scores, print_examined
+from .abstract import AbstractRewardManager, decode_samples, place_scores, print_examined, scores_by_data_source
 from .registry import register
 
 __all__ = ["NaiveRewardManager"]
@@ -49,7 +49,8 @@ class NaiveRewardManager(AbstractRewardManager):
         reward_tensor = torch.zeros_like(data.batch["responses"], dtype=torch.float32)
         reward_extra_info: dict[str, list] = defaultdict(list)
         samples = decode_samples(data, self.tokenizer, self.reward_fn_key,
-                                 decode_prompts=self.num_examine > 0 or self.reward_fn.wants_prompt)
+                                 decode_prompts=self.num_examine > 0 or self.reward_fn.wants_prompt,
+                                 require_data_source=scores_by_data_source(self.compute_score))
         num_turns = data.non_tensor_batch.get("__num_turns__")
         rollout_scores = data.non_tensor_batch.get("reward_scores")
         for i, sample in enumerate(samples):
