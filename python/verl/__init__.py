@@ -8,7 +8,17 @@ trainer), ``SFTTrainer`` (the supervised warm start), ``DPOTrainer`` (preference
 
 import os as _os
 
-import torch as _torch  # noqa: F401  (loads LibTorch and its CUDA libraries before verl._C needs them)
+# OpenMP's idle threads (LibTorch's intra-op pool and MKL's GEMMs share one libgomp) spin at the barrier that ends each
+# parallel region. Beside one more busy process than there are cores, a thread then spins for a thread the OS has
+# descheduled, and each of a forward's thousands of barriers waits for a scheduler time slice: a rollout on 2 cores
+# fell from 478 to 20-37 tokens/s beside one niced busy process (issue 40). A passive thread sleeps at once and gives
+# its core back; measured in benchmarks/contention/. libgomp reads the policy when it loads, with torch: so it is set
+# here, before `import torch` -- for this process when verl is imported first (the CLIs, torchrun's ranks), and for
+# every process it starts -- unless the caller chose a policy.
+# (A script that imports torch first keeps libgomp's default in its own process: export OMP_WAIT_POLICY=PASSIVE.)
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch as _torch  # noqa: E402,F401  (loads LibTorch and its CUDA libraries before verl._C needs them)
 
 from ._torch_version import check_torch as _check_torch
 
