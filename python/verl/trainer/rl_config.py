@@ -4,6 +4,11 @@
 ...                learning_rate=1e-6, max_response_length=256, overrides=["trainer.logger=[console]"])
 >>> tree = cfg.to_config()          # a verl.Config: tree.algorithm.adv_estimator == "grpo"
 
+``algorithm`` takes verl's advantage estimator names and the tutorials' algorithm names
+(``tutorial_config.ALGORITHM_NAMES``, the table the tutorial YAML's ``algorithm.name`` uses too): ``"ppo"`` is PPO
+with a critic, i.e. ``algorithm.adv_estimator=gae`` (verl trains a critic for GAE), ``"reinforce++"`` is
+``reinforce_plus_plus``. ``adv_estimator`` is verl's key as it is.
+
 Layers, later wins: verl's defaults -> a base (a verl YAML file, a ``verl.Config`` or a dict) -> the short names ->
 ``overrides`` (verl ``key=value`` strings, ``+key=value`` to add a key). ``SHORT_NAMES`` lists every short name
 and the verl keys it sets (some set several: ``clip_epsilon`` sets ``clip_ratio`` and both of its bounds,
@@ -27,7 +32,7 @@ from typing import Any
 
 from ..config import Config, load_config
 from ..errors import ConfigError
-from .tutorial_config import is_tutorial_shape, translate
+from .tutorial_config import adv_estimator_of, is_tutorial_shape, translate
 
 __all__ = ["RLConfig", "SHORT_NAMES"]
 
@@ -210,6 +215,8 @@ class RLConfig:
     @staticmethod
     def _apply_short_names(cfg: Config, values: Mapping[str, Any]) -> None:
         for name, value in values.items():
+            if name == "algorithm":  # the tutorials' names: "ppo" is GAE with a critic (adv_estimator= is verl's)
+                value = adv_estimator_of(value)
             for key in SHORT_NAMES[name]:
                 _set_tree(cfg, key, value)
 

@@ -13,6 +13,8 @@ A mapping has this shape when it has a ``training`` or ``generation`` section, a
 ``training`` and ``generation`` and of the algorithm's own section must be in the tables below; anything else is
 a ``verl.ConfigError`` naming all unknown keys. Other keys of ``algorithm`` and ``reward`` are verl's
 (``algorithm.gamma``, ``reward.custom_reward_function.path``) and are checked by the config tree.
+``algorithm.name`` becomes RLConfig's ``algorithm`` short name, mapped by ``adv_estimator_of`` as
+``RLConfig(algorithm=...)`` is: ``ppo`` is verl's GAE with a critic, ``grpo`` / ``rloo`` / ... verl's estimators.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["is_tutorial_shape", "translate", "MODEL_KEYS", "ALGORITHM_KEYS", "TRAINING_KEYS", "GENERATION_KEYS",
-           "REWARD_TYPES", "ALGORITHM_NAMES"]
+__all__ = ["is_tutorial_shape", "translate", "adv_estimator_of", "MODEL_KEYS", "ALGORITHM_KEYS", "TRAINING_KEYS",
+           "GENERATION_KEYS", "REWARD_TYPES", "ALGORITHM_NAMES"]
 
 _ACTOR = "actor_rollout_ref.actor"
 _ROLLOUT = "actor_rollout_ref.rollout"
@@ -41,7 +43,9 @@ ALGORITHM_KEYS = {"num_generations": "n", "clip_ratio": "clip_ratio", "clip_rati
                   "entropy_coeff": "entropy_coeff", "gamma": "gamma", "lam": "lam", "ppo_epochs": "ppo_epochs",
                   "loss_agg_mode": "loss_agg_mode", "norm_adv_by_std_in_grpo": "norm_adv_by_std_in_grpo"}
 
-#: ``algorithm.name`` -> ``algorithm.adv_estimator`` (PPO is verl's GAE estimator with a critic)
+#: the tutorials' algorithm names -> ``algorithm.adv_estimator``: PPO is verl's GAE estimator, with a critic
+#: (``critic.enable`` null means a critic exactly for GAE). The one table for RLConfig's ``algorithm=`` and the
+#: YAML's ``algorithm.name`` (``adv_estimator_of``); any other name is taken as verl's estimator name.
 ALGORITHM_NAMES = {"ppo": "gae", "gae": "gae", "grpo": "grpo", "rloo": "rloo", "remax": "remax",
                    "reinforce_plus_plus": "reinforce_plus_plus", "reinforce++": "reinforce_plus_plus",
                    "opo": "opo", "gpg": "gpg", "grpo_passk": "grpo_passk"}
@@ -69,6 +73,15 @@ REWARD_TYPES = {"function": "naive", "custom": "naive", "rule": "naive", "naive"
                 "dapo": "dapo"}
 
 _DTYPES = {"float32": "fp32", "fp32": "fp32", "bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "fp16": "fp16"}
+
+
+def adv_estimator_of(name: Any) -> Any:
+    """``algorithm.adv_estimator`` for an algorithm name: a tutorial name (``ALGORITHM_NAMES``, any case: ``"ppo"``
+    and ``"PPO"`` are GAE) mapped, any other value as given (verl's estimator names, ``grpo_vectorized``, ``sppo``,
+    one registered with ``register_adv_est``: the trainer checks it against the registry when it starts)."""
+    if isinstance(name, str):
+        return ALGORITHM_NAMES.get(name.lower(), name)
+    return name
 
 
 def is_tutorial_shape(data: Mapping[str, Any]) -> bool:
@@ -118,9 +131,9 @@ def translate(data: Mapping[str, Any]) -> dict[str, Any]:
     algorithm = dict(_section(data, "algorithm"))
     name = algorithm.pop("name", None)
     if name is not None:
-        if name not in ALGORITHM_NAMES:
-            raise ConfigError(f"RLConfig: algorithm.name={name!r} is not one of {sorted(ALGORITHM_NAMES)}")
-        put("algorithm", ALGORITHM_NAMES[name])
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"RLConfig: algorithm.name must be a non-empty string, got {name!r}")
+        put("algorithm", name)  # RLConfig's algorithm= maps it (adv_estimator_of)
         own = algorithm.pop(name, None) or {}
         if not isinstance(own, Mapping):
             raise ConfigError(f"RLConfig: algorithm.{name} must be a mapping, got {type(own).__name__}")

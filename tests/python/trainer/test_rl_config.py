@@ -130,3 +130,14 @@ def test_attribute_assignment_sets_short_names():
     assert cfg.n == 8  # unchanged after the failed assignment
     with pytest.raises(verl.ConfigError, match="did you mean 'temperature'"):
         cfg.temprature = 1.0
+
+
+def test_ppo_is_gae_with_a_critic():
+    # the tutorials' algorithm names, from the one table the tutorial YAML's algorithm.name uses (issue 40)
+    cfg = RLConfig(algorithm="ppo", batch_size=32, learning_rate=5e-5, clip_epsilon=0.2)
+    tree = cfg.to_config()
+    assert tree.algorithm.adv_estimator == "gae" and tree.critic.enable is None  # null: a critic exactly for GAE
+    assert cfg.algorithm == "ppo"  # the short name reads back as given
+    assert RLConfig(algorithm="reinforce++").to_config().algorithm.adv_estimator == "reinforce_plus_plus"
+    assert cfg.replace(algorithm="grpo").to_config().algorithm.adv_estimator == "grpo"
+    assert RLConfig(adv_estimator="ppo").to_config().algorithm.adv_estimator == "ppo"  # verl's key, as it is
