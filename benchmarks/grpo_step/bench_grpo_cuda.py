@@ -8,6 +8,11 @@ reported per phase (generation, update) with MFU against the GPU's measured bf16
 the old log-probs (actor.old_log_prob_from_update, the default), so a second run with the old-log-prob pass
 (old_log_prob_from_update=false, verl's recomputation) times that pass against the baseline's.
 
+``--sharded`` runs the default verl-cpp step once more as a one-rank job under torchrun (``--nproc_per_node=1``: NCCL
+on CUDA, Gloo on a CPU; issue 44: ZeRO-3 at N = 1 within 3 % of the one-process path) and reports its step and
+phases against the one-process run, and whether the actor was sharded (the step's ``perf/reshard_bytes_per_rank``,
+which only a sharded actor reports: verl-cpp keeps a world of one unsharded, MixedPrecision::shard_over).
+
 Baseline: transformers' Qwen2 (sdpa) from the same checkpoint, fp32 parameters + bf16 autocast, gradient
 checkpointing, torch's fused AdamW -- the loop a PyTorch user writes -- on sequences of the same lengths as the
 last verl-cpp step's (right-padded to the longest in each micro-batch): the update (forward + token log-probs +
@@ -16,6 +21,7 @@ and entropies (what verl's old-log-prob pass computes: the entropy is its actor/
 
     python benchmarks/grpo_step/bench_grpo_cuda.py --device cuda           # the issue's workload (H100: ~2 min)
     python benchmarks/grpo_step/bench_grpo_cuda.py --device cpu --quick    # smoke run of the script
+    python benchmarks/grpo_step/bench_grpo_cuda.py --device cpu --quick --model tiny --sharded   # smaller, + torchrun
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import gc
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 
@@ -106,6 +113,45 @@ def plain_pytorch(checkpoint: str, seqlens: list[int], vocab: int, micro: int, l
     return result
 
 
+def run_sharded_worker(spec_path: str, out_path: str) -> None:
+    """One rank of the --sharded side (under torchrun): grpo_sides.run_verl on the parent's spec, plus what tells a
+    sharded actor from an unsharded one -- the metric only a sharded actor's step reports, and the process group."""
+    import torch.distributed as dist
+
+    from verl import PPOTrainer
+
+    with open(spec_path) as f:
+        spec = json.load(f)
+    sharded_steps = []
+    step = PPOTrainer.step
+
+    def recording_step(self, batch):
+        metrics = step(self, batch)
+        sharded_steps.append("perf/reshard_bytes_per_rank" in metrics)
+        return metrics
+
+    PPOTrainer.step = recording_step
+    result = run_verl(spec)
+    result.update(sharded=any(sharded_steps), world_size=int(os.environ.get("WORLD_SIZE", "1")),
+                  process_group=dist.get_backend() if dist.is_available() and dist.is_initialized() else None)
+    if int(os.environ.get("RANK", "0")) == 0:
+        with open(out_path, "w") as f:
+            json.dump(result, f)
+
+
+def run_sharded(spec: dict, workdir: str, timeout_s: float | None = None) -> dict:
+    """The default verl-cpp step as a one-rank torchrun job (this script's --sharded-worker): its result dict."""
+    spec_path, out_path = os.path.join(workdir, "sharded_spec.json"), os.path.join(workdir, "sharded_out.json")
+    with open(spec_path, "w") as f:
+        json.dump(spec, f)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
+           os.path.abspath(__file__), "--sharded-worker", spec_path, out_path]
+    print(f"[sharded] {' '.join(cmd)}", file=sys.stderr, flush=True)
+    subprocess.run(cmd, check=True, timeout=timeout_s)
+    with open(out_path) as f:
+        return json.load(f)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cuda")
@@ -121,8 +167,15 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--baseline-repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="4 prompts x 4 x 32 tokens, one measured step")
+    ap.add_argument("--sharded", action="store_true",
+                    help="also run the default step as a one-rank torchrun job (NCCL on CUDA, Gloo on a CPU) and "
+                         "compare it with the one-process run (issue 44: ZeRO-3 at N = 1 within 3 %%)")
+    ap.add_argument("--sharded-worker", nargs=2, metavar=("SPEC", "OUT"), help=argparse.SUPPRESS)
     ap.add_argument("--results-json", default=None)
     args = ap.parse_args()
+    if args.sharded_worker:
+        run_sharded_worker(*args.sharded_worker)
+        return
     if args.quick:
         args.prompts, args.n, args.max_tokens, args.micro_batch, args.steps, args.baseline_repeats = 4, 4, 32, 8, 1, 1
     import torch
@@ -148,6 +201,7 @@ def main() -> None:
     verl = run_verl(spec)
     measured = verl["steps"][args.warmup:]
     release()
+    sharded = run_sharded(spec, tmp.name) if args.sharded else None
     with_pass = run_verl(dict(spec, old_log_prob_from_update=False))["steps"][args.warmup:]
     release()
     seqlens = measured[-1]["seqlens"]
@@ -181,11 +235,28 @@ def main() -> None:
         f"{100 * infer_flops / med_pass['log_prob_s'] / peak:.1f}% vs {100 * infer_flops / base['log_prob_s'] / peak:.1f}%",
         f"training/rollout_probs_diff_max (rollout vs recomputed log-probs): {diff:.3g}",
     ]
+    summary = dict(step_s=med["step_s"], generation_s=med["generation_s"], update_s=med["update_s"],
+                   log_prob_pass_s=med_pass["log_prob_s"], step_with_pass_s=med_pass["step_s"],
+                   baseline_update_s=base["update_s"], baseline_log_prob_s=base["log_prob_s"],
+                   update_ratio=med["update_s"] / base["update_s"],
+                   log_prob_ratio=med_pass["log_prob_s"] / base["log_prob_s"], rollout_probs_diff_max=diff)
+    if sharded is not None:
+        steps = sharded["steps"][args.warmup:]
+        med_sharded = {k: statistics.median(s[k] for s in steps) for k in ("step_s", "generation_s", "update_s")}
+        ratio = med_sharded["step_s"] / med["step_s"]
+        summary.update(sharded_step_s=med_sharded["step_s"], sharded_ratio=ratio, sharded=sharded["sharded"],
+                       sharded_backend=sharded["process_group"])
+        actor = "sharded (ZeRO-3)" if sharded["sharded"] else "NOT sharded (verl-cpp trains a world of one unsharded)"
+        lines.append(
+            f"one-rank torchrun job (world size {sharded['world_size']}, process group "
+            f"{sharded['process_group'] or 'none'}): step {med_sharded['step_s']:.2f}s (generation "
+            f"{med_sharded['generation_s']:.2f}s, update {med_sharded['update_s']:.2f}s) = {ratio:.3f}x the "
+            f"one-process step; actor {actor}")
     print("\n".join(lines), flush=True)
     if args.results_json:
         with open(args.results_json, "w") as f:
             json.dump(dict(args=vars(args), peak=peak, verl=verl, verl_with_pass=with_pass, baseline=base,
-                           report=lines, targets=TARGETS), f)
+                           sharded=sharded, summary=summary, report=lines, targets=TARGETS), f)
 
 
 if __name__ == "__main__":
