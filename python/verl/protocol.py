@@ -10,6 +10,7 @@ row for row. ``to_cpp()`` / ``from_cpp()`` cross to C++ sharing tensor storage.
 from __future__ import annotations
 
 import copy
+import io
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -675,6 +676,43 @@ class DataProto:
         if self.batch is not None:
             self.batch = self.batch.to(device)
         return self
+
+    # -- pickling -------------------------------------------------------------------------------
+    def __getstate__(self) -> tuple[Any, dict, dict]:
+        """verl's pickled state, (batch, non_tensor_batch, meta_info), so a DataProto pickled by verl unpickles here
+        and one pickled here unpickles in verl. The batch is ``torch.save`` bytes of a consolidated
+        ``tensordict.TensorDict`` (of None without a batch), or, with ``VERL_DATAPROTO_SERIALIZATION_METHOD=numpy``,
+        ``serialize_tensordict``'s plain tuple (raw bytes per tensor, no consolidation; None without a batch). Either
+        way tensors travel as data: values, dtype, shape and device, not autograd history or ``requires_grad``."""
+        if os.getenv("VERL_DATAPROTO_SERIALIZATION_METHOD") == "numpy":
+            batch = serialize_tensordict(self.batch) if self.batch is not None else None
+            return batch, self.non_tensor_batch, self.meta_info
+        batch = None
+        if self.batch is not None:
+            from tensordict import TensorDict
+
+            batch = TensorDict(dict(self.batch), batch_size=self.batch.batch_size)
+            if len(self.batch):  # one packed storage: a view pickles its own elements, not its base's
+                batch = batch.contiguous().consolidate()
+        buffer = io.BytesIO()
+        torch.save(batch, buffer)
+        return buffer.getvalue(), self.non_tensor_batch, self.meta_info
+
+    def __setstate__(self, state: tuple[Any, dict, dict]) -> None:
+        """Restores what ``__getstate__`` (verl's or ours) returned, read in the same serialization method; tensors
+        return to the device they were saved from, or to the CPU where CUDA is not available (as in verl)."""
+        if not isinstance(state, tuple) or len(state) != 3:
+            raise DataError(f"DataProto.__setstate__: expected (batch, non_tensor_batch, meta_info), got {state!r:.80}")
+        batch, non_tensor_batch, meta_info = state
+        if os.getenv("VERL_DATAPROTO_SERIALIZATION_METHOD") == "numpy":
+            batch = deserialize_tensordict(batch) if batch is not None else None
+        else:
+            map_location = None if torch.cuda.is_available() else "cpu"
+            batch = torch.load(io.BytesIO(batch), weights_only=False, map_location=map_location)
+        self.batch = batch
+        self.non_tensor_batch = non_tensor_batch
+        self.meta_info = meta_info
+        self.__post_init__()  # the batch as a TensorBatch, and the row checks
 
     # -- files ----------------------------------------------------------------------------------
     def save_to_disk(self, filepath: str | os.PathLike) -> None:

@@ -4,6 +4,8 @@ AssertionError contract. Expected values are written out by hand."""
 
 from __future__ import annotations
 
+import copy
+import io
 import pickle
 
 import numpy as np
@@ -132,6 +134,98 @@ def test_serialize_tensordict_with_a_nested_tensor():
     assert [t.tolist() for t in back["n"].unbind()] == [[[1.0] * 3] * 2, [[0.0] * 3]]
     with pytest.raises(verl.DataError, match="expected length 2 or 3"):
         deserialize_tensordict(((1,), None, {"x": ("a",)}))
+
+
+def _mixed_batch() -> DataProto:
+    """3 rows: float32 with a NaN and an inf, bf16, bool, int64, a non-contiguous column view and a row view of a
+    10,000-element tensor; a nested-cell column and meta_info."""
+    base = torch.arange(10_000, dtype=torch.float64)
+    grid = torch.arange(12, dtype=torch.int32).reshape(4, 3)
+    return DataProto.from_dict(
+        tensors={"f": torch.tensor([[0.5, float("nan")], [-2.0, float("inf")], [1e-30, 3.0]]),
+                 "h": torch.tensor([1.5, -0.25, 65504.0], dtype=torch.bfloat16),
+                 "b": torch.tensor([True, False, True]),
+                 "i": torch.tensor([2**40, -7, 0]),
+                 "col": grid.t()[:, 1:],        # (3, 3) view with strides (1, 3)
+                 "rows": base[100:106].view(3, 2)},  # a view into 80,000 bytes
+        non_tensors={"labels": ["a", "b", "c"], "cells": [{"k": [1, 2]}, None, [3.5]]},
+        meta_info={"step": 7, "temperature": 0.6, "names": ["x", "y"]})
+
+
+def _assert_same(back: DataProto, d: DataProto) -> None:
+    assert isinstance(back.batch, type(d.batch)) and len(back) == len(d)
+    assert list(back.batch.keys()) == list(d.batch.keys())
+    for key, t in d.batch.items():
+        b = back.batch[key]
+        assert b.dtype == t.dtype and b.shape == t.shape and b.device == t.device, key
+        bits = lambda x: x.contiguous().view(-1).view(torch.uint8)  # noqa: E731
+        assert torch.equal(bits(b), bits(t)), key  # bit for bit, NaN included
+    assert back.non_tensor_batch.keys() == d.non_tensor_batch.keys()
+    for key, column in d.non_tensor_batch.items():
+        assert back.non_tensor_batch[key].dtype == column.dtype and back.non_tensor_batch[key].tolist() == column.tolist()
+    assert back.meta_info == d.meta_info
+
+
+@pytest.mark.parametrize("method", ["torch", "numpy"])
+def test_pickle_round_trips_bit_for_bit_in_both_serialization_methods(monkeypatch, method):
+    if method == "numpy":
+        monkeypatch.setenv("VERL_DATAPROTO_SERIALIZATION_METHOD", "numpy")
+    else:
+        monkeypatch.delenv("VERL_DATAPROTO_SERIALIZATION_METHOD", raising=False)
+    d = _mixed_batch()
+    blob = pickle.dumps(d)
+    _assert_same(pickle.loads(blob), d)
+    # The row view pickles its 6 elements, not the 10,000 of its base (48 bytes of float64, not 80,000).
+    assert len(blob) < 10_000
+    # No batch, only columns; and a batch of 10 rows without tensors.
+    only_columns = DataProto.from_dict(non_tensors={"labels": ["p", "q"]}, meta_info={"m": 1})
+    back = pickle.loads(pickle.dumps(only_columns))
+    assert back.batch is None and len(back) == 2 and back.non_tensor_batch["labels"].tolist() == ["p", "q"]
+    empty = pickle.loads(pickle.dumps(DataProto(batch=TensorDict({}, batch_size=[10]))))
+    assert len(empty) == 10 and list(empty.batch.keys()) == []
+
+
+def test_pickled_state_is_verls():
+    """(batch, non_tensor_batch, meta_info) as verl 0.9.1 writes it, both ways: a state verl built (torch.save bytes
+    of a TensorDict) restores here, and ours is a TensorDict for verl to load."""
+    td = TensorDict({"obs": torch.arange(6).reshape(3, 2), "r": torch.tensor([0.5, 1.0, -1.0])}, batch_size=[3])
+    labels = np.array(["a", "b", "c"], dtype=object)
+    buffer = io.BytesIO()
+    torch.save(td.contiguous().consolidate(), buffer)
+    restored = DataProto()
+    restored.__setstate__((buffer.getvalue(), {"labels": labels}, {"step": 1}))
+    assert restored.batch["obs"].tolist() == [[0, 1], [2, 3], [4, 5]] and restored.batch["r"].tolist() == [0.5, 1.0, -1.0]
+    assert restored.non_tensor_batch["labels"].tolist() == ["a", "b", "c"] and restored.meta_info == {"step": 1}
+
+    batch_bytes, columns, meta = restored.__getstate__()
+    ours = torch.load(io.BytesIO(batch_bytes), weights_only=False)
+    assert isinstance(ours, TensorDict) and ours.batch_size == torch.Size([3])
+    assert torch.equal(ours["obs"], td["obs"]) and torch.equal(ours["r"], td["r"])
+    assert columns is restored.non_tensor_batch and meta is restored.meta_info
+
+
+def test_numpy_serialization_state_is_plain_data(monkeypatch):
+    monkeypatch.setenv("VERL_DATAPROTO_SERIALIZATION_METHOD", "numpy")
+    d = DataProto.from_dict(tensors={"obs": torch.arange(4, dtype=torch.int16).reshape(2, 2)},
+                            non_tensors={"labels": ["a", "b"]}, meta_info={"step": 2})
+    (batch_size, device, items), columns, meta = d.__getstate__()
+    assert batch_size == (2,) and device == "cpu" and list(items) == ["obs"]
+    dtype, shape, data = items["obs"]
+    assert dtype == "int16" and tuple(shape) == (2, 2) and data.tolist() == [0, 0, 1, 0, 2, 0, 3, 0]  # little-endian
+    assert d.__getstate__()[0] is not None and DataProto.from_dict(non_tensors={"x": [1]}).__getstate__()[0] is None
+    with pytest.raises(verl.DataError, match="expected \\(batch, non_tensor_batch, meta_info\\)"):
+        DataProto().__setstate__({"batch": None})
+
+
+def test_deepcopy_is_independent():
+    d = _mixed_batch()
+    c = copy.deepcopy(d)
+    _assert_same(c, d)
+    c.batch["i"][0] = 1
+    c.non_tensor_batch["cells"][0]["k"].append(3)
+    c.meta_info["names"].append("z")
+    assert d.batch["i"][0].item() == 2**40 and d.non_tensor_batch["cells"][0] == {"k": [1, 2]}
+    assert d.meta_info["names"] == ["x", "y"]
 
 
 def test_broken_contracts_are_assertion_errors_with_verls_wording():

@@ -41,8 +41,12 @@ def _is_tensordict(value: Any) -> bool:
 
 def _compute_response_info(batch: Any) -> dict[str, torch.Tensor]:
     """verl's per-row lengths of a step batch: ``response_mask`` (the attention mask's response part),
-    ``prompt_length`` and ``response_length`` (float counts of valid tokens)."""
+    ``prompt_length`` and ``response_length`` (float counts of valid tokens). A batch that carries
+    ``prompt_length`` and ``response_length`` tensors is read from them (no ``response_mask`` then), as in verl 0.9.1
+    and the C++ metrics."""
     tensors = batch.batch
+    if "prompt_length" in tensors and "response_length" in tensors:
+        return {"prompt_length": tensors["prompt_length"], "response_length": tensors["response_length"]}
     response_length = tensors["responses"].shape[-1]
     attention_mask = tensors["attention_mask"]
     prompt_mask, response_mask = attention_mask[:, :-response_length], attention_mask[:, -response_length:]
@@ -56,8 +60,14 @@ def compute_data_metrics(batch: DataProto, use_critic: bool = True) -> dict[str,
 
 
 def compute_timing_metrics(batch: DataProto, timing_raw: dict[str, float]) -> dict[str, float]:
-    """timing_s/<stage> and timing_per_token_ms/<stage>."""
-    return dict(_C.trainer.compute_timing_metrics(_cpp_batch(batch), dict(timing_raw)))
+    """timing_s/<stage> for every stage, and timing_per_token_ms/<stage>: ms per response token for gen, per prompt +
+    response token for ref, values, adv, update_critic and update_actor; 0.0 where the batch has no such token.
+
+    The token counts come from ``_compute_response_info`` as in verl (code that patches it, as verl's tests do, is
+    heard); the C++ trainer's function computes the metrics from them."""
+    info = _compute_response_info(batch)
+    lengths = {"prompt_length": info["prompt_length"], "response_length": info["response_length"]}
+    return dict(_C.trainer.compute_timing_metrics(_C.DataProto(lengths, {}, {}), dict(timing_raw)))
 
 
 def compute_throughout_metrics(batch: DataProto, timing_raw: dict[str, float], n_gpus: int = 1) -> dict[str, float]:
@@ -102,14 +112,33 @@ def _bootstrap_sizes(n_resps: int) -> list[int]:
 
 
 def process_validation_metrics(data_sources: Sequence[str], sample_uids: Sequence[str],
-                               infos_dict: dict[str, Sequence[Any]], seed: int = 42) -> dict[str, dict[str, dict[str, float]]]:
+                               infos_dict: dict[str, Sequence[Any]], seed: int = 42,
+                               expected_acc_counts: Mapping[tuple[str, str], int] | None = None,
+                               ) -> dict[str, dict[str, dict[str, float]]]:
     """{data_source: {variable: {metric: value}}} with mean@N, std@N, best@n/{mean,std}, worst@n/{mean,std} and,
-    when a ``pred`` variable exists, maj@n/{mean,std}: per prompt (uid), then averaged over prompts (verl's)."""
+    when a ``pred`` variable exists, maj@n/{mean,std}: per prompt (uid), then averaged over prompts (verl's).
+
+    ``expected_acc_counts`` maps (data_source, uid) to the number of sessions the prompt was rolled out for (verl
+    0.9.1). For a data source that reports ``acc`` (some value not None), a prompt's sessions that produced no
+    ``acc`` -- failed or missing, a prompt with none at all included -- count as ``acc`` 0.0, and
+    ``acc_success_only`` keeps the metric over the sessions that did report. Sources without ``acc`` are left as they
+    are."""
     grouped: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     for i, data_source in enumerate(data_sources):
         var2vals = grouped[data_source][sample_uids[i]]
         for var_name, values in infos_dict.items():
             var2vals[var_name].append(values[i])
+
+    if expected_acc_counts:
+        acc_sources = {ds for ds, uid2vars in grouped.items()
+                       if any(v is not None for var2vals in uid2vars.values() for v in var2vals.get("acc", []))}
+        for (data_source, uid), expected in expected_acc_counts.items():
+            if data_source not in acc_sources:
+                continue
+            var2vals = grouped[data_source][uid]
+            observed = [v for v in var2vals.get("acc", []) if v is not None]
+            var2vals["acc_success_only"] = observed
+            var2vals["acc"] = observed + [0.0] * max(int(expected) - len(observed), 0)
 
     per_uid: dict = {}
     for data_source, uid2vars in grouped.items():
@@ -149,11 +178,15 @@ def process_validation_metrics(data_sources: Sequence[str], sample_uids: Sequenc
 
 
 def validation_metric_dict(data_sources: Sequence[str], sample_uids: Sequence[str],
-                           infos_dict: dict[str, Sequence[Any]]) -> dict[str, float]:
+                           infos_dict: dict[str, Sequence[Any]],
+                           expected_acc_counts: Mapping[tuple[str, str], int] | None = None) -> dict[str, float]:
     """verl's ``_val_metrics_update``: ``val-core/<data_source>/<acc|reward>/{mean,maj,best}@<N>...`` for the core
-    variable (``acc`` when the reward reports it, else ``reward``) at the largest N, ``val-aux/...`` for the rest."""
+    variable (``acc`` when the reward reports it, else ``reward``) at the largest N, ``val-aux/...`` for the rest;
+    ``expected_acc_counts`` as in ``process_validation_metrics``."""
     out: dict[str, float] = {}
-    for data_source, var2metric in process_validation_metrics(data_sources, sample_uids, infos_dict).items():
+    per_source = process_validation_metrics(data_sources, sample_uids, infos_dict,
+                                            expected_acc_counts=expected_acc_counts)
+    for data_source, var2metric in per_source.items():
         core_var = "acc" if "acc" in var2metric else "reward"
         for var_name, metric2val in var2metric.items():
             n_max = max(int(name.split("@")[-1].split("/")[0]) for name in metric2val)
