@@ -13,7 +13,8 @@
 #   tools/run_verl_unit_tests.sh ~/.cache/verl-cpp/verl091 /path/to/verl.git
 # (A checkout older than 0.9.1 alone brings YAML with fields 0.9.1 dropped, such as actor.router_replay, and
 # test_actor_config_on_cpu.py's three YAML tests then fail as they would against verl 0.9.1.)
-# PYTHON (default: the development venv's python) runs pytest.
+# PYTHON (default: the development venv's python) runs pytest. `make test` runs it with the wheel alone
+# (tests/python/test_verl_own_unit_tests.py: every file the wheel ships must pass, with no skip).
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ ! -d "$1" ]; then
@@ -35,7 +36,10 @@ TESTS=(
   tests/test_protocol_on_cpu.py
   tests/trainer/config/test_algo_config_on_cpu.py
   tests/trainer/ppo/test_core_algos_on_cpu.py
+  tests/trainer/ppo/test_dynamic_policy_losses_on_cpu.py
+  tests/trainer/ppo/test_loss_aggregation_on_cpu.py
   tests/trainer/ppo/test_metric_utils_on_cpu.py
+  tests/trainer/ppo/test_reinforce_pp_multiturn_on_cpu.py
   tests/utils/dataset/test_rl_collate_fn_on_cpu.py
   tests/workers/reward_manager/test_registry_on_cpu.py
   tests/test_protocol_v2_on_cpu.py
