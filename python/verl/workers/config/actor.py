@@ -18,7 +18,7 @@ from ...base_config import BaseConfig
 from ...trainer.config import CheckpointConfig, RolloutCorrectionConfig
 from ...utils.profiler.config import ProfilerConfig
 from .checkpoint import McoreCheckpointConfig
-from .engine import FSDPEngineConfig, McoreEngineConfig
+from .engine import EngineRouterReplayConfig, FSDPEngineConfig, McoreEngineConfig
 from .optimizer import FSDPOptimizerConfig, McoreOptimizerConfig, OptimizerConfig
 
 __all__ = ["ActorConfig", "FSDPActorConfig", "McoreActorConfig", "PolicyLossConfig", "QATConfig",
@@ -28,17 +28,8 @@ LOSS_AGG_MODES = ["token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-tok
 
 
 @dataclass
-class RouterReplayConfig(BaseConfig):
-    """MoE router replay: ``disabled``, ``R2`` or ``R3``, with the record and replay files."""
-
-    mode: str = "disabled"
-    record_file: Optional[str] = None
-    replay_file: Optional[str] = None
-
-    def __post_init__(self) -> None:
-        modes = ["disabled", "R2", "R3"]
-        if self.mode not in modes:
-            raise ValueError(f"Invalid router_replay mode: {self.mode}. Must be one of {modes}")
+class RouterReplayConfig(EngineRouterReplayConfig):
+    """``actor.router_replay``: the engine's MoE router replay settings under verl's actor-side name."""
 
 
 @dataclass
