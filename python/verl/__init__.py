@@ -8,15 +8,19 @@ trainer), ``SFTTrainer`` (the supervised warm start), ``DPOTrainer`` (preference
 
 import os as _os
 
-# OpenMP's idle threads (LibTorch's intra-op pool and MKL's GEMMs share one libgomp) spin at the barrier that ends each
-# parallel region. Beside one more busy process than there are cores, a thread then spins for a thread the OS has
-# descheduled, and each of a forward's thousands of barriers waits for a scheduler time slice: a rollout on 2 cores
-# fell from 478 to 20-37 tokens/s beside one niced busy process (issue 40). A passive thread sleeps at once and gives
-# its core back; measured in benchmarks/contention/. libgomp reads the policy when it loads, with torch: so it is set
+# OpenMP's idle threads (LibTorch's intra-op pool and MKL's GEMMs share one libgomp) spin 300,000 times at the barrier
+# that ends each parallel region before they sleep. Beside one more busy process than there are cores, a thread then
+# spins for a thread the OS has descheduled, and each of a forward's thousands of barriers waits for a scheduler time
+# slice: a rollout on 2 cores fell from 478 to 20-37 tokens/s beside one niced busy process (issue 40). Spinning 3,000
+# times (a few microseconds) catches back-to-back regions on a quiet machine and gives the core back at once when the
+# machine is busy: beside a busy loop a rollout and a GRPO step took 2.5x and 2.2x their quiet time, against 4.2x and
+# 3.8x with the default, and on the quiet machine 1-4 % more than the default (OMP_WAIT_POLICY=PASSIVE: 2.2x and 1.9x,
+# but 10-13 % slower when quiet) -- benchmarks/contention/. libgomp reads this when it loads, with torch: so it is set
 # here, before `import torch` -- for this process when verl is imported first (the CLIs, torchrun's ranks), and for
-# every process it starts -- unless the caller chose a policy.
-# (A script that imports torch first keeps libgomp's default in its own process: export OMP_WAIT_POLICY=PASSIVE.)
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# every process it starts -- unless the caller chose a wait policy. (A script that imports torch first keeps
+# libgomp's default in its own process: export GOMP_SPINCOUNT=3000 or OMP_WAIT_POLICY=PASSIVE there.)
+if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
+    _os.environ["GOMP_SPINCOUNT"] = "3000"
 
 import torch as _torch  # noqa: E402,F401  (loads LibTorch and its CUDA libraries before verl._C needs them)
 
