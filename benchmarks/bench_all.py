@@ -50,6 +50,8 @@ def benchmarks(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
         ("dist", [py, f"{HERE}/dist/bench_dp.py", "--ranks", "2"]),  # one thread per process by design
         ("agent", [py, f"{HERE}/agent/bench_async_rollout.py", *threads]),
         ("one_step", [py, f"{HERE}/one_step/bench_one_step_off.py", *threads]),
+        # rollout and a GRPO step beside one busy process, under three OpenMP wait policies (~5 min)
+        ("contention", [py, f"{HERE}/contention/bench_busy_neighbour.py", "--runs", "2", *threads]),
     ]
 
 
