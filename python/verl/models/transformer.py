@@ -18,6 +18,8 @@ from verl import _C
 from verl.errors import CheckpointError
 from verl.utils.dataset.reader import read_json_file
 
+from .checkpoint_writer import write_pretrained
+
 __all__ = ["CausalLM", "ValueModel", "load_model_config"]
 
 _DTYPE_NAMES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float64: "float64"}
@@ -117,9 +119,7 @@ class CausalLM:
         sharded with an index above ``max_shard_size``, tokenizer files copied from ``tokenizer_dir``),
         atomically: an existing ``path`` is replaced only once the new directory is complete. Without
         ``tokenizer_dir`` the tokenizer files already in ``path`` are kept. Returns the files written."""
-        from .checkpoint import save_pretrained
-
-        return save_pretrained(self, path, tokenizer_dir, max_shard_size)
+        return write_pretrained(self._module, path, tokenizer_dir, max_shard_size)
 
     def gradient_checkpointing_enable(self) -> None:
         self._module.set_gradient_checkpointing(True)

@@ -35,13 +35,13 @@ from .. import _C
 from ..config import Config, load_config
 from ..errors import ConfigError, DataError
 from ..protocol import DataProto
+from ..workers.reward_manager import build_reward_manager
 from . import distributed
 from .agent_rollout import AgentRollout, agent_rollout_enabled, check_agent_rollout_config
 from .batch_defaults import fill_batch_defaults
 from .checkpointing import CheckpointDirectory, read_json, tokenizer_dir, write_json
 from .ppo.metric_utils import validation_metric_dict
 from .ppo.reward import compute_reward, get_custom_reward_fn_path, load_reward_manager, reward_max_concurrent
-from .reward_fn import build_reward_manager
 from .rl_config import RLConfig
 from .step_result import StepResult
 

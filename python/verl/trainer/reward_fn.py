@@ -51,7 +51,7 @@ import torch
 from ..errors import ConfigError, InvalidArgumentError, RewardError
 from ..utils.async_run import TimedOut, gather_bounded, run_coroutine
 
-__all__ = ["RewardFunction", "ScoreTimeout", "build_reward_manager", "check_reward", "split_score",
+__all__ = ["RewardFunction", "ScoreTimeout", "check_reward", "split_score",
            "sample_description", "check_max_concurrent", "RESPONSE_PREVIEW_CHARS", "DEFAULT_MAX_CONCURRENT"]
 
 RESPONSE_PREVIEW_CHARS = 200
@@ -372,16 +372,3 @@ def _name(fn: Any) -> str:
     inner = getattr(fn, "func", None)  # functools.partial
     return getattr(fn, "__qualname__", None) or getattr(inner, "__qualname__", None) or type(fn).__name__
 
-
-def build_reward_manager(reward_fn: Callable[..., Any] | None, tokenizer: Any, num_examine: int = 0,
-                         reward_fn_key: str = "data_source", **manager_kwargs: Any) -> Any:
-    """The reward manager for a Python reward function: ``BatchRewardManager`` for a batched one,
-    ``NaiveRewardManager`` otherwise (``default_compute_score`` when ``reward_fn`` is None). ``manager_kwargs``
-    go to the manager (``compute_score_timeout`` for the naive one, bound scorer kwargs for the batched one)."""
-    from ..workers.reward_manager import BatchRewardManager, NaiveRewardManager
-
-    if reward_fn is None:
-        return NaiveRewardManager(tokenizer, num_examine, None, reward_fn_key, **manager_kwargs)
-    wrapped = reward_fn if isinstance(reward_fn, RewardFunction) else RewardFunction(reward_fn)
-    cls = BatchRewardManager if wrapped.batched else NaiveRewardManager
-    return cls(tokenizer, num_examine, wrapped, reward_fn_key, **manager_kwargs)

@@ -9,12 +9,14 @@ from .abstract import AbstractRewardManager
 from .batch import BatchRewardManager
 from .dapo import DAPORewardManager
 from .naive import NaiveRewardManager
+from .from_function import build_reward_manager
 
 __all__ = [
     "AbstractRewardManager",
     "BatchRewardManager",
     "DAPORewardManager",
     "NaiveRewardManager",
+    "build_reward_manager",
     "register",
     "get_reward_manager_cls",
 ]

@@ -189,7 +189,7 @@ def test_batched_length_mismatch_and_nan(batch_maker, tokenizer):
 
 
 def test_build_reward_manager_picks_the_manager(batch_maker, tokenizer):
-    from verl.trainer.reward_fn import build_reward_manager
+    from verl.workers.reward_manager import build_reward_manager
 
     data = batch_maker(PROMPTS, RESPONSES, TRUTHS)
     batched = build_reward_manager(f_batched, tokenizer)
@@ -201,7 +201,7 @@ def test_build_reward_manager_picks_the_manager(batch_maker, tokenizer):
 
 
 def test_dict_batch_form(batch_maker, tokenizer):
-    from verl.trainer.reward_fn import build_reward_manager
+    from verl.workers.reward_manager import build_reward_manager
 
     data = batch_maker(PROMPTS, RESPONSES, TRUTHS, data_sources=["a", "b", "a"],
                        extra_infos=[{"i": i} for i in range(3)])
