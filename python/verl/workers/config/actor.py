@@ -18,7 +18,7 @@ from ...base_config import BaseConfig
 from ...trainer.config import CheckpointConfig, RolloutCorrectionConfig
 from ...utils.profiler.config import ProfilerConfig
 from .checkpoint import McoreCheckpointConfig
-from .engine import EngineRouterReplayConfig, FSDPEngineConfig, McoreEngineConfig
+from .engine import EngineRouterReplayConfig, FSDPEngineConfig, McoreEngineConfig, QATEngineConfig
 from .optimizer import FSDPOptimizerConfig, McoreOptimizerConfig, OptimizerConfig
 
 __all__ = ["ActorConfig", "FSDPActorConfig", "McoreActorConfig", "PolicyLossConfig", "QATConfig",
@@ -33,16 +33,9 @@ class RouterReplayConfig(EngineRouterReplayConfig):
 
 
 @dataclass
-class QATConfig(BaseConfig):
-    """``actor.qat``: quantization-aware training (verl's ``verl.utils.qat.QATConfig``): ``w4a16`` or ``w4a4``,
-    blockwise ``group_size``, modules left unquantized, the W4A4 activation observer, a config for the rollout."""
-
-    enable: bool = False
-    mode: str = "w4a16"
-    group_size: int = 16
-    ignore_patterns: list[str] = field(default_factory=lambda: ["lm_head", "embed_tokens", "re:.*mlp.gate$"])
-    activation_observer: str = "static_minmax"
-    quantization_config_path: Optional[str] = None
+class QATConfig(QATEngineConfig):
+    """``actor.qat``: the engine's quantization-aware training settings under verl's actor-side name (verl's
+    ``verl.utils.qat.QATConfig``)."""
 
 
 @dataclass
