@@ -46,7 +46,7 @@ MODELS = {
     "small": dict(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
                   num_attention_heads=12, num_key_value_heads=4, tie_word_embeddings=True),
     # Qwen2.5-0.5B's shapes (494M parameters, 136M of them the tied 151,936-token embedding): the GPU workload
-    # of issue 17 (../shared/measurements/gpu-h100.md).
+    # of issue 17 (benchmarks/RESULTS.md, its CUDA sections).
     "qwen0.5b": dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
                      num_attention_heads=14, num_key_value_heads=2, tie_word_embeddings=True),
 }

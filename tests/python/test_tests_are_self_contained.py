@@ -1,5 +1,5 @@
 """A clone tests itself (issue 40 item 3): nothing under tests/ reads a file outside the repository -- the Qwen3
-tokenizer once came from the workspace's ../shared/fixtures, so a user's clone failed its own crash harness and
+tokenizer once came from a folder beside the checkout, so a user's clone failed its own crash harness and
 skipped ~150 tests -- and no test skips because a fixture of ours is missing."""
 
 import os
@@ -9,9 +9,9 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 TESTS = os.path.join(REPO_ROOT, "tests")
 SOURCE_SUFFIXES = (".py", ".cpp", ".h", ".sh", ".txt", ".cmake", ".toml", ".cfg", ".ini")
 
-# A path that climbs out of the checkout towards a sibling folder: "../shared", os.path.join(ROOT, "..", "shared"),
-# VERL_SOURCE_DIR "/../x".
-OUTSIDE = re.compile(r"""\.\./shared|["']\.\.["']\s*,\s*["']shared["']|_DIR\s*"/\.\./|SOURCE_DIR\}/\.\./""")
+# A path that climbs from the checkout's root to a folder beside it: os.path.join(REPO_ROOT, "..", x) in Python,
+# VERL_SOURCE_DIR "/../x" in C++, ${PROJECT_SOURCE_DIR}/../x in CMake.
+OUTSIDE = re.compile(r"""\bREPO(?:_ROOT)?\s*,\s*["']\.\.["']|SOURCE_DIR\}?\s*"?/\.\./""")
 
 
 def test_sources():
@@ -39,8 +39,12 @@ def test_fixtures_are_in_the_repository():
 
 def test_pattern_catches_the_old_forms():
     # the forms the tests used before the fixture moved in, each of which the scan must flag
-    for old in ('os.path.join(REPO_ROOT, "..", "shared", "fixtures", "qwen3-tokenizer")',
-                'const char* kQwen3Dir = VERL_SOURCE_DIR "/../shared/fixtures/qwen3-tokenizer";',
-                'VERL_FUZZ_QWEN3_TOKENIZER="${PROJECT_SOURCE_DIR}/../shared/fixtures/qwen3-tokenizer/tokenizer.json"'):
+    for old in ('os.path.join(REPO_ROOT, "..", "beside", "fixtures", "qwen3-tokenizer")',
+                'os.path.join(REPO, "..", "beside", "fixtures", "qwen3-tokenizer")',
+                'const char* kQwen3Dir = VERL_SOURCE_DIR "/../beside/fixtures/qwen3-tokenizer";',
+                'VERL_FUZZ_QWEN3_TOKENIZER="${PROJECT_SOURCE_DIR}/../beside/fixtures/qwen3-tokenizer/tokenizer.json"'):
         assert OUTSIDE.search(old), old
-    assert not OUTSIDE.search('os.path.join(REPO_ROOT, "tests", "fixtures", "qwen3-tokenizer")')
+    for inside in ('os.path.join(REPO_ROOT, "tests", "fixtures", "qwen3-tokenizer")',
+                   'sys.path.insert(0, os.path.join(os.path.dirname(HERE), "trainer"))',  # within tests/
+                   'VERL_SOURCE_DIR "/tests/fixtures/qwen3-tokenizer"'):
+        assert not OUTSIDE.search(inside), inside
