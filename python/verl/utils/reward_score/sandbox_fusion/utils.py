@@ -22,6 +22,7 @@ is appended to the program (and outputs may be None: passing means exiting 0).
 
 from __future__ import annotations
 
+import contextlib
 import concurrent.futures
 import json
 import logging
@@ -230,10 +231,7 @@ def _process_single_case(case_index: int, stdin_data: Any, expected_output: Any,
                "run_timeout": timeout, "memory_limit_mb": memory_limit_mb, "language": language}
     api_response, error_msg = None, None
     try:
-        if concurrent_semaphore is not None:
-            with concurrent_semaphore:
-                api_response, error_msg = call_sandbox_api(**request)
-        else:
+        with concurrent_semaphore if concurrent_semaphore is not None else contextlib.nullcontext():
             api_response, error_msg = call_sandbox_api(**request)
     except Exception as e:  # noqa: BLE001 -- one case's failure, reported in its metadata
         error_msg = f"API Request Exception during check_correctness for case {case_index + 1}: {e}"
