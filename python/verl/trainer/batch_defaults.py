@@ -9,7 +9,8 @@ to fail later. ``fill_batch_defaults`` settles them before the trainer is built,
 - ``ppo_mini_batch_size`` (actor, critic) larger than ``data.train_batch_size``: clipped to it.
 - micro-batch sizes left unset (``null``) while ``use_dynamic_bsz`` is off: the update's
   (``actor.ppo_micro_batch_size_per_gpu``, ``critic.ppo_micro_batch_size_per_gpu``) is the largest divisor of the
-  mini-batch's trajectories (``ppo_mini_batch_size x rollout.n``) whose sequences fit verl's per-GPU token budget
+  trajectories of one rank's share of the mini-batch (``ppo_mini_batch_size x rollout.n`` over ``trainer.nnodes x
+  trainer.n_gpus_per_node`` ranks, as verl normalises it) whose sequences fit verl's per-GPU token budget
   (``ppo_max_token_len_per_gpu`` over ``max_prompt_length + max_response_length``); the forward passes'
   (``rollout`` / ``ref`` ``log_prob_micro_batch_size_per_gpu``, ``critic.forward_micro_batch_size_per_gpu``) as many
   trajectories of the batch as fit that budget.
@@ -59,6 +60,7 @@ def fill_batch_defaults(cfg: Any, dataset_size: int | None = None) -> list[str]:
             note(key, batch, f"clipped from {mini} to data.train_batch_size")
 
     n = int(cfg.get("actor_rollout_ref.rollout.n"))
+    ranks = max(1, int(cfg.get("trainer.nnodes")) * int(cfg.get("trainer.n_gpus_per_node")))
     seq_len = int(cfg.get("data.max_prompt_length")) + int(cfg.get("data.max_response_length"))
 
     def fitting(budget_key: str) -> int:
@@ -68,11 +70,12 @@ def fill_batch_defaults(cfg: Any, dataset_size: int | None = None) -> list[str]:
         key = f"{role}.ppo_micro_batch_size_per_gpu"
         if cfg.get(f"{role}.use_dynamic_bsz") or not _unset(cfg, key):
             continue
-        rows = int(cfg.get(f"{role}.ppo_mini_batch_size")) * n
+        # per rank, as verl normalises the mini-batch (a share the ranks cannot split is refused at start)
+        rows = max(1, int(cfg.get(f"{role}.ppo_mini_batch_size")) * n // ranks)
         budget = f"{role}.ppo_max_token_len_per_gpu"
         note(key, _largest_divisor_at_most(rows, fitting(budget)),
-             f"unset: the largest divisor of the mini-batch's {rows} trajectories whose {seq_len}-token sequences fit "
-             f"{budget}={cfg.get(budget)}")
+             f"unset: the largest divisor of one rank's {rows} trajectories of the mini-batch whose {seq_len}-token "
+             f"sequences fit {budget}={cfg.get(budget)}")
 
     forward = [("actor_rollout_ref.rollout", "log_prob_micro_batch_size_per_gpu", "log_prob_use_dynamic_bsz",
                 "log_prob_max_token_len_per_gpu"),

@@ -141,3 +141,17 @@ def test_ppo_is_gae_with_a_critic():
     assert RLConfig(algorithm="reinforce++").to_config().algorithm.adv_estimator == "reinforce_plus_plus"
     assert cfg.replace(algorithm="grpo").to_config().algorithm.adv_estimator == "grpo"
     assert RLConfig(adv_estimator="ppo").to_config().algorithm.adv_estimator == "ppo"  # verl's key, as it is
+
+
+def test_derived_update_micro_batch_divides_each_ranks_share():
+    # issue 40, found on the real SmolLM2-135M under torchrun with the defaults: 4 prompts x n=2 on 2 ranks is 4
+    # trajectories per rank, and the micro-batch derived from the whole mini-batch (8) did not divide them
+    from verl.trainer.batch_defaults import fill_batch_defaults
+
+    for ranks, micro in ((1, 8), (2, 4), (4, 2)):
+        cfg = verl.load_config(overrides=["data.train_batch_size=4", "actor_rollout_ref.actor.ppo_mini_batch_size=4",
+                                          "actor_rollout_ref.rollout.n=2", f"trainer.n_gpus_per_node={ranks}",
+                                          "data.max_prompt_length=64", "data.max_response_length=16"])
+        fill_batch_defaults(cfg)
+        assert cfg["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"] == micro, ranks
+        assert cfg["critic.ppo_micro_batch_size_per_gpu"] == micro, ranks
