@@ -6,6 +6,8 @@
 #include <string>
 
 #include "bindings.h"
+#include "verl/dist/communicator.h"
+#include "verl/workers/train_engine.h"
 #include "verl/algo/dpo_loss.h"
 #include "verl/core/config.h"
 #include "verl/data/data_proto.h"
@@ -61,6 +63,17 @@ void register_dpo_trainer(py::module_& m) {
            "The metric sums of a batch without gradients.")
       .def("sequence_log_probs", &DPOTrainer::sequence_log_probs, py::arg("batch"), py::arg("reference") = false,
            Release(), "(rows,) float64 summed completion log-probs under the policy (or the reference).")
+      .def(
+          "set_data_parallel",
+          [](DPOTrainer& s, std::shared_ptr<dist::Communicator> communicator, std::shared_ptr<dist::Communicator> shard,
+             std::shared_ptr<dist::Communicator> replicas) {
+            s.set_data_parallel(std::move(communicator), {std::move(shard), std::move(replicas)});
+          },
+          py::arg("communicator"), py::arg("shard_group") = nullptr, py::arg("replica_group") = nullptr, Release(),
+          "ZeRO-3 over the communicator's ranks (HSDP: shard / replica groups); every rank then steps on the same "
+          "global batches and trains on its share.")
+      .def_property_readonly("engine", &DPOTrainer::engine, py::return_value_policy::reference_internal,
+                             "The training engine (verl._C.workers.TrainEngine): checkpoints, bytes, sharding.")
       .def_property("global_step", &DPOTrainer::global_step, &DPOTrainer::set_global_step)
       .def_property_readonly("lr", [](DPOTrainer& s) { return s.optimizer().lr(); })
       .def_property_readonly("reference", &DPOTrainer::reference)

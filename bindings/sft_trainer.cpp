@@ -5,6 +5,8 @@
 #include <string>
 
 #include "bindings.h"
+#include "verl/dist/communicator.h"
+#include "verl/workers/train_engine.h"
 #include "verl/core/config.h"
 #include "verl/data/data_proto.h"
 #include "verl/model/transformer.h"
@@ -39,6 +41,17 @@ void register_sft_trainer(py::module_& m) {
             return py::make_tuple(out.loss_sum, out.num_tokens);
           },
           py::arg("batch"), "(-sum log p(target), number of targets) without gradients.")
+      .def(
+          "set_data_parallel",
+          [](SFTTrainer& s, std::shared_ptr<dist::Communicator> communicator, std::shared_ptr<dist::Communicator> shard,
+             std::shared_ptr<dist::Communicator> replicas) {
+            s.set_data_parallel(std::move(communicator), {std::move(shard), std::move(replicas)});
+          },
+          py::arg("communicator"), py::arg("shard_group") = nullptr, py::arg("replica_group") = nullptr, Release(),
+          "ZeRO-3 over the communicator's ranks (HSDP: shard / replica groups); every rank then steps on the same "
+          "global batches and trains on its share.")
+      .def_property_readonly("engine", &SFTTrainer::engine, py::return_value_policy::reference_internal,
+                             "The training engine (verl._C.workers.TrainEngine): checkpoints, bytes, sharding.")
       .def_property("global_step", &SFTTrainer::global_step, &SFTTrainer::set_global_step)
       .def_property_readonly("lr", [](SFTTrainer& s) { return s.optimizer().lr(); })
       .def(

@@ -15,6 +15,7 @@
 #include "verl/workers/micro_batch.h"
 #include "verl/workers/optim.h"
 #include "verl/workers/response_forward.h"
+#include "verl/workers/train_engine.h"
 
 namespace verl::bindings {
 namespace {
@@ -46,6 +47,31 @@ py::dict optimizer_state(workers::Optimizer& o) {
 
 void register_workers(py::module_& m) {
   py::module_ w = m.def_submodule("workers", "verl::workers: actor, reference and critic workers");
+  using workers::TrainEngine;
+  py::class_<TrainEngine>(w, "TrainEngine",
+                          "The training engine under every role (its trainer owns it: SFTTrainer.engine, ...): "
+                          "mixed precision, ZeRO-3, the optimizer, checkpoints.")
+      .def_property_readonly("sharded", &TrainEngine::sharded, "Whether the weights are ZeRO-3 shards (several ranks).")
+      .def_property_readonly("rank", &TrainEngine::rank)
+      .def_property_readonly(
+          "compute_dtype", [](TrainEngine& e) { return std::string(c10::toString(e.precision().compute_dtype())); },
+          "The dtype forwards and backwards run in (the resolved fsdp_config.dtype / engine.dtype).")
+      .def_property_readonly("world_size", [](const TrainEngine& e) { return e.data_parallel().size(); })
+      .def("weight_bytes", &TrainEngine::weight_bytes, "This rank's master weight bytes.")
+      .def("optimizer_state_bytes", &TrainEngine::optimizer_state_bytes, "This rank's optimizer state bytes.")
+      .def(
+          "save_checkpoint",
+          [](TrainEngine& e, const std::string& dir, std::optional<std::string> tokenizer_dir) {
+            e.save_checkpoint(dir, tokenizer_dir);
+          },
+          py::arg("dir"), py::arg("tokenizer_dir") = py::none(), Release(),
+          "Every rank: sharded, its model + optimizer shard files (rank 0 config.json and tokenizer files first); "
+          "one process, optim.pt.")
+      .def(
+          "load_checkpoint", [](TrainEngine& e, const std::string& dir) { e.load_checkpoint(dir); }, py::arg("dir"),
+          Release(), "Weights and optimizer state from shard files (any layout) or a Hugging Face dir + optim.pt.")
+      .def("gather_model", &TrainEngine::gather_model, Release(),
+           "The whole weights as a model on every rank (a collective when sharded).");
   w.def("cpu_has_native_bf16_matmul", &verl::workers::cpu_has_native_bf16_matmul,
         "Whether this CPU multiplies bf16 matrices in hardware (x86 AVX512-BF16 or AMX-BF16, with the OS saving their "
         "registers; read from CPUID): where fsdp_config.dtype=auto computes in bf16 on the CPU.");

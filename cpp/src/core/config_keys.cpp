@@ -645,6 +645,14 @@ std::vector<KeyEntry> build_sft() {
                                 "numbers (the model comes from a checkpoint, the data order from data.seed)"));
   for (const char* leaf : {"save_freq", "test_freq", "max_ckpt_to_keep", "resume_mode", "resume_from_path", "device"})
     t.push_back(H(std::string("trainer.") + leaf));
+  t.push_back(H("trainer.nnodes", "nodes of data-parallel ranks (torchrun --nnodes)"));
+  t.push_back(H("trainer.n_gpus_per_node", "data-parallel ranks per node; without torchrun sft_trainer / dpo_trainer "
+                                           "start that many local ranks through torch's elastic launcher"));
+  t.push_back(H("engine.dtype", "compute dtype of forwards and backwards; auto: bf16 where the device multiplies bf16 "
+                                "natively, else fp32 (model.dtype holds the master weights)"));
+  t.push_back(H("engine.fsdp_size", "ZeRO-3 shard group size over the data-parallel ranks; -1: all (fewer: HSDP)"));
+  t.push_back(H("engine.reshard_after_forward"));
+  t.push_back(H("engine.forward_prefetch"));
   return t;
 }
 

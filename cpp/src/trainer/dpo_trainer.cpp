@@ -11,6 +11,7 @@
 #include "verl/workers/micro_batch.h"
 #include "trainer/reference_policy.h"
 #include "trainer/target_batch.h"
+#include "verl/workers/train_engine.h"
 #include "workers/worker_common.h"
 
 namespace verl::trainer {
@@ -81,24 +82,23 @@ void check_pairs(const TargetBatch& b) {
   }
 }
 
-// Whole pairs per micro-batch: micro_batch_size_per_gpu pairs, or pairs whose two sequences fit the token budget.
-std::vector<PairMicroBatch> pair_micro_batches(const SFTConfig& config, const TargetBatch& b) {
-  const std::vector<int64_t> lens = workers::detail::row_token_counts(b.attention_mask);
-  const int64_t num_pairs = static_cast<int64_t>(lens.size()) / 2;
-  workers::RowGroups pair_groups;
-  if (!config.use_dynamic_bsz) {
-    pair_groups = workers::fixed_micro_batches(num_pairs, config.micro_batch_size_per_gpu);
-  } else {
-    std::vector<int64_t> pair_lens(static_cast<size_t>(num_pairs));
-    for (int64_t p = 0; p < num_pairs; ++p) pair_lens[p] = lens[2 * p] + lens[2 * p + 1];
-    const int64_t longest = *std::max_element(pair_lens.begin(), pair_lens.end());
-    VERL_CHECK_AS(DataError, longest <= config.max_token_len_per_gpu, "DPO batch: a pair of ", longest,
+// Whole pairs per micro-batch: micro_batch_size_per_gpu pairs, or pairs whose two sequences fit the token budget
+// (the same number of micro-batches on every data-parallel rank). `longest_pair`: the global batch's, so every rank
+// refuses a batch alike.
+std::vector<PairMicroBatch> pair_micro_batches(const SFTConfig& config, const workers::TrainEngine& engine,
+                                               const TargetBatch& b, int64_t longest_pair) {
+  if (config.use_dynamic_bsz) {
+    VERL_CHECK_AS(DataError, longest_pair <= config.max_token_len_per_gpu, "DPO batch: a pair of ", longest_pair,
                   " tokens (chosen + rejected) does not fit the micro-batch token budget data.max_token_len_per_gpu=",
                   config.max_token_len_per_gpu, " (raise it, or lower data.max_length)");
-    pair_groups = workers::dynamic_micro_batches(pair_lens, config.max_token_len_per_gpu);
   }
+  const std::vector<int64_t> lens = workers::detail::row_token_counts(b.attention_mask);
+  const int64_t num_pairs = static_cast<int64_t>(lens.size()) / 2;
+  std::vector<int64_t> pair_lens(static_cast<size_t>(num_pairs));
+  for (int64_t p = 0; p < num_pairs; ++p) pair_lens[p] = lens[2 * p] + lens[2 * p + 1];
   std::vector<PairMicroBatch> out;
-  for (const auto& pairs : pair_groups) {
+  for (const auto& pairs : engine.micro_batches(
+           pair_lens, {config.use_dynamic_bsz, config.micro_batch_size_per_gpu, config.max_token_len_per_gpu})) {
     std::vector<int64_t> rows;
     for (int64_t p : pairs) {
       rows.push_back(2 * p);
@@ -109,6 +109,12 @@ std::vector<PairMicroBatch> pair_micro_batches(const SFTConfig& config, const Ta
     out.push_back({std::move(rows), std::move(part), std::move(packed)});
   }
   return out;
+}
+
+// The longest pair (chosen + rejected real tokens) of a batch.
+int64_t longest_pair(const TargetBatch& b) {
+  const torch::Tensor lens = b.attention_mask.sum(1);
+  return (lens.slice(0, 0, lens.size(0), 2) + lens.slice(0, 1, lens.size(0), 2)).max().item<int64_t>();
 }
 
 // (rows,) summed completion log-prob of each row of `m` (every row has a target: check_pairs).
@@ -153,6 +159,31 @@ DPOMetricSums sums_of(const algo::DPOLossOutput& out, const torch::Tensor& polic
   return s;
 }
 
+// The engine options of the SFT tree's keys (no optimizer: the reference's).
+workers::TrainEngineOptions engine_options(const SFTConfig& step) {
+  workers::TrainEngineOptions options;
+  options.dtype = step.dtype;
+  options.dtype_key = "engine.dtype";
+  options.model_dtype_key = "model.dtype";
+  options.gather = {step.reshard_after_forward, step.forward_prefetch};
+  return options;
+}
+
+// The sums over every data-parallel rank's pairs.
+DPOMetricSums all_ranks(const DPOMetricSums& s, const workers::detail::DataParallel& dp) {
+  if (dp.size() == 1) return s;
+  DPOMetricSums out;
+  out.loss = dp.sum(s.loss);
+  out.chosen_rewards = dp.sum(s.chosen_rewards);
+  out.rejected_rewards = dp.sum(s.rejected_rewards);
+  out.accuracies = dp.sum(s.accuracies);
+  out.margins = dp.sum(s.margins);
+  out.chosen_logps = dp.sum(s.chosen_logps);
+  out.rejected_logps = dp.sum(s.rejected_logps);
+  out.num_pairs = static_cast<int64_t>(dp.sum(static_cast<double>(s.num_pairs)));
+  return out;
+}
+
 }  // namespace
 
 DPOTrainer::DPOTrainer(DPOConfig config, std::shared_ptr<model::CausalLM> policy,
@@ -172,40 +203,63 @@ DPOTrainer::DPOTrainer(DPOConfig config, std::shared_ptr<model::CausalLM> policy
              ", the policy on ", policy_->device());
   for (auto& p : reference_->parameters()) p.set_requires_grad(false);
   reference_->eval();
-  policy_->set_gradient_checkpointing(config_.step.enable_gradient_checkpointing);
-  optimizer_ = std::make_unique<workers::Optimizer>(policy_->parameters(), config_.step.optim, "optim");
+  reference_engine_ = make_reference_engine();
+  workers::TrainEngineOptions options = engine_options(config_.step);
+  options.optim = config_.step.optim;
+  options.optim_key = "optim";
+  options.enable_gradient_checkpointing = config_.step.enable_gradient_checkpointing;
+  engine_ = std::make_unique<workers::TrainEngine>(policy_, std::move(options));
 }
 
+std::unique_ptr<workers::TrainEngine> DPOTrainer::make_reference_engine() const {
+  // The reference computes in the policy's compute dtype, so at step 0 its log-probs equal the policy's.
+  return std::make_unique<workers::TrainEngine>(reference_, engine_options(config_.step));
+}
+
+DPOTrainer::~DPOTrainer() = default;
+
+void DPOTrainer::set_data_parallel(std::shared_ptr<dist::Communicator> communicator,
+                                   const workers::ShardGroups& groups) {
+  // Models built on each rank start from rank 0's weights, before the policy is sharded.
+  const workers::detail::DataParallel dp(communicator);
+  dp.broadcast_model_from_controller(*policy_);
+  dp.broadcast_model_from_controller(*reference_);
+  reference_engine_ = make_reference_engine();  // its compute copy from the broadcast weights
+  engine_->shard_over(std::move(communicator), /*generation_tp=*/1, groups);
+}
+
+workers::Optimizer& DPOTrainer::optimizer() { return engine_->optimizer(); }
+
 std::map<std::string, double> DPOTrainer::train_step(const DataProto& data) {
-  const TargetBatch b = detail::check_target_batch(data, *policy_, "DPO batch");
-  check_pairs(b);
-  const std::vector<PairMicroBatch> micro = pair_micro_batches(config_.step, b);
+  // Every rank checks the whole batch, so a bad one fails on all of them alike, before any collective.
+  const TargetBatch global = detail::check_target_batch(data, *policy_, "DPO batch");
+  check_pairs(global);
+  const workers::detail::DataParallel& dp = engine_->data_parallel();
+  const TargetBatch b = detail::rank_share(global, engine_->rank(), dp.size(), 2, "data.train_batch_size");
+  const std::vector<PairMicroBatch> micro = pair_micro_batches(config_.step, *engine_, b, longest_pair(global));
   const bool remove_padding = config_.step.use_remove_padding;
-  const double num_pairs = static_cast<double>(b.input_ids.size(0) / 2);
+  const double num_pairs = static_cast<double>(global.input_ids.size(0) / 2);
 
   // The reference's log-probs once per batch, before the policy changes anything.
   std::vector<torch::Tensor> ref_logps;
-  {
-    torch::NoGradGuard no_grad;
-    for (const PairMicroBatch& m : micro) ref_logps.push_back(sequence_sums(*reference_, m, remove_padding));
-  }
+  reference_engine_->infer_batch(micro.size(), [&](model::CausalLM& reference, size_t i) {
+    ref_logps.push_back(sequence_sums(reference, micro[i], remove_padding));
+  });
 
   policy_->train();
-  optimizer_->zero_grad();
   DPOMetricSums sums;
-  for (size_t i = 0; i < micro.size(); ++i) {
-    const PairMicroBatch& m = micro[i];
-    const torch::Tensor policy_logps = sequence_sums(*policy_, m, remove_padding);
-    const algo::DPOLossOutput out = pair_loss(config_, m, policy_logps, ref_logps[i]);
-    // Each micro-batch's sum over its pairs divided by the batch's pairs: the accumulated gradient is that of the
-    // batch's mean loss however the batch is cut.
-    (out.losses.sum() / num_pairs).backward();
+  // Each micro-batch's sum over its pairs divided by the global batch's pairs: the accumulated gradient is that of
+  // the batch's mean loss however the batch is cut; over N ranks the sharded optimizer averages the gradients, which
+  // the factor N makes up for.
+  const double grad_norm = engine_->train_batch(micro.size(), [&](model::CausalLM& policy, size_t i) {
+    const torch::Tensor policy_logps = sequence_sums(policy, micro[i], remove_padding);
+    const algo::DPOLossOutput out = pair_loss(config_, micro[i], policy_logps, ref_logps[i]);
     sums += sums_of(out, policy_logps);
-  }
-  const double grad_norm = optimizer_->step();
-  const double lr = optimizer_->scheduler_step();
+    return out.losses.sum() * (static_cast<double>(dp.size()) / num_pairs);
+  });
+  const double lr = engine_->scheduler_step();
   ++global_step_;
-  std::map<std::string, double> metrics = sums.means();
+  std::map<std::string, double> metrics = all_ranks(sums, dp).means();
   metrics["grad_norm"] = grad_norm;
   metrics["learning_rate"] = lr;
   return metrics;
@@ -214,28 +268,31 @@ std::map<std::string, double> DPOTrainer::train_step(const DataProto& data) {
 DPOMetricSums DPOTrainer::evaluate(const DataProto& data) {
   const TargetBatch b = detail::check_target_batch(data, *policy_, "DPO batch");
   check_pairs(b);
-  torch::NoGradGuard no_grad;
   const bool remove_padding = config_.step.use_remove_padding;
+  // The whole batch on every rank: the same passes everywhere (ZeRO-3 gathers weights in each), the global sums.
+  const std::vector<PairMicroBatch> micro = pair_micro_batches(config_.step, *engine_, b, longest_pair(b));
+  std::vector<torch::Tensor> ref_logps;
+  reference_engine_->infer_batch(micro.size(), [&](model::CausalLM& reference, size_t i) {
+    ref_logps.push_back(sequence_sums(reference, micro[i], remove_padding));
+  });
   DPOMetricSums sums;
-  for (const PairMicroBatch& m : pair_micro_batches(config_.step, b)) {
-    const torch::Tensor policy_logps = sequence_sums(*policy_, m, remove_padding);
-    const torch::Tensor ref_logps = sequence_sums(*reference_, m, remove_padding);
-    sums += sums_of(pair_loss(config_, m, policy_logps, ref_logps), policy_logps);
-  }
+  engine_->infer_batch(micro.size(), [&](model::CausalLM& policy, size_t i) {
+    const torch::Tensor policy_logps = sequence_sums(policy, micro[i], remove_padding);
+    sums += sums_of(pair_loss(config_, micro[i], policy_logps, ref_logps[i]), policy_logps);
+  });
   return sums;
 }
 
 torch::Tensor DPOTrainer::sequence_log_probs(const DataProto& data, bool reference) {
   const TargetBatch b = detail::check_target_batch(data, *policy_, "DPO batch");
   check_pairs(b);
-  torch::NoGradGuard no_grad;
-  model::CausalLM& model = reference ? *reference_ : *policy_;
   torch::Tensor out = torch::zeros({b.input_ids.size(0)}, b.input_ids.options().dtype(torch::kDouble));
-  for (const PairMicroBatch& m : pair_micro_batches(config_.step, b)) {
+  const std::vector<PairMicroBatch> micro = pair_micro_batches(config_.step, *engine_, b, longest_pair(b));
+  (reference ? *reference_engine_ : *engine_).infer_batch(micro.size(), [&](model::CausalLM& model, size_t i) {
     // dynamic micro-batches regroup the pairs: every row goes back to its place
-    torch::Tensor rows = torch::tensor(m.batch_rows, torch::kLong).to(out.device());
-    out.index_copy_(0, rows, sequence_sums(model, m, config_.step.use_remove_padding).to(torch::kDouble));
-  }
+    torch::Tensor rows = torch::tensor(micro[i].batch_rows, torch::kLong).to(out.device());
+    out.index_copy_(0, rows, sequence_sums(model, micro[i], config_.step.use_remove_padding).to(torch::kDouble));
+  });
   return out;
 }
 

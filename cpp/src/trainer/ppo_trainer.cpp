@@ -28,10 +28,11 @@
 #include "verl/trainer/generation.h"
 #include "verl/workers/micro_batch.h"
 #include "algo/rollout_correction_config.h"
-#include "workers/data_parallel.h"
+#include "verl/workers/data_parallel.h"
 #include "workers/fully_sharded.h"
 #include "verl/model/checkpoint.h"
 #include "workers/sharded_checkpoint.h"
+#include "verl/workers/train_engine.h"
 #include "trainer/advantage_stage.h"
 #include "trainer/balance_batch.h"
 #include "trainer/one_step_off_policy.h"
@@ -679,10 +680,7 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     // Replicas built on each rank start from rank 0's weights (a random init or a new value head may differ), before
     // the workers shard them.
     for (const auto& model : {models_.actor, models_.ref, models_.critic, models_.cost_critic}) {
-      if (!model) continue;
-      std::vector<torch::Tensor> state;
-      for (auto& [name, t] : model->named_state()) state.push_back(t);
-      dp.broadcast_from_controller(state);
+      if (model) dp.broadcast_model_from_controller(*model);
     }
     // A pooled job's trainer ranks hand the weights to the pool, which shards them for its own tensor parallelism.
     const int64_t tp = trains_for_pool ? 1 : settings_.rollout_tensor_parallel_size;
@@ -766,22 +764,16 @@ void PPOTrainer::register_worker_methods() {
     return DataProto();
   });
   workers_->register_method("gather_model", [this](const DataProto& request) {
-    workers::MixedPrecision& p = precision(request.meta_info().at("role").get<std::string>());
-    std::map<std::string, torch::Tensor> state = p.sharding()->full_state();  // every rank takes part
-    if (workers_->is_controller()) {
-      const model::CausalLM& sharded = *p.master();
-      auto whole = std::make_shared<model::CausalLM>(sharded.config(), sharded.head_kind());
-      whole->to(sharded.device(), p.sharding()->master_dtype());
-      torch::NoGradGuard no_grad;
-      whole->load_state_dict(state, /*strict=*/true);
-      gathered_model_ = std::move(whole);
-    }
+    // every rank takes part; the controller keeps the whole model
+    auto whole = engine_of(request.meta_info().at("role").get<std::string>()).gather_model();
+    if (workers_->is_controller()) gathered_model_ = std::move(whole);
     return DataProto();
   });
   workers_->register_method("save_shards", [this](const DataProto& request) {
-    const std::string role = request.meta_info().at("role").get<std::string>();
-    workers::detail::save_shard(request.meta_info().at("dir").get<std::string>(), *precision(role).sharding(),
-                                optimizer(role));
+    const Json& meta = request.meta_info();
+    std::optional<std::string> tokenizer_dir;
+    if (meta.contains("tokenizer_dir")) tokenizer_dir = meta.at("tokenizer_dir").get<std::string>();
+    engine_of(meta.at("role").get<std::string>()).save_checkpoint(meta.at("dir").get<std::string>(), tokenizer_dir);
     return DataProto();
   });
   workers_->register_method("update_weights", [this](const DataProto&) {
@@ -810,24 +802,23 @@ DataProto PPOTrainer::dispatch(const std::string& method, const DataProto& data,
   return workers_->call(method, data, how, ranks_per_chunk);
 }
 
-std::pair<workers::MixedPrecision*, workers::Optimizer*> PPOTrainer::trained(const std::string& role) {
+workers::TrainEngine& PPOTrainer::engine_of(const std::string& role) {
   check_trains(role);
-  if (role == "actor") return {&actor_->precision(), &actor_->optimizer()};
+  if (role == "actor") return actor_->engine();
   if (role == "cost_critic") {
     VERL_CHECK(cost_critic_ != nullptr, "this trainer has no cost critic");
-    return {&cost_critic_->precision(), &cost_critic_->optimizer()};
+    return cost_critic_->engine();
   }
   VERL_CHECK(role == "critic", "the role must be 'actor', 'critic' or 'cost_critic', got '", role, "'");
   VERL_CHECK(critic_ != nullptr, "this trainer has no critic");
-  return {&critic_->precision(), &critic_->optimizer()};
+  return critic_->engine();
 }
 
-workers::Optimizer& PPOTrainer::optimizer(const std::string& role) { return *trained(role).second; }
-workers::MixedPrecision& PPOTrainer::precision(const std::string& role) { return *trained(role).first; }
+workers::Optimizer& PPOTrainer::optimizer(const std::string& role) { return engine_of(role).optimizer(); }
+workers::MixedPrecision& PPOTrainer::precision(const std::string& role) { return engine_of(role).precision(); }
 
 std::shared_ptr<model::CausalLM> PPOTrainer::model_for_checkpoint(const std::string& role) {
-  workers::MixedPrecision& p = precision(role);
-  if (!p.sharding()) return p.master();
+  if (!engine_of(role).sharded()) return engine_of(role).model();
   DataProto request;
   request.meta_info()["role"] = role;
   dispatch("gather_model", request, dist::Dispatch::kBroadcast);
@@ -835,45 +826,23 @@ std::shared_ptr<model::CausalLM> PPOTrainer::model_for_checkpoint(const std::str
 }
 
 void PPOTrainer::load_model_state(const std::string& role, const std::map<std::string, torch::Tensor>& state) {
-  workers::MixedPrecision& p = precision(role);
-  torch::NoGradGuard no_grad;
-  if (p.sharding()) {
-    p.sharding()->load_full_state(state);
-  } else {
-    p.master()->load_state_dict(state, /*strict=*/true);
-  }
+  engine_of(role).load_full_state(state);
 }
 
-int64_t PPOTrainer::model_weight_bytes(const std::string& role) {
-  workers::MixedPrecision& p = precision(role);
-  if (p.sharding()) return p.sharding()->master_bytes();
-  int64_t bytes = 0;
-  for (const auto& t : p.master()->parameters()) bytes += static_cast<int64_t>(t.nbytes());
-  return bytes;
-}
+int64_t PPOTrainer::model_weight_bytes(const std::string& role) { return engine_of(role).weight_bytes(); }
 
 void PPOTrainer::save_model_shards(const std::string& role, const std::string& dir,
                                    const std::optional<std::string>& tokenizer_dir) {
-  workers::MixedPrecision& p = precision(role);
-  VERL_CHECK(p.sharding() != nullptr, "save_model_shards: the ", role, " model is not sharded (one rank)");
-  model::SaveOptions options;
-  options.write_weights = false;
-  options.config_dtype = p.sharding()->master_dtype();
-  if (tokenizer_dir) options.tokenizer_dir = *tokenizer_dir;
-  model::save_pretrained(*p.master(), dir, options);
+  VERL_CHECK(engine_of(role).sharded(), "save_model_shards: the ", role, " model is not sharded (one rank)");
   DataProto request;
   request.meta_info()["role"] = role;
   request.meta_info()["dir"] = dir;
+  if (tokenizer_dir) request.meta_info()["tokenizer_dir"] = *tokenizer_dir;
   dispatch("save_shards", request, dist::Dispatch::kBroadcast);
 }
 
 void PPOTrainer::load_model_shards(const std::string& role, const std::string& dir) {
-  workers::MixedPrecision& p = precision(role);
-  if (p.sharding()) {
-    workers::detail::load_shard(dir, *p.sharding(), optimizer(role));
-  } else {
-    workers::detail::load_shard(dir, *p.master(), optimizer(role));
-  }
+  engine_of(role).load_checkpoint(dir);
 }
 
 void PPOTrainer::save_optimizer(const std::string& role, const std::string& path) {

@@ -11,6 +11,7 @@
 #include "verl/core/error.h"
 #include "verl/workers/micro_batch.h"
 #include "trainer/target_batch.h"
+#include "verl/workers/train_engine.h"
 #include "workers/worker_common.h"
 #include "workers/worker_config_util.h"
 
@@ -32,6 +33,9 @@ SFTConfig SFTConfig::from_config(const Config& config_in, std::optional<int64_t>
   c.use_remove_padding = get_or(config, "model.use_remove_padding", c.use_remove_padding);
   c.enable_gradient_checkpointing =
       get_or(config, "model.enable_gradient_checkpointing", c.enable_gradient_checkpointing);
+  c.dtype = get_or(config, "engine.dtype", c.dtype);
+  c.reshard_after_forward = get_or(config, "engine.reshard_after_forward", c.reshard_after_forward);
+  c.forward_prefetch = get_or(config, "engine.forward_prefetch", c.forward_prefetch);
   c.optim = workers::OptimConfig::from_config(config, "optim");
   c.validate();
   return c;
@@ -42,6 +46,7 @@ void SFTConfig::validate() const {
                 "config key 'data.micro_batch_size_per_gpu' must be > 0, got ", micro_batch_size_per_gpu);
   VERL_CHECK_AS(ConfigError, max_token_len_per_gpu > 0, "config key 'data.max_token_len_per_gpu' must be > 0, got ",
                 max_token_len_per_gpu);
+  (void)workers::parse_compute_dtype(dtype, "engine.dtype");  // the name alone: `auto` needs the model's device
 }
 
 namespace {
@@ -57,31 +62,31 @@ struct MicroBatch {
 };
 
 // -sum log p(target) over the rows of `m` (differentiable unless under NoGradGuard), in at least float32;
-// nullopt (no forward at all) when the rows hold no target.
-std::optional<torch::Tensor> loss_sum_of(model::CausalLM& model, const MicroBatch& m, bool remove_padding) {
-  std::optional<torch::Tensor> logp = detail::target_log_probs(model, m.rows, m.packed, remove_padding);
+// nullopt (no forward at all) when the rows hold no target, unless `forward_without_targets` (ZeRO-3: 0).
+std::optional<torch::Tensor> loss_sum_of(model::CausalLM& model, const MicroBatch& m, bool remove_padding,
+                                         bool forward_without_targets = false) {
+  std::optional<torch::Tensor> logp =
+      detail::target_log_probs(model, m.rows, m.packed, remove_padding, forward_without_targets);
   if (!logp) return std::nullopt;
   return -logp->sum();
 }
 
-// `lens`: the rows' valid tokens (row_token_counts), read from the device once per step.
-workers::RowGroups micro_batches(const SFTConfig& config, const TargetBatch& b, const std::vector<int64_t>& lens) {
-  if (!config.use_dynamic_bsz) {
-    return workers::fixed_micro_batches(b.input_ids.size(0), config.micro_batch_size_per_gpu);
+// The batch cut into micro-batches (micro_batch_size_per_gpu rows, or the max_token_len_per_gpu budget), each
+// packed once; `num_targets` / `num_tokens` add up over them. `longest`: the longest row of the global batch, so
+// every rank refuses a batch alike.
+std::vector<MicroBatch> pack_micro_batches(const SFTConfig& config, const workers::TrainEngine& engine,
+                                           const TargetBatch& b, int64_t longest, int64_t& num_targets,
+                                           int64_t& num_tokens) {
+  if (config.use_dynamic_bsz) {
+    VERL_CHECK_AS(DataError, longest <= config.max_token_len_per_gpu, "SFT batch: a row of ", longest,
+                  " tokens does not fit the micro-batch token budget data.max_token_len_per_gpu=",
+                  config.max_token_len_per_gpu, " (raise it, or lower data.max_length)");
   }
-  const int64_t longest = *std::max_element(lens.begin(), lens.end());
-  VERL_CHECK_AS(DataError, longest <= config.max_token_len_per_gpu, "SFT batch: a row of ", longest,
-                " tokens does not fit the micro-batch token budget data.max_token_len_per_gpu=",
-                config.max_token_len_per_gpu, " (raise it, or lower data.max_length)");
-  return workers::dynamic_micro_batches(lens, config.max_token_len_per_gpu);
-}
-
-// The batch cut into micro-batches, each packed once; `num_targets` / `num_tokens` add up over them.
-std::vector<MicroBatch> pack_micro_batches(const SFTConfig& config, const TargetBatch& b, const std::vector<int64_t>& lens,
-                                           int64_t& num_targets, int64_t& num_tokens) {
   std::vector<MicroBatch> out;
   num_targets = num_tokens = 0;
-  for (const auto& rows : micro_batches(config, b, lens)) {
+  const std::vector<int64_t> lens = workers::detail::row_token_counts(b.attention_mask);
+  for (const auto& rows : engine.micro_batches(
+           lens, {config.use_dynamic_bsz, config.micro_batch_size_per_gpu, config.max_token_len_per_gpu})) {
     TargetBatch part = detail::take_rows(b, rows);
     PackedTargets packed = detail::pack_targets(part);
     num_targets += packed.labels.numel();
@@ -91,6 +96,8 @@ std::vector<MicroBatch> pack_micro_batches(const SFTConfig& config, const Target
   return out;
 }
 
+int64_t longest_row(const TargetBatch& b) { return b.attention_mask.sum(1).max().item<int64_t>(); }
+
 }  // namespace
 
 SFTTrainer::SFTTrainer(SFTConfig config, std::shared_ptr<model::CausalLM> model)
@@ -99,54 +106,78 @@ SFTTrainer::SFTTrainer(SFTConfig config, std::shared_ptr<model::CausalLM> model)
   VERL_CHECK(model_->head_kind() == model::HeadKind::kLanguageModel,
              "SFTTrainer: the model must have the LM head (got a value-head model)");
   config_.validate();
-  model_->set_gradient_checkpointing(config_.enable_gradient_checkpointing);
-  optimizer_ = std::make_unique<workers::Optimizer>(model_->parameters(), config_.optim, "optim");
+  workers::TrainEngineOptions options;
+  options.dtype = config_.dtype;
+  options.dtype_key = "engine.dtype";
+  options.model_dtype_key = "model.dtype";
+  options.optim = config_.optim;
+  options.optim_key = "optim";
+  options.gather = {config_.reshard_after_forward, config_.forward_prefetch};
+  options.enable_gradient_checkpointing = config_.enable_gradient_checkpointing;
+  engine_ = std::make_unique<workers::TrainEngine>(model_, std::move(options));
 }
+
+SFTTrainer::~SFTTrainer() = default;
+
+void SFTTrainer::set_data_parallel(std::shared_ptr<dist::Communicator> communicator,
+                                   const workers::ShardGroups& groups) {
+  // A model built on each rank starts from rank 0's weights, before it is sharded.
+  workers::detail::DataParallel(communicator).broadcast_model_from_controller(*model_);
+  engine_->shard_over(std::move(communicator), /*generation_tp=*/1, groups);
+}
+
+workers::Optimizer& SFTTrainer::optimizer() { return engine_->optimizer(); }
 
 std::map<std::string, double> SFTTrainer::train_step(const DataProto& data) {
   const auto start = std::chrono::steady_clock::now();
-  TargetBatch b = check_target_batch(data, *model_, "SFT batch");
-  int64_t total_targets = 0, total_tokens = 0;
-  const std::vector<int64_t> lens = workers::detail::row_token_counts(b.attention_mask);
-  const std::vector<MicroBatch> micro = pack_micro_batches(config_, b, lens, total_targets, total_tokens);
+  // Every rank checks the whole batch, so a bad one fails on all of them alike, before any collective.
+  const TargetBatch global = check_target_batch(data, *model_, "SFT batch");
+  const workers::detail::DataParallel& dp = engine_->data_parallel();
+  const TargetBatch b = detail::rank_share(global, engine_->rank(), dp.size(), 1, "data.train_batch_size");
+  int64_t local_targets = 0, local_tokens = 0;
+  const std::vector<MicroBatch> micro =
+      pack_micro_batches(config_, *engine_, b, longest_row(global), local_targets, local_tokens);
+  const double total_targets = dp.sum(static_cast<double>(local_targets));
   VERL_CHECK_AS(DataError, total_targets > 0,
                 "SFT batch: no loss_mask token follows another real token of its row; nothing to train on");
 
   model_->train();
-  optimizer_->zero_grad();
-  // Each micro-batch's sum is divided by the targets of the whole batch, so the accumulated gradient is the
-  // gradient of the batch's token-mean loss however the batch is cut (verl's sft_loss with batch_num_tokens).
+  // Each micro-batch's sum is divided by the targets of the whole (global) batch, so the accumulated gradient is the
+  // gradient of the batch's token-mean loss however the batch is cut (verl's sft_loss with batch_num_tokens); over
+  // N ranks the sharded optimizer averages the gradients, which the factor N makes up for (verl's dp_size).
+  const bool sharded = engine_->sharded();
   torch::Tensor loss = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(model_->device()));
-  for (const MicroBatch& m : micro) {
-    std::optional<torch::Tensor> sum = loss_sum_of(*model_, m, config_.use_remove_padding);
-    if (!sum) continue;
-    torch::Tensor micro_loss = *sum / static_cast<double>(total_targets);
-    micro_loss.backward();
+  const double grad_norm = engine_->train_batch(micro.size(), [&](model::CausalLM& model, size_t i) {
+    std::optional<torch::Tensor> sum = loss_sum_of(model, micro[i], config_.use_remove_padding, sharded);
+    if (!sum) return torch::Tensor();
+    torch::Tensor micro_loss = *sum / total_targets;
     loss += micro_loss.detach().to(torch::kDouble);
-  }
-  const double grad_norm = optimizer_->step();
-  const double lr = optimizer_->scheduler_step();
+    return dp.size() == 1 ? micro_loss : micro_loss * static_cast<double>(dp.size());
+  });
+  const double lr = engine_->scheduler_step();
   ++global_step_;
-  // verl's train_batch MFU of the step: forward, backward and optimizer over the rows' tokens.
-  const double mfu = workers::detail::worker_mfu(*model_, lens, start, /*forward_only=*/false);
-  return {{"train/loss", loss.item<double>()},
+  // verl's train_batch MFU of the step: forward, backward and optimizer over this rank's tokens.
+  const double mfu = workers::detail::worker_mfu(*engine_->compute_model(),
+                                                 workers::detail::row_token_counts(b.attention_mask), start,
+                                                 /*forward_only=*/false);
+  return {{"train/loss", dp.sum(loss.item<double>())},
           {"train/grad_norm", grad_norm},
           {"train/lr", lr},
           {"train/mfu", mfu},
-          {"train/global_tokens", static_cast<double>(total_tokens)}};
+          {"train/global_tokens", dp.sum(static_cast<double>(local_tokens))}};
 }
 
 SFTLossSum SFTTrainer::loss_sum(const DataProto& data) {
   TargetBatch b = check_target_batch(data, *model_, "SFT batch");
-  torch::NoGradGuard no_grad;
   int64_t num_targets = 0, num_tokens = 0;
+  // The whole batch on every rank: the same passes everywhere (ZeRO-3 gathers weights in each), the global sums.
+  const std::vector<MicroBatch> micro = pack_micro_batches(config_, *engine_, b, longest_row(b), num_targets, num_tokens);
   torch::Tensor sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(model_->device()));
-  const std::vector<int64_t> lens = workers::detail::row_token_counts(b.attention_mask);
-  for (const MicroBatch& m : pack_micro_batches(config_, b, lens, num_targets, num_tokens)) {
-    if (std::optional<torch::Tensor> s = loss_sum_of(*model_, m, config_.use_remove_padding)) {
+  engine_->infer_batch(micro.size(), [&](model::CausalLM& model, size_t i) {
+    if (std::optional<torch::Tensor> s = loss_sum_of(model, micro[i], config_.use_remove_padding)) {
       sum += s->to(torch::kDouble);
     }
-  }
+  });
   return {sum.item<double>(), num_targets};
 }
 

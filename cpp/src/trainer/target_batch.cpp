@@ -40,6 +40,17 @@ TargetBatch take_rows(const TargetBatch& b, const std::vector<int64_t>& rows) {
           b.loss_mask.index_select(0, index)};
 }
 
+TargetBatch rank_share(const TargetBatch& b, int64_t rank, int64_t ranks, int64_t unit, const std::string& batch_key) {
+  if (ranks == 1) return b;
+  const int64_t units = b.input_ids.size(0) / unit;
+  VERL_CHECK_AS(ConfigError, units % ranks == 0, "config key '", batch_key, "': a batch of ", units,
+                unit == 1 ? " rows" : " pairs", " does not divide over the ", ranks,
+                " data-parallel ranks (each trains on an equal share, as verl asserts)");
+  const int64_t rows = units / ranks * unit;
+  return {b.input_ids.narrow(0, rank * rows, rows), b.attention_mask.narrow(0, rank * rows, rows),
+          b.loss_mask.narrow(0, rank * rows, rows)};
+}
+
 PackedTargets pack_targets(const TargetBatch& b) {
   PackedTargets p;
   p.ids = b.input_ids.masked_select(b.attention_mask);
@@ -57,8 +68,8 @@ PackedTargets pack_targets(const TargetBatch& b) {
 }
 
 std::optional<torch::Tensor> target_log_probs(model::CausalLM& model, const TargetBatch& b, const PackedTargets& p,
-                                              bool remove_padding) {
-  if (p.labels.numel() == 0) return std::nullopt;
+                                              bool remove_padding, bool forward_without_targets) {
+  if (p.labels.numel() == 0 && !forward_without_targets) return std::nullopt;
   torch::Tensor hidden =
       remove_padding ? model.hidden_states_packed(p.ids, p.cu_seqlens)
                      : model.hidden_states(b.input_ids, b.attention_mask.to(torch::kLong)).index({b.attention_mask});

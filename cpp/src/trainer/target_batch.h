@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <torch/torch.h>
@@ -31,6 +32,11 @@ TargetBatch check_target_batch(const DataProto& data, const model::CausalLM& mod
 // The rows `rows` of `b`, in that order.
 TargetBatch take_rows(const TargetBatch& b, const std::vector<int64_t>& rows);
 
+// Data parallelism: rank `rank` of `ranks` trains on the contiguous share [rank * n / ranks, (rank + 1) * n / ranks)
+// of the batch's n units of `unit` rows (a DPO pair is 2 rows). ConfigError naming `batch_key` when the units do not
+// divide over the ranks. One rank: `b` itself.
+TargetBatch rank_share(const TargetBatch& b, int64_t rank, int64_t ranks, int64_t unit, const std::string& batch_key);
+
 // The rows' real tokens packed back to back, and which packed positions predict a target: position q predicts
 // q + 1 when that token is in the same row and marked by loss_mask.
 struct PackedTargets {
@@ -43,8 +49,10 @@ struct PackedTargets {
 PackedTargets pack_targets(const TargetBatch& b);
 
 // log p(target) for every target of `b` (differentiable unless under NoGradGuard), in at least float32; nullopt
-// (no forward at all) when the rows hold no target. remove_padding runs the packed forward, else the padded one.
+// (no forward at all) when the rows hold no target, unless `forward_without_targets`: a ZeRO-3 rank runs every
+// micro-batch's forward and backward, since each gathers weights with the other ranks (the result is then empty).
+// remove_padding runs the packed forward, else the padded one.
 std::optional<torch::Tensor> target_log_probs(model::CausalLM& model, const TargetBatch& b, const PackedTargets& p,
-                                              bool remove_padding);
+                                              bool remove_padding, bool forward_without_targets = false);
 
 }  // namespace verl::trainer::detail

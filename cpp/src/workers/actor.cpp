@@ -15,8 +15,7 @@
 #include "verl/workers/response_forward.h"
 #include "algo/rollout_correction_config.h"
 #include "worker_common.h"
-#include "workers/data_parallel.h"
-#include "workers/fully_sharded.h"
+#include "verl/workers/train_engine.h"
 #include "worker_config_util.h"
 
 namespace verl::workers {
@@ -197,37 +196,36 @@ ActorWorker::ActorWorker(ActorConfig config, std::shared_ptr<model::CausalLM> mo
              "ActorWorker needs a model with the LM head (got a value-head model)");
   config_.validate(role_);
   const std::string block = role_ == PolicyRole::kActor ? "actor" : "ref";
+  TrainEngineOptions options;
+  options.dtype = config_.dtype;
+  options.dtype_key = "actor_rollout_ref." + block + ".fsdp_config.dtype";
   if (role_ == PolicyRole::kActor) {
     policy_loss_fn_ = algo::get_policy_loss_fn(config_.policy.policy_loss.loss_mode);
-    model_->set_gradient_checkpointing(config_.enable_gradient_checkpointing);
-    // The optimizer holds the master weights (and its moments in their dtype); the compute copy only lends
-    // its gradients.
-    optimizer_ = std::make_unique<Optimizer>(model_->parameters(), config_.optim, "actor_rollout_ref.actor.optim");
-    const std::string warning =
-        low_precision_master_warning(model_->dtype(), "actor_rollout_ref.actor.fsdp_config.model_dtype");
-    if (!warning.empty()) std::cerr << warning << std::endl;
+    options.optim = config_.optim;
+    options.optim_key = "actor_rollout_ref.actor.optim";
+    options.model_dtype_key = "actor_rollout_ref.actor.fsdp_config.model_dtype";
+    options.gather = {config_.reshard_after_forward, config_.forward_prefetch};
+    options.enable_gradient_checkpointing = config_.enable_gradient_checkpointing;
   }
-  precision_ = std::make_unique<MixedPrecision>(
-      model_,
-      resolve_compute_dtype(config_.dtype, "actor_rollout_ref." + block + ".fsdp_config.dtype", model_->device()));
-  // The MFU's peak is measured once per process; do it here, outside the trainer's timed stages.
-  device_peak_flops(model_->device(), precision_->compute_dtype());
+  engine_ = std::make_unique<TrainEngine>(model_, std::move(options));
 }
+
+ActorWorker::~ActorWorker() = default;
 
 void ActorWorker::set_data_parallel(std::shared_ptr<dist::Communicator> communicator, int64_t generation_tp,
                                     const ShardGroups& groups) {
   VERL_CHECK(role_ == PolicyRole::kActor, "set_data_parallel: the reference policy does not train");
-  // ZeRO-3: the weights themselves are sharded, and the optimizer updates this rank's master shards.
-  precision_->shard_over(communicator, {config_.reshard_after_forward, config_.forward_prefetch}, generation_tp,
-                         groups);
-  if (precision_->sharding()) optimizer_->shard_over(precision_->sharding());
-  data_parallel_ = std::move(communicator);
+  engine_->shard_over(std::move(communicator), generation_tp, groups);
 }
 
 Optimizer& ActorWorker::optimizer() {
-  VERL_CHECK(optimizer_ != nullptr, "the reference policy has no optimizer");
-  return *optimizer_;
+  VERL_CHECK(role_ == PolicyRole::kActor, "the reference policy has no optimizer");
+  return engine_->optimizer();
 }
+
+std::shared_ptr<model::CausalLM> ActorWorker::compute_model() { return engine_->compute_model(); }
+MixedPrecision& ActorWorker::precision() { return engine_->precision(); }
+TrainEngine& ActorWorker::engine() { return *engine_; }
 
 DataProto ActorWorker::compute_log_prob(const DataProto& data, std::optional<bool> calculate_entropy) {
   bool entropy = calculate_entropy.value_or(false);
@@ -245,9 +243,7 @@ DataProto ActorWorker::compute_ref_log_prob(const DataProto& data) { return log_
 
 DataProto ActorWorker::log_prob_pass(const DataProto& data, bool calculate_entropy, const std::string& output_key,
                                      bool calculate_sum_pi_squared) {
-  torch::NoGradGuard no_grad;
-  model::CausalLM& model = *precision_->compute();
-  const torch::Device device = model.device();
+  const torch::Device device = engine_->model()->device();
   const torch::Tensor& responses = data.tensor("responses");
   VERL_CHECK_AS(DataError, responses.dim() == 2, "'responses' must be (bs, response_length), got ", responses.sizes());
   const int64_t response_length = responses.size(1);
@@ -258,13 +254,13 @@ DataProto ActorWorker::log_prob_pass(const DataProto& data, bool calculate_entro
                 "compute_log_prob needs 'input_ids' and 'attention_mask'");
 
   const std::vector<int64_t> seqlens = detail::row_token_counts(tensors["attention_mask"]);  // one host read
-  const detail::DataParallel dp(data_parallel_);
-  RowGroups groups = config_.log_prob_use_dynamic_bsz
-                         ? dp.dynamic_micro_batches(seqlens, config_.log_prob_max_token_len_per_gpu)
-                         : fixed_micro_batches(bs, *config_.log_prob_micro_batch_size_per_gpu);
+  const RowGroups groups = engine_->micro_batches(
+      seqlens, {config_.log_prob_use_dynamic_bsz, config_.log_prob_micro_batch_size_per_gpu.value_or(1),
+                config_.log_prob_max_token_len_per_gpu});
   const auto start = std::chrono::steady_clock::now();
   std::vector<torch::Tensor> log_probs, entropys, sums_pi_squared;
-  for (const auto& rows : groups) {
+  engine_->infer_batch(groups.size(), [&](model::CausalLM& model, size_t i) {
+    const auto& rows = groups[i];
     detail::TensorMap mb = config_.log_prob_use_dynamic_bsz ? detail::take_rows(tensors, rows, device) : tensors;
     if (!config_.log_prob_use_dynamic_bsz) {
       for (auto& [k, t] : mb) t = t.narrow(0, rows.front(), static_cast<int64_t>(rows.size()));
@@ -275,8 +271,7 @@ DataProto ActorWorker::log_prob_pass(const DataProto& data, bool calculate_entro
     log_probs.push_back(out.log_probs);
     if (calculate_entropy) entropys.push_back(out.entropy);
     if (calculate_sum_pi_squared) sums_pi_squared.push_back(out.sum_pi_squared);
-  }
-  precision_->release();  // ZeRO-3: the root unit stays gathered until the pass ends
+  });
   torch::Tensor lp = torch::cat(log_probs);
   torch::Tensor ent = calculate_entropy ? torch::cat(entropys) : torch::Tensor();
   torch::Tensor spp = calculate_sum_pi_squared ? torch::cat(sums_pi_squared) : torch::Tensor();
@@ -293,7 +288,8 @@ DataProto ActorWorker::log_prob_pass(const DataProto& data, bool calculate_entro
   if (spp.defined()) result.set_tensor("sum_pi_squared", spp.to(out_device));
   result.meta_info()["temperature"] = temperature;
   // verl's infer_batch reports the pass's MFU (forward only: a third of the training FLOPs).
-  result.meta_info()["metrics"] = Json{{"mfu", detail::worker_mfu(model, seqlens, start, /*forward_only=*/true)}};
+  result.meta_info()["metrics"] =
+      Json{{"mfu", detail::worker_mfu(*engine_->compute_model(), seqlens, start, /*forward_only=*/true)}};
   return result;
 }
 
@@ -332,7 +328,7 @@ Metrics ActorWorker::update(const DataProto& data, OnPolicyLogProbs* on_policy) 
   if (data.has_tensor("rollout_is_weights")) keys.push_back("rollout_is_weights");
   for (const auto& k : keys) check_response_tensor(data, k, bs, response_length);
 
-  const detail::DataParallel dp(data_parallel_);
+  const detail::DataParallel& dp = engine_->data_parallel();
   const int64_t global_mini_rows = config_.ppo_mini_batch_size * config_.rollout_n;
   const int64_t mini_rows = dp.local_rows(global_mini_rows, a + "ppo_mini_batch_size");
   VERL_CHECK_AS(ConfigError, bs % mini_rows == 0, "config key '", a, "ppo_mini_batch_size' = ",
@@ -350,8 +346,7 @@ Metrics ActorWorker::update(const DataProto& data, OnPolicyLogProbs* on_policy) 
                   "(compute_log_prob) and call update_policy");
   }
 
-  model::CausalLM& model = *precision_->compute();
-  const torch::Device device = model.device();
+  const torch::Device device = engine_->model()->device();
   const double temperature = temperature_of(data, config_.temperature);
   const bool entropy_in_loss = config_.calculate_entropy || config_.entropy_coeff != 0.0;
   // On-policy, the entropies are the old-log-prob pass's output (the trainer's actor/entropy metric).
@@ -384,12 +379,12 @@ Metrics ActorWorker::update(const DataProto& data, OnPolicyLogProbs* on_policy) 
     loss_config.global_batch_info.loss_scale_factor = config_.loss_scale_factor;
     const algo::GlobalBatchInfo& info = loss_config.global_batch_info;
 
-    RowGroups micro = config_.use_dynamic_bsz
-                          ? dp.dynamic_micro_batches(mb_seqlens, config_.ppo_max_token_len_per_gpu)
-                          : fixed_micro_batches(mini_rows, *config_.ppo_micro_batch_size_per_gpu);
-    optimizer_->zero_grad();
+    const RowGroups micro = engine_->micro_batches(
+        mb_seqlens, {config_.use_dynamic_bsz, config_.ppo_micro_batch_size_per_gpu.value_or(1),
+                     config_.ppo_max_token_len_per_gpu});
     double mini_batch_loss = 0.0;
-    for (const auto& rows : micro) {
+    const double grad_norm = engine_->train_batch(micro.size(), [&](model::CausalLM& model, size_t i) {
+      const auto& rows = micro[i];
       detail::TensorMap m = detail::take_rows(mb, rows, device);
       ResponseLogProbs out = response_log_probs(model, m["input_ids"], m["attention_mask"],
                                                 detail::get(m, "position_ids"), response_length, temperature,
@@ -419,19 +414,15 @@ Metrics ActorWorker::update(const DataProto& data, OnPolicyLogProbs* on_policy) 
         metrics.add_metric("actor/kl_loss", kl_loss.item<double>(), Agg::kSum);
         metrics.add_plain("actor/kl_coef", config_.kl_loss_coef);
       }
-      const double loss_scale = precision_->loss_scale();
-      (loss_scale == 1.0 ? policy_loss : policy_loss * loss_scale).backward();
-      precision_->accumulate_grads();  // into the master gradients, in the master dtype
       mini_batch_loss += policy_loss.item<double>();
-    }
-    const double grad_norm = optimizer_->step();  // sharded: averages the gradients over the ranks first
-    precision_->update_loss_scale(std::isfinite(grad_norm));
-    precision_->refresh();  // the next mini-batch (and the rollout) computes with the updated weights
+      return policy_loss;
+    });
     // verl's train_batch MFU: this mini-batch's FLOPs over its forward/backward/optimizer time.
-    metrics.add_plain("actor/mfu", detail::worker_mfu(model, mb_seqlens, mini_batch_start, /*forward_only=*/false));
+    metrics.add_plain("actor/mfu", detail::worker_mfu(*engine_->compute_model(), mb_seqlens, mini_batch_start,
+                                                      /*forward_only=*/false));
     metrics.add_plain("actor/loss", mini_batch_loss);
     metrics.add_plain("actor/grad_norm", grad_norm);
-    if (step + 1 == mini_batches.size()) metrics.add_plain("actor/lr", optimizer_->scheduler_step());
+    if (step + 1 == mini_batches.size()) metrics.add_plain("actor/lr", engine_->scheduler_step());
     metrics.end_mini_batch();
   }
   if (on_policy) {

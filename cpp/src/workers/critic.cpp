@@ -15,8 +15,7 @@
 #include "verl/workers/micro_batch.h"
 #include "verl/workers/response_forward.h"
 #include "worker_common.h"
-#include "workers/data_parallel.h"
-#include "workers/fully_sharded.h"
+#include "verl/workers/train_engine.h"
 #include "worker_config_util.h"
 
 namespace verl::workers {
@@ -97,22 +96,27 @@ CriticWorker::CriticWorker(CriticConfig config, std::shared_ptr<model::CausalLM>
   VERL_CHECK(model_->head_kind() == model::HeadKind::kValue,
              "CriticWorker needs a model with the value head (HeadKind::kValue)");
   config_.validate();
-  model_->set_gradient_checkpointing(config_.enable_gradient_checkpointing);
-  optimizer_ = std::make_unique<Optimizer>(model_->parameters(), config_.optim, "critic.optim");
+  TrainEngineOptions options;
+  options.dtype = config_.dtype;
+  options.dtype_key = "critic.fsdp.dtype";
+  options.optim = config_.optim;
+  options.optim_key = "critic.optim";
   // The critic is built from the actor's weights in the actor's dtype (critic.fsdp.model_dtype follows it).
-  const std::string warning =
-      low_precision_master_warning(model_->dtype(), "actor_rollout_ref.actor.fsdp_config.model_dtype (the critic's)");
-  if (!warning.empty()) std::cerr << warning << std::endl;
-  precision_ = std::make_unique<MixedPrecision>(
-      model_, resolve_compute_dtype(config_.dtype, "critic.fsdp.dtype", model_->device()));
-  // The MFU's peak is measured once per process; do it here, outside the trainer's timed stages.
-  device_peak_flops(model_->device(), precision_->compute_dtype());
+  options.model_dtype_key = "actor_rollout_ref.actor.fsdp_config.model_dtype (the critic's)";
+  options.gather = {config_.reshard_after_forward, config_.forward_prefetch};  // as the actor's
+  options.enable_gradient_checkpointing = config_.enable_gradient_checkpointing;
+  engine_ = std::make_unique<TrainEngine>(model_, std::move(options));
 }
 
+CriticWorker::~CriticWorker() = default;
+
+std::shared_ptr<model::CausalLM> CriticWorker::compute_model() { return engine_->compute_model(); }
+MixedPrecision& CriticWorker::precision() { return engine_->precision(); }
+Optimizer& CriticWorker::optimizer() { return engine_->optimizer(); }
+TrainEngine& CriticWorker::engine() { return *engine_; }
+
 DataProto CriticWorker::compute_values(const DataProto& data) {
-  torch::NoGradGuard no_grad;
-  model::CausalLM& model = *precision_->compute();
-  const torch::Device device = model.device();
+  const torch::Device device = engine_->model()->device();
   const torch::Tensor& responses = data.tensor("responses");
   VERL_CHECK_AS(DataError, responses.dim() == 2, "'responses' must be (bs, response_length), got ", responses.sizes());
   const int64_t response_length = responses.size(1);
@@ -120,18 +124,16 @@ DataProto CriticWorker::compute_values(const DataProto& data) {
   detail::TensorMap tensors = detail::gather_tensors(data, {"input_ids", "attention_mask", "position_ids"}, device);
   VERL_CHECK_AS(DataError, tensors.count("input_ids") && tensors.count("attention_mask"),
                 "compute_values needs 'input_ids' and 'attention_mask'");
-  const detail::DataParallel dp(data_parallel_);
-  RowGroups groups = config_.use_dynamic_bsz
-                         ? dp.dynamic_micro_batches(detail::row_token_counts(tensors["attention_mask"]),
-                                                    config_.forward_max_token_len_per_gpu)
-                         : fixed_micro_batches(bs, *config_.forward_micro_batch_size_per_gpu);
+  const RowGroups groups = engine_->micro_batches(
+      detail::row_token_counts(tensors["attention_mask"]),
+      {config_.use_dynamic_bsz, config_.forward_micro_batch_size_per_gpu.value_or(1),
+       config_.forward_max_token_len_per_gpu});
   std::vector<torch::Tensor> parts;
-  for (const auto& rows : groups) {
-    detail::TensorMap m = detail::take_rows(tensors, rows, device);
+  engine_->infer_batch(groups.size(), [&](model::CausalLM& model, size_t i) {
+    detail::TensorMap m = detail::take_rows(tensors, groups[i], device);
     parts.push_back(response_values(model, m["input_ids"], m["attention_mask"], detail::get(m, "position_ids"),
                                     response_length, config_.use_remove_padding));
-  }
-  precision_->release();  // ZeRO-3: the root unit stays gathered until the pass ends
+  });
   torch::Tensor values = torch::cat(parts);
   values = values.index_select(0, restore_order(groups, bs).to(device));
   DataProto result;
@@ -140,10 +142,7 @@ DataProto CriticWorker::compute_values(const DataProto& data) {
 }
 
 void CriticWorker::set_data_parallel(std::shared_ptr<dist::Communicator> communicator, const ShardGroups& groups) {
-  precision_->shard_over(communicator, {config_.reshard_after_forward, config_.forward_prefetch}, /*generation_tp=*/1,
-                         groups);  // as the actor's
-  if (precision_->sharding()) optimizer_->shard_over(precision_->sharding());
-  data_parallel_ = std::move(communicator);
+  engine_->shard_over(std::move(communicator), /*generation_tp=*/1, groups);
 }
 
 std::map<std::string, double> CriticWorker::update_critic(const DataProto& data) {
@@ -157,7 +156,7 @@ std::map<std::string, double> CriticWorker::update_critic(const DataProto& data)
     VERL_CHECK_AS(DataError, t.dim() == 2 && t.size(0) == bs && t.size(1) == response_length, "'", key,
                   "' must be (bs, response_length) = (", bs, ", ", response_length, "), got ", t.sizes());
   }
-  const detail::DataParallel dp(data_parallel_);
+  const detail::DataParallel& dp = engine_->data_parallel();
   const int64_t global_mini_rows = config_.ppo_mini_batch_size * config_.rollout_n;
   const int64_t mini_rows = dp.local_rows(global_mini_rows, k + "ppo_mini_batch_size");
   VERL_CHECK_AS(ConfigError, bs % mini_rows == 0, "config key '", k, "ppo_mini_batch_size' = ",
@@ -168,8 +167,7 @@ std::map<std::string, double> CriticWorker::update_critic(const DataProto& data)
                   "ppo_micro_batch_size_per_gpu' = ", *config_.ppo_micro_batch_size_per_gpu,
                   " does not divide the mini-batch of ", mini_rows, " rows");
   }
-  model::CausalLM& model = *precision_->compute();
-  const torch::Device device = model.device();
+  const torch::Device device = engine_->model()->device();
   detail::TensorMap tensors = detail::gather_tensors(
       data, {"input_ids", "attention_mask", "position_ids", "response_mask", "values", "returns"}, device);
   VERL_CHECK_AS(DataError, tensors.count("input_ids") && tensors.count("attention_mask"),
@@ -185,13 +183,12 @@ std::map<std::string, double> CriticWorker::update_critic(const DataProto& data)
     detail::TensorMap mb = detail::take_rows(tensors, mini_batches[step], device);
     const std::vector<int64_t> mb_seqlens = detail::select_rows(seqlens, mini_batches[step]);
     const double batch_num_tokens = dp.sum(mb["response_mask"].to(torch::kBool).sum().item<double>());
-    RowGroups micro = config_.use_dynamic_bsz
-                          ? dp.dynamic_micro_batches(mb_seqlens, config_.ppo_max_token_len_per_gpu)
-                          : fixed_micro_batches(mini_rows, *config_.ppo_micro_batch_size_per_gpu);
-    optimizer_->zero_grad();
+    const RowGroups micro = engine_->micro_batches(
+        mb_seqlens, {config_.use_dynamic_bsz, config_.ppo_micro_batch_size_per_gpu.value_or(1),
+                     config_.ppo_max_token_len_per_gpu});
     double mini_batch_loss = 0.0;
-    for (const auto& rows : micro) {
-      detail::TensorMap m = detail::take_rows(mb, rows, device);
+    const double grad_norm = engine_->train_batch(micro.size(), [&](model::CausalLM& model, size_t i) {
+      detail::TensorMap m = detail::take_rows(mb, micro[i], device);
       torch::Tensor vpreds = response_values(model, m["input_ids"], m["attention_mask"],
                                              detail::get(m, "position_ids"), response_length, config_.use_remove_padding);
       torch::Tensor mask = m["response_mask"].to(torch::kBool);
@@ -202,19 +199,15 @@ std::map<std::string, double> CriticWorker::update_critic(const DataProto& data)
       metrics.add_metric("critic/vf_loss", out.vf_loss.item<double>(), Agg::kSum);
       metrics.add_plain("critic/vf_clipfrac", out.vf_clipfrac.item<double>());
       metrics.add_plain("critic/vpred_mean", algo::masked_mean(vpreds.detach(), mask).item<double>());
-      const double loss_scale = precision_->loss_scale();
-      (loss_scale == 1.0 ? out.vf_loss : out.vf_loss * loss_scale).backward();
-      precision_->accumulate_grads();  // into the master gradients, in the master dtype
       mini_batch_loss += out.vf_loss.item<double>();
-    }
-    const double grad_norm = optimizer_->step();  // sharded: averages the gradients over the ranks first
-    precision_->update_loss_scale(std::isfinite(grad_norm));
-    precision_->refresh();
+      return out.vf_loss;
+    });
     // verl's train_batch MFU: this mini-batch's FLOPs over its forward/backward/optimizer time.
-    metrics.add_plain("critic/mfu", detail::worker_mfu(model, mb_seqlens, mini_batch_start, /*forward_only=*/false));
+    metrics.add_plain("critic/mfu", detail::worker_mfu(*engine_->compute_model(), mb_seqlens, mini_batch_start,
+                                                       /*forward_only=*/false));
     metrics.add_plain("critic/loss", mini_batch_loss);
     metrics.add_plain("critic/grad_norm", grad_norm);
-    if (step + 1 == mini_batches.size()) metrics.add_plain("critic/lr", optimizer_->scheduler_step());
+    if (step + 1 == mini_batches.size()) metrics.add_plain("critic/lr", engine_->scheduler_step());
     metrics.end_mini_batch();
   }
   return metrics.reduce();

@@ -1,5 +1,5 @@
 // Gradient averaging and global loss normalisation over data-parallel ranks (see workers/data_parallel.h).
-#include "workers/data_parallel.h"
+#include "verl/workers/data_parallel.h"
 
 #include <torch/torch.h>
 
@@ -32,6 +32,12 @@ void DataParallel::broadcast_from_controller(const std::vector<torch::Tensor>& t
   if (!comm_ || comm_->world_size() == 1) return;
   torch::NoGradGuard no_grad;
   for (torch::Tensor t : tensors) comm_->broadcast_(t, 0);
+}
+
+void DataParallel::broadcast_model_from_controller(model::CausalLM& model) const {
+  std::vector<torch::Tensor> state;
+  for (auto& [name, t] : model.named_state()) state.push_back(t);
+  broadcast_from_controller(state);
 }
 
 }  // namespace verl::workers::detail

@@ -26,7 +26,7 @@
 // number of micro-batches on every rank. The rollout engine cannot decode on the sharded module (rows finish at
 // different steps on different ranks); it gets the weights through for_each_unit_state().
 //
-// The generation layout (the 3D-HybridEngine, DESIGN.md section 8; workers/shard_layout.h defines it). With a
+// The generation layout (the 3D-HybridEngine, docs/architecture.md section 5; workers/shard_layout.h defines it). With a
 // rollout of tensor-parallel size t, a unit's flat image is laid out by TP slice, and rank (k, j) keeps piece j of
 // block k. Training gathers all N pieces and puts the slices back in place (a copy; with t = 1 the image is the
 // natural one and the parameters view it directly). The hand-over to the generation layout (for_each_unit_tp_shard)

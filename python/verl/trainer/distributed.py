@@ -119,6 +119,8 @@ def rollout_tensor_parallel_size(config: Any, world_size: int) -> int:
 
 
 FSDP_SIZE_KEYS = {"actor": "actor_rollout_ref.actor.fsdp_config.fsdp_size", "critic": "critic.fsdp.fsdp_size"}
+# The SFT and DPO trainers' one trained model (sft_trainer.yaml's engine block).
+ENGINE_FSDP_SIZE_KEY = "engine.fsdp_size"
 
 
 def fsdp_size(config: Any, role: str, world_size: int) -> int:
@@ -126,7 +128,7 @@ def fsdp_size(config: Any, role: str, world_size: int) -> int:
     all of them; fewer: HSDP, sharded within groups of that many consecutive ranks and replicated across the groups).
     ConfigError unless it divides the job's ranks, and for the actor unless the rollout's tensor-parallel size divides
     it (the 3D-HybridEngine lays the shards out within each group)."""
-    key = FSDP_SIZE_KEYS[role]
+    key = FSDP_SIZE_KEYS.get(role, ENGINE_FSDP_SIZE_KEY)
     size = config.get(key)
     if size is None or size == -1:
         size = world_size
@@ -175,7 +177,13 @@ def _new_groups(config: Any, communicator: Any, groups: list[list[int]]) -> Any:
     return _C.dist.Communicator(mine, device=communicator.device, timeout_s=timeout_seconds(config))
 
 
+# The SFT / DPO trainers' collective timeout: verl's default actor_rollout_ref.nccl_timeout (their config has no key).
+SFT_TIMEOUT_S = 600.0
+
+
 def timeout_seconds(config: Any) -> float:
+    if "actor_rollout_ref" not in config:  # the SFT tree
+        return SFT_TIMEOUT_S
     value = config.get("actor_rollout_ref.nccl_timeout")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         raise ConfigError(f"actor_rollout_ref.nccl_timeout must be a positive number of seconds, got {value!r}")
@@ -192,6 +200,22 @@ def communicator(config: Any, device: str, launch: LaunchEnv | None = None) -> A
     rollout_tensor_parallel_size(config, trainers)
     for role in FSDP_SIZE_KEYS:
         fsdp_size(config, role, trainers)
+    return _world_communicator(device, launch, timeout_seconds(config))
+
+
+def data_parallel_communicator(config: Any, device: str, launch: LaunchEnv | None = None) -> Any:
+    """The SFT and DPO trainers' job (SPMD: every rank runs the same loop on the same batches and trains on its share,
+    verl's torchrun SFT): the communicator over ``trainer.nnodes x trainer.n_gpus_per_node`` ranks, None for one
+    process. ConfigError when the launch does not match those keys or ``engine.fsdp_size`` does not divide them."""
+    launch = launch or LaunchEnv.from_environ()
+    check_layout(config, launch.world_size)
+    fsdp_size(config, "engine", launch.world_size)
+    return _world_communicator(device, launch, timeout_seconds(config))
+
+
+def _world_communicator(device: str, launch: LaunchEnv, timeout: float) -> Any:
+    """The world's ``verl._C.dist.Communicator`` (None for one process); creates torch.distributed's default process
+    group from the launcher's rendezvous unless the caller already did (then it is used as it is)."""
     if launch.world_size == 1:
         return None
     import torch
@@ -199,7 +223,6 @@ def communicator(config: Any, device: str, launch: LaunchEnv | None = None) -> A
 
     from .. import _C
 
-    timeout = timeout_seconds(config)
     on_cuda = str(device).startswith("cuda")
     if on_cuda:
         torch.cuda.set_device(launch.local_rank)

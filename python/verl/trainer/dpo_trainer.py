@@ -53,7 +53,8 @@ from ..config import Config, load_sft_config
 from ..errors import ConfigError, DataError
 from ..utils.dataset.preference_dataset import PreferenceDataset, collate_preference
 from .ppo_trainer import _DTYPES, _load_model
-from .sft_trainer import SFTTrainer, _as_cpp_batch, as_sft_config, cli_exit_status
+from . import distributed
+from .sft_trainer import SFTTrainer, _as_cpp_batch, as_sft_config, cli_exit_status, spawns_local_ranks
 
 __all__ = ["DPOTrainer", "DPO_DEFAULTS", "as_dpo_config", "main"]
 
@@ -259,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
         if print_config:
             sys.stdout.write(_print_config(config, dpo))
             return 0
+        if spawns_local_ranks(config):
+            return distributed.launch_local_workers(distributed.trainer_world_size(config), list(args),
+                                                    module="verl.trainer.dpo_trainer")
         DPOTrainer(config={**config.to_dict(resolve=False), "dpo": dpo}).fit()
         return 0
 

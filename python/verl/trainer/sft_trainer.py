@@ -36,6 +36,7 @@ from ..errors import CheckpointError, ConfigError, DataError
 from ..protocol import DataProto
 from ..utils.dataset.dataloader import ResumableDataLoader
 from ..utils.dataset.sft_dataset import SFTDataset, collate_sft
+from . import distributed
 from .checkpointing import CheckpointDirectory, read_json, tokenizer_dir, write_json
 from .ppo_trainer import _DTYPES, _device, _load_model
 from .rl_config import _set_tree
@@ -123,6 +124,14 @@ class SFTTrainer:
         else:
             self.total_training_steps = int(configured) if configured else None
         self._trainer = self._make_step(module)
+        # torchrun (or the one-command spawn) over trainer.nnodes x trainer.n_gpus_per_node ranks: SPMD, as verl's
+        # SFT -- every rank runs this loop on the same batches and trains on its share (ZeRO-3 over engine.fsdp_size);
+        # rank 0 logs and writes the checkpoint's shared files.
+        self.launch = distributed.LaunchEnv.from_environ()
+        self.communicator = distributed.data_parallel_communicator(cfg, str(self.device), self.launch)
+        if self.communicator is not None:
+            shard, replicas = distributed.shard_groups(cfg, self.communicator, "engine")
+            self._trainer.set_data_parallel(self.communicator, shard, replicas)
         self.global_steps = 0
         self.epoch = 0
         self.total_tokens = 0
@@ -225,9 +234,16 @@ class SFTTrainer:
         return {"val/loss": loss_sum / num_tokens}
 
     # -- the loop -------------------------------------------------------------------------------------
+    @property
+    def rank(self) -> int:
+        """This process's data-parallel rank (0 in one process)."""
+        return self.communicator.rank if self.communicator is not None else 0
+
     def _tracker(self) -> Any:
         from ..utils.tracking import tracking_from_config
 
+        if self.rank != 0:  # every rank computes the global metrics; rank 0 logs them
+            return _NoTracker()
         return tracking_from_config(self.config, total_steps=self.total_training_steps)
 
     def fit(self) -> dict[str, float] | None:
@@ -292,29 +308,74 @@ class SFTTrainer:
         import verl.models as models
 
         tokenizer_dir = self._tokenizer_dir()
+        engine = self._trainer.engine
+        if engine.sharded:
+            return self._save_sharded_checkpoint(tokenizer_dir)
 
         def write(tmp: str) -> None:
             actor = os.path.join(tmp, "actor")
             models.save_pretrained(self.model, actor, tokenizer_dir=tokenizer_dir)
             if tokenizer_dir is None and callable(getattr(self.tokenizer, "save_pretrained", None)):
                 self.tokenizer.save_pretrained(actor)  # a transformers tokenizer without a local directory
-            self._trainer.save_optimizer(os.path.join(actor, "optim.pt"))
-            write_json(os.path.join(tmp, "trainer_state.json"), {
-                "global_step": self.global_steps, "epoch": self.epoch, "total_tokens": self.total_tokens,
-                "dataloader": self.train_dataloader.state_dict() if self.train_dataloader is not None else None})
+            engine.save_checkpoint(actor)  # optim.pt
+            self._write_trainer_state(tmp)
 
         path = CheckpointDirectory(self.checkpoint_dir).save(self.global_steps, write,
                                                              self.config.get("trainer.max_ckpt_to_keep"))
         self._hf_model_path = os.path.join(path, "actor")
         return path
 
-    def load_checkpoint(self, path: str) -> None:
-        """Restores the weights, the optimizer and scheduler states, the step and the dataloader position."""
-        from verl.models import safetensors
+    def _write_trainer_state(self, tmp: str) -> None:
+        write_json(os.path.join(tmp, "trainer_state.json"), {
+            "global_step": self.global_steps, "epoch": self.epoch, "total_tokens": self.total_tokens,
+            "dataloader": self.train_dataloader.state_dict() if self.train_dataloader is not None else None})
 
+    def _save_sharded_checkpoint(self, tokenizer_dir: str | None) -> str:
+        """Over several ranks, as verl's FSDP checkpoints: ``actor/`` holds every rank's
+        ``model_world_size_N_rank_r.safetensors`` and ``optim_world_size_N_rank_r.safetensors`` beside rank 0's
+        config.json and tokenizer files (nothing gathers the model; ``python -m verl.model_merger merge --backend fsdp``
+        joins them into a Hugging Face checkpoint). Rank 0 stages the step directory and renames it into place once
+        every rank has written; a failure on any rank fails the save on every rank and leaves the previous checkpoint."""
+        comm, engine = self.communicator, self._trainer.engine
+
+        def write_shards(tmp: str) -> None:
+            error = None
+            try:
+                engine.save_checkpoint(os.path.join(tmp, "actor"), tokenizer_dir)
+            except Exception as e:  # noqa: BLE001 -- reported to every rank below
+                error = e
+            if comm.all_reduce_sum(0.0 if error is None else 1.0) > 0:
+                raise error if error is not None else CheckpointError(
+                    f"saving the checkpoint of step {self.global_steps} failed on another rank")
+
+        if self.rank != 0:
+            tmp = comm.broadcast_bytes(b"", 0).decode()
+            if not tmp:
+                raise CheckpointError(f"rank 0 could not stage the checkpoint of step {self.global_steps}")
+            write_shards(tmp)
+            comm.barrier()  # rank 0 renamed the step into place (or failed)
+            path = CheckpointDirectory(self.checkpoint_dir).step_dir(self.global_steps)
+            self._hf_model_path = os.path.join(path, "actor")
+            return path
+
+        def write(tmp: str) -> None:
+            comm.broadcast_bytes(tmp.encode(), 0)
+            write_shards(tmp)
+            self._write_trainer_state(tmp)
+
+        try:
+            path = CheckpointDirectory(self.checkpoint_dir).save(self.global_steps, write,
+                                                                 self.config.get("trainer.max_ckpt_to_keep"))
+        finally:
+            comm.barrier()
+        self._hf_model_path = os.path.join(path, "actor")
+        return path
+
+    def load_checkpoint(self, path: str) -> None:
+        """Restores the weights, the optimizer and scheduler states, the step and the dataloader position (every
+        rank; a sharded checkpoint at any number of ranks)."""
         actor = os.path.join(path, "actor")
-        self.model._module.load_state_dict(safetensors.load_checkpoint_dir(actor), True)
-        self._trainer.load_optimizer(os.path.join(actor, "optim.pt"))
+        self._trainer.engine.load_checkpoint(actor)
         state = read_json(os.path.join(path, "trainer_state.json"))
         try:
             self.global_steps = int(state["global_step"])
@@ -332,6 +393,27 @@ class SFTTrainer:
                                                                    self.config.get("trainer.resume_from_path"))
         if path is not None:
             self.load_checkpoint(path)
+
+
+def spawns_local_ranks(config: Config) -> bool:
+    """``trainer.n_gpus_per_node=N`` (N > 1) without torchrun: the command starts its N local ranks itself (one node;
+    ConfigError for ``trainer.nnodes`` > 1, which needs torchrun on every node)."""
+    if "WORLD_SIZE" in os.environ or distributed.trainer_world_size(config) == 1:
+        return False
+    if int(config.get("trainer.nnodes")) > 1:
+        raise ConfigError("trainer.nnodes > 1 needs torchrun on every node (torchrun --nnodes <trainer.nnodes> "
+                          "--nproc_per_node <trainer.n_gpus_per_node> -m verl.trainer.sft_trainer ...)")
+    return True
+
+
+class _NoTracker:
+    """A data-parallel rank other than 0: rank 0 logs the (global) metrics."""
+
+    def log(self, data: Any, step: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
 
 
 def cli_exit_status(run: Callable[[], int | None]) -> int:
@@ -364,6 +446,9 @@ def main(argv: list[str] | None = None) -> int:
         if print_config:
             sys.stdout.write(config.to_yaml())
             return 0
+        if spawns_local_ranks(config):
+            return distributed.launch_local_workers(distributed.trainer_world_size(config), list(args),
+                                                    module="verl.trainer.sft_trainer")
         SFTTrainer(config=config).fit()
         return 0
 

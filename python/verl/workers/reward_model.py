@@ -11,7 +11,7 @@ Input: when ``reward_model.model.input_tokenizer`` (the actor's tokenizer) is se
 RM tokenizer's chat template (``add_generation_prompt=False``), as verl does for an RM with another vocabulary;
 otherwise the actor's ``input_ids`` / ``attention_mask`` are scored as they are.
 
-Why Python: the re-rendering needs the RM's Jinja chat template (rendered in Python, DESIGN.md §4), and the reward
+Why Python: the re-rendering needs the RM's Jinja chat template (rendered in Python: docs/architecture.md, section 7), and the reward
 is already a Python callback of the C++ step; the forward pass itself is the C++ model (``forward_packed``,
 padding removed), so the worker adds no per-token Python work.
 """

@@ -62,7 +62,10 @@ DPOConfig dpo_config(const std::vector<std::string>& overrides = {}, double beta
                      const std::string& type = "sigmoid", double lr = 0.01) {
   std::vector<std::string> all = {"data.micro_batch_size_per_gpu=2", "data.use_dynamic_bsz=false",
                                   "optim.lr=" + std::to_string(lr), "optim.weight_decay=0.0",
-                                  "model.enable_gradient_checkpointing=false"};
+                                  "model.enable_gradient_checkpointing=false",
+                                  // these tests hold the step to an fp64 computation: the model's own dtype computes
+                                  // (the shipped `auto` is bf16 on a CPU with bf16 units)
+                                  "engine.dtype=fp32"};
   all.insert(all.end(), overrides.begin(), overrides.end());
   return DPOConfig::from_config(Config::load_sft("", all), beta, ls, type, 10);
 }

@@ -65,7 +65,10 @@ SFTConfig sft_config(const std::vector<std::string>& overrides = {}, int64_t tot
   std::vector<std::string> all = {"data.train_batch_size=6", "data.micro_batch_size_per_gpu=2",
                                   "data.use_dynamic_bsz=false", "optim.lr=0.01", "optim.weight_decay=0.1",
                                   "optim.clip_grad=0.05", "optim.lr_scheduler_type=cosine",
-                                  "model.enable_gradient_checkpointing=false"};
+                                  "model.enable_gradient_checkpointing=false",
+                                  // these tests hold the step to an fp64 computation: the model's own dtype computes
+                                  // (the shipped `auto` is bf16 on a CPU with bf16 units)
+                                  "engine.dtype=fp32"};
   all.insert(all.end(), overrides.begin(), overrides.end());
   return SFTConfig::from_config(Config::load_sft("", all), total_steps);
 }
@@ -360,6 +363,8 @@ TEST_CASE("sft config: verl's sft_trainer keys and defaults, its own rules", "[t
   CHECK(c.get_as<std::string>("trainer.default_local_dir") == "checkpoints/gsm8k-sft/test");
   SFTConfig s = SFTConfig::from_config(c);
   CHECK(s.use_dynamic_bsz);
+  CHECK(s.dtype == "auto");  // engine.dtype: the actor's default
+  CHECK(s.reshard_after_forward);
   CHECK(s.max_token_len_per_gpu == 8192);
   CHECK(s.optim.clip_grad == 1.0);
   CHECK(s.optim.weight_decay == 0.01);

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "dist/thread_group.h"
-#include "workers/data_parallel.h"
+#include "verl/workers/data_parallel.h"
 
 using verl::workers::RowGroups;
 using verl::workers::detail::DataParallel;

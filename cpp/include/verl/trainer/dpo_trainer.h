@@ -57,6 +57,12 @@ class VERL_API DPOTrainer {
   // policy's vocabulary, device and the LM head. ConfigError for an invalid config.
   DPOTrainer(DPOConfig config, std::shared_ptr<model::CausalLM> policy,
              std::shared_ptr<model::CausalLM> reference = nullptr);
+  ~DPOTrainer();
+
+  // Data parallelism over `communicator`'s ranks, as SFTTrainer::set_data_parallel: the policy ZeRO-3 sharded (HSDP
+  // with `groups`), every rank training on its contiguous share of the pairs, metrics those of the global batch. The
+  // frozen reference stays whole on every rank (it only runs forwards on the rank's own pairs).
+  void set_data_parallel(std::shared_ptr<dist::Communicator> communicator, const workers::ShardGroups& groups = {});
 
   // One optimizer + scheduler step over the batch: the reference log-probs of every sequence once (no gradients),
   // then per micro-batch the policy's and the loss (mean over the batch's pairs), gradients accumulated, clipped
@@ -73,7 +79,9 @@ class VERL_API DPOTrainer {
   // without gradients. DataError as train_step.
   torch::Tensor sequence_log_probs(const DataProto& batch, bool reference = false);
 
-  workers::Optimizer& optimizer() { return *optimizer_; }
+  workers::Optimizer& optimizer();
+  // The policy's training engine: checkpoints (save_checkpoint / load_checkpoint), weight bytes, sharding.
+  workers::TrainEngine& engine() { return *engine_; }
   const DPOConfig& config() const { return config_; }
   std::shared_ptr<model::CausalLM> model() const { return policy_; }
   std::shared_ptr<model::CausalLM> reference() const { return reference_; }
@@ -81,10 +89,13 @@ class VERL_API DPOTrainer {
   void set_global_step(int64_t step) { global_step_ = step; }
 
  private:
+  std::unique_ptr<workers::TrainEngine> make_reference_engine() const;
+
   DPOConfig config_;
   std::shared_ptr<model::CausalLM> policy_;
   std::shared_ptr<model::CausalLM> reference_;
-  std::unique_ptr<workers::Optimizer> optimizer_;
+  std::unique_ptr<workers::TrainEngine> engine_;            // the policy's
+  std::unique_ptr<workers::TrainEngine> reference_engine_;  // the reference's: forwards only
   int64_t global_step_ = 0;
 };
 

@@ -402,7 +402,8 @@ class VERL_API PPOTrainer {
   bool rollout_copy_of_shards() { return engine_ && actor_ && actor_->precision().sharding() != nullptr; }
   // InvalidArgument naming `what` on a rollout pool's rank.
   void check_trains(const std::string& what) const;
-  std::pair<workers::MixedPrecision*, workers::Optimizer*> trained(const std::string& role);  // the compute weights' version sum the engine's own copy was made from
+  // The training engine of a trained role ("actor", "critic", "cost_critic"): InvalidArgument for another.
+  workers::TrainEngine& engine_of(const std::string& role);  // the compute weights' version sum the engine's own copy was made from
   std::unique_ptr<algo::KLController> kl_ctrl_;
   int64_t global_step_ = 0;
   int64_t validation_count_ = 0;
@@ -425,7 +426,7 @@ class VERL_API PPOTrainer {
 }  // namespace verl::trainer
 
 namespace verl {
-// The names DESIGN.md promises C++ applications: verl::PPOTrainer trainer(config, models, reward_fn).
+// The names docs/architecture.md (section 1) promises C++ applications: verl::PPOTrainer trainer(config, models, reward_fn).
 using trainer::PPOTrainer;
 using trainer::RewardFn;
 using trainer::RewardOutput;

@@ -10,6 +10,10 @@
 // The loss of a step is -sum(log p(target)) / (number of targets in the whole batch): token-mean over the
 // global batch whatever the micro-batching, as verl's sft_loss with batch_num_tokens. Used by
 // python/verl/trainer/sft_trainer.py (datasets, loop, checkpoints) through verl._C.trainer.SFTTrainer.
+//
+// The step runs on the training engine every role shares (workers/train_engine.h: mixed precision, ZeRO-3 / HSDP,
+// the optimizer and schedule); set_data_parallel() spreads it over data-parallel ranks (torchrun), each rank taking
+// its share of every batch, with the loss, the gradients and the metrics of the one-process step.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +26,16 @@
 #include "verl/core/export.h"
 #include "verl/data/data_proto.h"
 #include "verl/model/transformer.h"
+#include "verl/workers/mixed_precision.h"
 #include "verl/workers/optim.h"
+
+namespace verl::dist {
+class Communicator;
+}  // namespace verl::dist
+
+namespace verl::workers {
+class TrainEngine;  // verl/workers/train_engine.h
+}  // namespace verl::workers
 
 namespace verl::trainer {
 
@@ -32,6 +45,12 @@ struct VERL_API SFTConfig {
   int64_t max_token_len_per_gpu = 8192;   // data.max_token_len_per_gpu
   bool use_remove_padding = true;         // model.use_remove_padding
   bool enable_gradient_checkpointing = true;  // model.enable_gradient_checkpointing
+  // engine.dtype: the compute dtype of every forward and backward (verl/workers/mixed_precision.h; `auto`: bf16 where
+  // the device multiplies bf16 natively, else fp32), the model's own dtype (model.dtype) holding the master weights
+  // and the optimizer state.
+  std::string dtype = "auto";
+  bool reshard_after_forward = true;      // engine.reshard_after_forward (ZeRO-3 over several ranks)
+  bool forward_prefetch = false;          // engine.forward_prefetch
   workers::OptimConfig optim;             // optim.*
 
   // Reads a Config::load_sft() tree. `total_training_steps` (the trainer's count: every batch of every
@@ -52,6 +71,14 @@ class VERL_API SFTTrainer {
  public:
   // Trains `model` in place (shared, not copied). Throws ConfigError for an invalid config.
   SFTTrainer(SFTConfig config, std::shared_ptr<model::CausalLM> model);
+  ~SFTTrainer();
+
+  // Data parallelism over `communicator`'s ranks (null or one rank: one process): ZeRO-3 (HSDP with `groups`), every
+  // rank keeping 1/N of the weights and of the optimizer state. Every rank then calls train_step with the same global
+  // batch and trains on its contiguous share of the rows (data.train_batch_size must divide over the ranks); the loss
+  // is normalised by all ranks' targets and the returned metrics are the global batch's, as one process's. loss_sum
+  // runs the whole batch on every rank. Before the first step, with the same weights on every rank.
+  void set_data_parallel(std::shared_ptr<dist::Communicator> communicator, const workers::ShardGroups& groups = {});
 
   // One optimizer step over the whole batch (micro-batched by micro_batch_size_per_gpu rows or by the
   // max_token_len_per_gpu budget, gradients accumulated), then one scheduler step. Returns verl's
@@ -68,7 +95,9 @@ class VERL_API SFTTrainer {
   // batches throw DataError as train_step does.
   SFTLossSum loss_sum(const DataProto& batch);
 
-  workers::Optimizer& optimizer() { return *optimizer_; }
+  workers::Optimizer& optimizer();
+  // The training engine the step runs on: checkpoints (save_checkpoint / load_checkpoint), weight bytes, sharding.
+  workers::TrainEngine& engine() { return *engine_; }
   const SFTConfig& config() const { return config_; }
   std::shared_ptr<model::CausalLM> model() const { return model_; }
   int64_t global_step() const { return global_step_; }
@@ -77,7 +106,7 @@ class VERL_API SFTTrainer {
  private:
   SFTConfig config_;
   std::shared_ptr<model::CausalLM> model_;
-  std::unique_ptr<workers::Optimizer> optimizer_;
+  std::unique_ptr<workers::TrainEngine> engine_;
   int64_t global_step_ = 0;
 };
 

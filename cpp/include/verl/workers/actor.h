@@ -32,6 +32,8 @@ class Communicator;
 
 namespace verl::workers {
 
+class TrainEngine;  // verl/workers/train_engine.h
+
 using Metrics = std::map<std::string, double>;
 
 // Which config block a log-prob pass reads its micro-batching from.
@@ -94,6 +96,7 @@ class VERL_API ActorWorker {
   // optimizer. A trained bf16/fp16 model logs low_precision_master_warning to stderr.
   ActorWorker(const Config& config, std::shared_ptr<model::CausalLM> model, PolicyRole role = PolicyRole::kActor);
   ActorWorker(ActorConfig config, std::shared_ptr<model::CausalLM> model, PolicyRole role = PolicyRole::kActor);
+  ~ActorWorker();
 
   // Log-probs of the responses under the current weights, no gradient: DataProto with
   // `old_log_probs` (bs, response_length) and, when calculate_entropy (or meta_info
@@ -146,9 +149,11 @@ class VERL_API ActorWorker {
   std::shared_ptr<model::CausalLM> model() const { return model_; }
   // The model the passes run on, its weights those of model() in the compute dtype (model() itself when
   // nothing is mixed), refreshed if model() changed since. The rollout engine generates from it.
-  std::shared_ptr<model::CausalLM> compute_model() { return precision_->compute(); }
-  MixedPrecision& precision() { return *precision_; }
+  std::shared_ptr<model::CausalLM> compute_model();
+  MixedPrecision& precision();
   Optimizer& optimizer();  // InvalidArgument for the reference role
+  // The training engine the passes and the update run on (workers/train_engine.h).
+  TrainEngine& engine();
 
  private:
   DataProto log_prob_pass(const DataProto& data, bool calculate_entropy, const std::string& output_key,
@@ -164,9 +169,7 @@ class VERL_API ActorWorker {
   std::shared_ptr<model::CausalLM> model_;
   PolicyRole role_;
   algo::PolicyLossFn policy_loss_fn_;
-  std::unique_ptr<Optimizer> optimizer_;
-  std::unique_ptr<MixedPrecision> precision_;
-  std::shared_ptr<dist::Communicator> data_parallel_;
+  std::unique_ptr<TrainEngine> engine_;
 };
 
 }  // namespace verl::workers

@@ -58,11 +58,14 @@ struct VERL_API CriticConfig {
   void validate() const;
 };
 
+class TrainEngine;  // verl/workers/train_engine.h
+
 class VERL_API CriticWorker {
  public:
   // `model` must have the value head (HeadKind::kValue); shared, trained in place.
   CriticWorker(const Config& config, std::shared_ptr<model::CausalLM> model);
   CriticWorker(CriticConfig config, std::shared_ptr<model::CausalLM> model);
+  ~CriticWorker();
 
   // DataProto{values (bs, response_length)}: the value of the state before each response token
   // (verl's values[:, -response_length-1:-1]), 0 at padding. No gradient; micro-batched by
@@ -88,16 +91,16 @@ class VERL_API CriticWorker {
   const CriticConfig& config() const { return config_; }
   std::shared_ptr<model::CausalLM> model() const { return model_; }
   // The model the passes run on: model() in the compute dtype (model() itself when nothing is mixed).
-  std::shared_ptr<model::CausalLM> compute_model() { return precision_->compute(); }
-  MixedPrecision& precision() { return *precision_; }
-  Optimizer& optimizer() { return *optimizer_; }
+  std::shared_ptr<model::CausalLM> compute_model();
+  MixedPrecision& precision();
+  Optimizer& optimizer();
+  // The training engine the passes and the update run on (workers/train_engine.h).
+  TrainEngine& engine();
 
  private:
   CriticConfig config_;
   std::shared_ptr<model::CausalLM> model_;
-  std::unique_ptr<Optimizer> optimizer_;
-  std::unique_ptr<MixedPrecision> precision_;
-  std::shared_ptr<dist::Communicator> data_parallel_;
+  std::unique_ptr<TrainEngine> engine_;
 };
 
 }  // namespace verl::workers

@@ -14,6 +14,7 @@
 
 #include "verl/core/export.h"
 #include "verl/dist/communicator.h"
+#include "verl/model/transformer.h"
 #include "verl/workers/micro_batch.h"
 
 namespace verl::workers::detail {
@@ -34,6 +35,8 @@ class VERL_API DataParallel {
   RowGroups dynamic_micro_batches(const std::vector<int64_t>& seq_lens, int64_t max_token_len) const;
   // Every rank's `tensors` take rank 0's values (the initial weights of replicas built independently).
   void broadcast_from_controller(const std::vector<torch::Tensor>& tensors) const;
+  // Every rank's `model` takes rank 0's weights and buffers (verl's FSDP sync_module_states), before it is sharded.
+  void broadcast_model_from_controller(model::CausalLM& model) const;
 
  private:
   std::shared_ptr<dist::Communicator> comm_;
