@@ -66,7 +66,7 @@ VERL_API std::tuple<torch::Tensor, torch::Tensor> gae_advantage_return(const tor
 // separate ATen ops round them. x (bs, heads, q, d), d even; cos / sin (bs, q, d) of x's dtype.
 VERL_API torch::Tensor rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
-// RMSNorm as model::RMSNorm computes it (model::rms_norm_ops): x (..., dim), weight (dim,). CUDA: one fused
+// RMSNorm as model::RMSNorm computes it (kernels::aten::rms_norm): x (..., dim), weight (dim,). CUDA: one fused
 // kernel where x and weight share a dtype (its sum of squares adds in its own order, so the result may differ
 // from the op sequence's in the last bit); other devices, and CUDA with mixed dtypes, run the op sequence itself
 // -- so the CPU has no kernel of its own, and stays bitwise equal to the trainer's forward.

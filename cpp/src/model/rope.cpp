@@ -3,22 +3,10 @@
 #include "verl/model/rope.h"
 
 #include "verl/core/error.h"
+#include "kernels/aten/compositions.h"
 #include "kernels/ops.h"
 
 namespace verl::model {
-
-namespace {
-
-torch::Tensor rotate_half(const torch::Tensor& x) {
-  const int64_t half = x.size(-1) / 2;
-  return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
-}
-
-}  // namespace
-
-torch::Tensor apply_rotary_ops(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
-  return x * cos.unsqueeze(1) + rotate_half(x) * sin.unsqueeze(1);
-}
 
 torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
   const bool needs_grad =
@@ -27,7 +15,7 @@ torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos, con
                      cos.scalar_type() == x.scalar_type() && sin.scalar_type() == x.scalar_type() &&
                      cos.dim() == 3 && cos.sizes() == sin.sizes() && cos.size(0) == x.size(0) &&
                      cos.size(1) == x.size(2) && cos.size(2) == x.size(3);
-  return fused ? kernels::rotary(x, cos, sin) : apply_rotary_ops(x, cos, sin);
+  return fused ? kernels::rotary(x, cos, sin) : kernels::aten::rotary(x, cos, sin);
 }
 
 }  // namespace verl::model

@@ -7,6 +7,7 @@
 
 #include "core/host_arrays.h"
 #include "core/untrusted.h"
+#include "kernels/aten/compositions.h"
 #include "kernels/ops.h"
 #include "verl/core/error.h"
 #include "verl/dist/communicator.h"
@@ -157,13 +158,7 @@ RMSNorm::RMSNorm(int64_t dim, double eps) : eps_(eps) {
   weight = register_parameter("weight", torch::ones({dim}));
 }
 
-torch::Tensor rms_norm_ops(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
-  torch::Tensor h = x.to(torch::kFloat);
-  h = h * torch::rsqrt(h.pow(2).mean(-1, true) + eps);
-  return weight * h.to(x.scalar_type());
-}
-
-torch::Tensor RMSNorm::forward(const torch::Tensor& x) { return rms_norm_ops(x, weight, eps_); }
+torch::Tensor RMSNorm::forward(const torch::Tensor& x) { return kernels::aten::rms_norm(x, weight, eps_); }
 
 torch::Tensor RMSNorm::forward_inference(const torch::Tensor& x) {
   VERL_CHECK(!torch::GradMode::is_enabled() || !(x.requires_grad() || weight.requires_grad()),

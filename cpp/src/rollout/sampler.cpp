@@ -21,22 +21,6 @@ double stream_uniform(uint64_t seed, uint64_t step) {
   return static_cast<double>(h >> 11) * (1.0 / 9007199254740992.0);  // 53 bits -> [0, 1)
 }
 
-void SamplerRows::clear() {
-  temperature.clear();
-  top_k.clear();
-  top_p.clear();
-  min_p.clear();
-  uniform.clear();
-}
-
-void SamplerRows::push(double t, int64_t k, double p, double mp, double u) {
-  temperature.push_back(t);
-  top_k.push_back(k);
-  top_p.push_back(p);
-  min_p.push_back(mp);
-  uniform.push_back(u);
-}
-
 SampleResult sample(const torch::Tensor& logits_in, const SamplerRows& rows, bool allow_simd) {
   VERL_CHECK(logits_in.dim() == 2 && logits_in.size(0) == static_cast<int64_t>(rows.size()),
              "sample: logits must be (rows, vocab) with one SamplerRows entry per row, got ", logits_in.sizes(),

@@ -166,7 +166,7 @@ TEST_CASE("kernels: kv_cache_write on each device equals index_copy_ bit for bit
 TEST_CASE("kernels: sample on each device against the ATen sampler, row by row", "[kernels]") {
   torch::manual_seed(23);
   const int64_t vocab = 300;
-  verl::rollout::SamplerRows rows;
+  verl::kernels::SamplerRows rows;
   // greedy, plain (T = 1 and T = 0.7), top-k, top-p, min-p, and all three truncations at once.
   rows.push(0.0, 0, 1.0, 0.0, 0.3);
   rows.push(1.0, 0, 1.0, 0.0, 0.61);
@@ -176,7 +176,7 @@ TEST_CASE("kernels: sample on each device against the ATen sampler, row by row",
   rows.push(1.0, 0, 1.0, 0.05, 0.55);
   rows.push(0.8, 50, 0.9, 0.01, 0.08);
   const torch::Tensor logits = torch::randn({static_cast<int64_t>(rows.size()), vocab}) * 3;
-  const verl::rollout::SampleResult want = aten_ops::sample_rows(logits, rows);
+  const verl::kernels::SampleResult want = aten_ops::sample_rows(logits, rows);
   for (bool simd : {true, false}) {
     INFO("allow_simd " << simd);
     auto [tokens, logprobs] =
@@ -191,7 +191,7 @@ TEST_CASE("kernels: sample on each device against the ATen sampler, row by row",
   CHECK(max_abs_diff(logprobs, want.logprobs) <= 2e-6);
   // Qwen2.5's vocabulary, untruncated rows only (the CUDA kernel's one-block-per-row scan): the same
   // draws as the CPU kernel, greedy rows the argmax.
-  verl::rollout::SamplerRows wide;
+  verl::kernels::SamplerRows wide;
   for (int i = 0; i < 16; ++i) wide.push(i % 4 == 0 ? 0.0 : 0.5 + 0.1 * i, 0, 1.0, 0.0, (i + 0.5) / 16.0);
   const torch::Tensor big = torch::randn({16, 151936}) * 4;
   auto [cpu_tokens, cpu_logprobs] = ops::sample(big, wide.temperature, wide.top_k, wide.top_p, wide.min_p, wide.uniform);
@@ -245,7 +245,7 @@ TEST_CASE("kernels: rotary on each device equals the ATen op sequence bit for bi
     const torch::Tensor angle = torch::rand({bs, q, d}) * 50;
     const torch::Tensor cos = angle.cos().to(dtype), sin = angle.sin().to(dtype);
     const torch::Tensor x = (torch::randn({bs, q, heads, d}) * 4).to(dtype).transpose(1, 2);
-    const torch::Tensor want = verl::model::apply_rotary_ops(x, cos, sin);
+    const torch::Tensor want = aten_ops::rotary(x, cos, sin);
     const torch::Tensor got = ops::rotary(x, cos, sin);
     CHECK(torch::equal(got, want));
     if (!cuda_or_skip("rotary")) continue;
@@ -265,11 +265,11 @@ TEST_CASE("kernels: rms_norm is RMSNorm's op sequence on CPU and within two roun
       INFO("dim " << dim << ", dtype " << dtype);
       const torch::Tensor x = (torch::randn({2, 5, dim}) * 3).to(dtype);
       const torch::Tensor weight = (torch::rand({dim}) + 0.5).to(dtype);
-      const torch::Tensor want = verl::model::rms_norm_ops(x, weight, eps);
+      const torch::Tensor want = aten_ops::rms_norm(x, weight, eps);
       CHECK(torch::equal(ops::rms_norm(x, weight, eps), want));
       // A weight of another dtype promotes, as the op sequence does.
       CHECK(torch::equal(ops::rms_norm(x, weight.to(torch::kFloat), eps),
-                         verl::model::rms_norm_ops(x, weight.to(torch::kFloat), eps)));
+                         aten_ops::rms_norm(x, weight.to(torch::kFloat), eps)));
       // Against the norm computed in float64 throughout: two roundings to a 16-bit dtype (the normalised row, then
       // its product with the weight), each within the unit roundoff; float32's own arithmetic for the rest.
       const double unit = dtype == torch::kBFloat16 ? 0x1p-8 : dtype == torch::kHalf ? 0x1p-11 : 0.0;

@@ -3,10 +3,11 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include "kernels/aten/compositions.h"
 #include "verl/model/rope.h"
 
 using verl::model::apply_rotary;
-using verl::model::apply_rotary_ops;
+using verl::kernels::aten::rotary;  // the op sequence (autograd-capable)
 
 namespace {
 
@@ -30,7 +31,7 @@ TEST_CASE("rope: fused CPU loop equals x * cos + rotate_half(x) * sin bit for bi
       torch::Tensor xt = (torch::randn({bs, q, heads, d}) * 4).to(dtype).transpose(1, 2);
       torch::Tensor xc = xt.contiguous();
       for (const torch::Tensor& x : {xt, xc}) {
-        torch::Tensor got = apply_rotary(x, cos, sin), want = apply_rotary_ops(x, cos, sin);
+        torch::Tensor got = apply_rotary(x, cos, sin), want = rotary(x, cos, sin);
         INFO("dtype " << dtype << " d " << d << " contiguous " << x.is_contiguous());
         CHECK(got.scalar_type() == dtype);
         CHECK(got.sizes() == want.sizes());

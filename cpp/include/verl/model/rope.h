@@ -15,7 +15,4 @@ namespace verl::model {
 // devices run).
 VERL_API torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
-// The reference op sequence (autograd-capable, any device).
-VERL_API torch::Tensor apply_rotary_ops(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
-
 }  // namespace verl::model

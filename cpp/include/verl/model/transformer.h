@@ -48,14 +48,11 @@ class VERL_API AttentionCache {
 VERL_API torch::Tensor grouped_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                          const torch::Tensor& mask);
 
-// RMSNorm's op sequence (autograd-capable, any device): x (..., dim) normalised in float32 and cast back to x's
-// dtype before the weight (dim,) multiplies it, as HF computes it.
-VERL_API torch::Tensor rms_norm_ops(const torch::Tensor& x, const torch::Tensor& weight, double eps);
-
 class VERL_API RMSNorm : public torch::nn::Module {
  public:
   RMSNorm(int64_t dim, double eps);
-  // x (..., dim) -> (..., dim): rms_norm_ops.
+  // x (..., dim) -> (..., dim), autograd-capable, any device: normalised in float32 and cast back to x's dtype
+  // before the weight (dim,) multiplies it, as HF computes it (the verl::rms_norm op's composition).
   torch::Tensor forward(const torch::Tensor& x);
   // The same without autograd, through verl::rms_norm: one kernel on CUDA, whose float32 sum adds in its own
   // order (last-bit differences from forward); the op sequence on CPU. For the rollout engine's forward, which

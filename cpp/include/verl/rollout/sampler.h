@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "verl/core/export.h"
+#include "verl/kernels/sample_rows.h"
 
 namespace verl::rollout {
 
@@ -16,22 +17,9 @@ namespace verl::rollout {
 // A pure function, so a preempted-and-recomputed sequence draws exactly the same numbers.
 VERL_API double stream_uniform(uint64_t seed, uint64_t step);
 
-// Per-row sampling settings (one entry per logits row).
-struct VERL_API SamplerRows {
-  std::vector<double> temperature;  // 0 = greedy
-  std::vector<int64_t> top_k;       // <= 0 = off
-  std::vector<double> top_p;        // 1 = off
-  std::vector<double> min_p;        // 0 = off
-  std::vector<double> uniform;      // the row's draw in [0, 1) (stream_uniform)
-  size_t size() const { return temperature.size(); }
-  void clear();
-  void push(double t, int64_t k, double p, double mp, double u);
-};
-
-struct VERL_API SampleResult {
-  torch::Tensor tokens;    // (rows,) int64
-  torch::Tensor logprobs;  // (rows,) float32: log_softmax(logits / T)[token] (T = 1 for greedy rows)
-};
+// Per-row sampling settings and the sampled tokens: the sampling kernel's types (verl/kernels/sample_rows.h).
+using SamplerRows = kernels::SamplerRows;
+using SampleResult = kernels::SampleResult;
 
 // logits (rows, vocab), any float dtype and device; computed in float32. Truncation order:
 // top_k, then top_p on the renormalised remainder, then min_p (relative to the top token).

@@ -5,13 +5,16 @@
 // picks the CPU kernel. Private to libverl; VERL_API for the tests.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <tuple>
+#include <vector>
 
 #include <c10/util/ArrayRef.h>
 #include <torch/types.h>
 
 #include "verl/core/export.h"
-#include "verl/rollout/sampler.h"
+#include "verl/kernels/sample_rows.h"
 
 namespace verl::kernels::aten {
 
@@ -26,15 +29,15 @@ VERL_API torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tens
 VERL_API void kv_cache_write(torch::Tensor& pool, const torch::Tensor& slots, const torch::Tensor& x);
 
 // Any rows: truncation by topk / sort, the draw by an inverse CDF (cumsum in float64, searchsorted).
-VERL_API rollout::SampleResult sample_rows(const torch::Tensor& logits, const rollout::SamplerRows& rows);
+VERL_API SampleResult sample_rows(const torch::Tensor& logits, const SamplerRows& rows);
 
 // Whether row i of a (rows, vocab) batch is truncated (top-k below vocab, top-p below 1 or min-p above
 // 0; greedy rows never are). Device kernels draw untruncated rows themselves and leave truncated ones
 // to sample_rows: the split is per row, so a row's path does not depend on its batch.
-VERL_API bool truncates(const rollout::SamplerRows& rows, int64_t i, int64_t vocab);
+VERL_API bool truncates(const SamplerRows& rows, int64_t i, int64_t vocab);
 
 // The op's per-row arrays as SamplerRows.
-rollout::SamplerRows sampler_rows(c10::ArrayRef<double> temperature, c10::ArrayRef<int64_t> top_k,
+SamplerRows sampler_rows(c10::ArrayRef<double> temperature, c10::ArrayRef<int64_t> top_k,
                                   c10::ArrayRef<double> top_p, c10::ArrayRef<double> min_p,
                                   c10::ArrayRef<double> uniform);
 
@@ -67,7 +70,26 @@ VERL_API std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> softmax_row_sta
                                                                                    const torch::Tensor& labels,
                                                                                    bool mean);
 
-// verl::rotary's composition is model::apply_rotary_ops (verl/model/rope.h); verl::rms_norm's is
-// model::rms_norm_ops (verl/model/transformer.h).
+// Masked statistics (verl's torch_functional; algo/functional.h documents them and forwards here): differentiable,
+// any device. masked_sum / masked_mean reduce `axis` (nullopt: everything); masked_var over every masked element
+// (unbiased: Bessel's correction, InvalidArgument with fewer than two); masked_whiten (values - mean) * rsqrt(var +
+// 1e-8). check_finite: InvalidArgument if t (inside mask, when given) holds NaN or Inf; check_same_shape:
+// InvalidArgument naming both shapes.
+VERL_API torch::Tensor masked_sum(const torch::Tensor& values, const torch::Tensor& mask,
+                                  std::optional<std::vector<int64_t>> axis = std::nullopt);
+VERL_API torch::Tensor masked_mean(const torch::Tensor& values, const torch::Tensor& mask,
+                                   std::optional<std::vector<int64_t>> axis = std::nullopt);
+VERL_API torch::Tensor masked_var(const torch::Tensor& values, const torch::Tensor& mask, bool unbiased = true);
+VERL_API torch::Tensor masked_whiten(const torch::Tensor& values, const torch::Tensor& mask, bool shift_mean = true);
+VERL_API void check_finite(const torch::Tensor& t, const char* name, const torch::Tensor& mask = {});
+VERL_API void check_same_shape(const torch::Tensor& a, const char* a_name, const torch::Tensor& b, const char* b_name);
+
+// verl::rotary: x * cos + rotate_half(x) * sin. The model's forward runs it itself where it needs gradients
+// (model::apply_rotary): autograd-capable, any device. x (..., heads, q, d); cos / sin (..., q, d).
+VERL_API torch::Tensor rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+// verl::rms_norm: weight * (x / sqrt(mean(x^2) + eps)), the statistics in float32. model::RMSNorm's forward
+// (autograd-capable, any device): the trainer's forward and the op are bitwise one computation.
+VERL_API torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
 
 }  // namespace verl::kernels::aten

@@ -6,7 +6,6 @@
 #include <torch/library.h>
 #include <torch/torch.h>
 
-#include "verl/algo/functional.h"
 #include "verl/core/error.h"
 #include "kernels/ops.h"
 
@@ -57,11 +56,11 @@ std::tuple<torch::Tensor, torch::Tensor> gae_advantage_return(const torch::Tenso
   check_gae_inputs(rewards, values, mask);
   torch::NoGradGuard no_grad;
   const torch::Tensor valid = mask.ne(0);
-  algo::check_finite(rewards, "token_level_rewards", valid);
-  algo::check_finite(values, "values", valid);
+  check_finite(rewards, "token_level_rewards", valid);
+  check_finite(values, "values", valid);
   const torch::Tensor advantages = kernels::gae_scan(rewards, values, mask, gamma, lam);
   const torch::Tensor returns = advantages + values;
-  return {algo::masked_whiten(advantages, valid.to(rewards.scalar_type())), returns};
+  return {masked_whiten(advantages, valid.to(rewards.scalar_type())), returns};
 }
 
 TORCH_LIBRARY_IMPL(verl, CompositeExplicitAutograd, m) {

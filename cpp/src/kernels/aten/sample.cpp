@@ -9,9 +9,29 @@
 
 #include "core/host_arrays.h"
 
+namespace verl::kernels {
+
+void SamplerRows::clear() {
+  temperature.clear();
+  top_k.clear();
+  top_p.clear();
+  min_p.clear();
+  uniform.clear();
+}
+
+void SamplerRows::push(double t, int64_t k, double p, double mp, double u) {
+  temperature.push_back(t);
+  top_k.push_back(k);
+  top_p.push_back(p);
+  min_p.push_back(mp);
+  uniform.push_back(u);
+}
+
+}  // namespace verl::kernels
+
 namespace verl::kernels::aten {
 
-rollout::SampleResult sample_rows(const torch::Tensor& logits_in, const rollout::SamplerRows& rows) {
+SampleResult sample_rows(const torch::Tensor& logits_in, const SamplerRows& rows) {
   torch::NoGradGuard no_grad;
   const auto device = logits_in.device();
   const int64_t n = logits_in.size(0), vocab = logits_in.size(1);
@@ -83,21 +103,21 @@ std::tuple<torch::Tensor, torch::Tensor> sample(const torch::Tensor& logits, c10
                                                 c10::ArrayRef<int64_t> top_k, c10::ArrayRef<double> top_p,
                                                 c10::ArrayRef<double> min_p, c10::ArrayRef<double> uniform,
                                                 bool /*allow_simd: the CPU kernel's switch*/) {
-  rollout::SampleResult r = sample_rows(logits, sampler_rows(temperature, top_k, top_p, min_p, uniform));
+  SampleResult r = sample_rows(logits, sampler_rows(temperature, top_k, top_p, min_p, uniform));
   return {r.tokens, r.logprobs};
 }
 
 }  // namespace
 
-bool truncates(const rollout::SamplerRows& rows, int64_t i, int64_t vocab) {
+bool truncates(const SamplerRows& rows, int64_t i, int64_t vocab) {
   return rows.temperature[i] != 0.0 &&
          ((rows.top_k[i] > 0 && rows.top_k[i] < vocab) || rows.top_p[i] < 1.0 || rows.min_p[i] > 0.0);
 }
 
-rollout::SamplerRows sampler_rows(c10::ArrayRef<double> temperature, c10::ArrayRef<int64_t> top_k,
+SamplerRows sampler_rows(c10::ArrayRef<double> temperature, c10::ArrayRef<int64_t> top_k,
                                   c10::ArrayRef<double> top_p, c10::ArrayRef<double> min_p,
                                   c10::ArrayRef<double> uniform) {
-  rollout::SamplerRows rows;
+  SamplerRows rows;
   rows.temperature.assign(temperature.begin(), temperature.end());
   rows.top_k.assign(top_k.begin(), top_k.end());
   rows.top_p.assign(top_p.begin(), top_p.end());

@@ -134,7 +134,7 @@ __attribute__((target("avx2,fma"))) void plain_row_avx2(const PlainRow& row, int
 // Untruncated rows on CPU: one fused pass per row straight from the logits, in row buffers that
 // stay in cache -- instead of log_softmax + exp + cumsum + searchsorted over (rows, vocab)
 // temporaries. `logits` is float32 and contiguous.
-void sample_plain_cpu(const torch::Tensor& logits, const std::vector<int64_t>& which, const rollout::SamplerRows& rows,
+void sample_plain_cpu(const torch::Tensor& logits, const std::vector<int64_t>& which, const SamplerRows& rows,
                       int64_t* tokens, float* logprobs, bool allow_simd) {
   const int64_t vocab = logits.size(1);
   if (which.empty()) return;
@@ -168,7 +168,7 @@ std::tuple<torch::Tensor, torch::Tensor> sample(const torch::Tensor& logits_in, 
                                                 c10::ArrayRef<double> min_p, c10::ArrayRef<double> uniform,
                                                 bool allow_simd) {
   torch::NoGradGuard no_grad;
-  const rollout::SamplerRows rows = aten::sampler_rows(temperature, top_k, top_p, min_p, uniform);
+  const SamplerRows rows = aten::sampler_rows(temperature, top_k, top_p, min_p, uniform);
   // The path is chosen per row (never per batch), so a row's draw does not depend on its neighbours.
   const int64_t n = logits_in.size(0), vocab = logits_in.size(1);
   std::vector<int64_t> plain, truncated;
@@ -178,11 +178,11 @@ std::tuple<torch::Tensor, torch::Tensor> sample(const torch::Tensor& logits_in, 
   torch::Tensor logprobs = torch::empty({n}, torch::kFloat);
   sample_plain_cpu(logits, plain, rows, tokens.data_ptr<int64_t>(), logprobs.data_ptr<float>(), allow_simd);
   if (!truncated.empty()) {
-    rollout::SamplerRows sub;
+    SamplerRows sub;
     for (int64_t i : truncated)
       sub.push(rows.temperature[i], rows.top_k[i], rows.top_p[i], rows.min_p[i], rows.uniform[i]);
     torch::Tensor idx = torch::tensor(truncated, torch::kLong);
-    rollout::SampleResult r = aten::sample_rows(logits.index_select(0, idx), sub);
+    SampleResult r = aten::sample_rows(logits.index_select(0, idx), sub);
     tokens.index_copy_(0, idx, r.tokens);
     logprobs.index_copy_(0, idx, r.logprobs);
   }

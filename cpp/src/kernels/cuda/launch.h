@@ -37,7 +37,7 @@ cudaError_t launch_rotary(const void* x, Strides4 xs, const void* cos, const voi
 
 // out = weight * (x * rsqrt(mean(x^2) + eps)), per row of `dim` elements: x, out (rows, dim) and weight (dim,)
 // contiguous, all of `dtype`; normalised in float32 (double too), rounded to `dtype`, then multiplied by the weight
-// in `dtype`'s arithmetic (model::rms_norm_ops' roundings).
+// in `dtype`'s arithmetic (kernels::aten::rms_norm' roundings).
 cudaError_t launch_rms_norm(const void* x, const void* weight, void* out, int64_t rows, int64_t dim, double eps,
                             Dtype dtype, cudaStream_t stream);
 

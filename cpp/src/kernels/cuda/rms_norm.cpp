@@ -4,7 +4,7 @@
 #include <torch/torch.h>
 
 #include "kernels/cuda/dtype.h"
-#include "verl/model/transformer.h"
+#include "kernels/aten/compositions.h"
 
 namespace verl::kernels::cuda {
 namespace {
@@ -13,7 +13,7 @@ torch::Tensor rms_norm(const torch::Tensor& x_in, const torch::Tensor& weight_in
   VERL_CHECK(x_in.dim() >= 1 && weight_in.dim() == 1 && weight_in.size(0) == x_in.size(-1),
              "rms_norm: x (..., dim) and weight (dim,) expected, got ", x_in.sizes(), " and ", weight_in.sizes());
   VERL_CHECK(weight_in.device() == x_in.device(), "rms_norm: x and weight must be on one device");
-  if (weight_in.scalar_type() != x_in.scalar_type()) return model::rms_norm_ops(x_in, weight_in, eps);
+  if (weight_in.scalar_type() != x_in.scalar_type()) return aten::rms_norm(x_in, weight_in, eps);
   const c10::DeviceGuard guard(x_in.device());
   const torch::Tensor x = x_in.contiguous(), weight = weight_in.contiguous();
   torch::Tensor out = torch::empty_like(x);

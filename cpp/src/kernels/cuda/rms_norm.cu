@@ -1,6 +1,6 @@
 // verl::rms_norm's CUDA kernel (launch.h): one block per row. The row's sum of squares in float32, then
 // x * rsqrt(mean + eps) in float32 rounded to the row's dtype and multiplied by the weight in that dtype's
-// arithmetic: the roundings of RMSNorm's op sequence (model::rms_norm_ops). Only the order in which the squares
+// arithmetic: the roundings of RMSNorm's op sequence (kernels::aten::rms_norm). Only the order in which the squares
 // are added (and rsqrtf) differ from ATen's kernels, so results may differ from the op sequence's in the last bit.
 #include "kernels/cuda/elem.cuh"
 #include "kernels/cuda/launch.h"

@@ -1,7 +1,7 @@
 // verl::rotary's CUDA kernel (launch.h): one thread per output element. Each product and the sum is
 // rounded to the tensor's dtype as ATen's separate elementwise kernels round them -- reduced types
 // computed in float and rounded after every op, float / double never contracted into an FMA -- so
-// the result is bitwise that of model::apply_rotary_ops on the same device, and of the CPU kernel.
+// the result is bitwise that of kernels::aten::rotary on the same device, and of the CPU kernel.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

@@ -18,7 +18,7 @@ std::tuple<torch::Tensor, torch::Tensor> sample(const torch::Tensor& logits_in, 
                                                 c10::ArrayRef<double> min_p, c10::ArrayRef<double> uniform,
                                                 bool /*allow_simd: the CPU kernel's switch*/) {
   torch::NoGradGuard no_grad;
-  const rollout::SamplerRows rows = aten::sampler_rows(temperature, top_k, top_p, min_p, uniform);
+  const SamplerRows rows = aten::sampler_rows(temperature, top_k, top_p, min_p, uniform);
   VERL_CHECK(logits_in.dim() == 2 && logits_in.size(0) == static_cast<int64_t>(rows.size()),
              "sample: logits must be (rows, vocab) with one entry per row, got ", logits_in.sizes());
   const c10::DeviceGuard guard(logits_in.device());
@@ -51,11 +51,11 @@ std::tuple<torch::Tensor, torch::Tensor> sample(const torch::Tensor& logits_in, 
                  "sample");
   }
   if (!truncated.empty()) {
-    rollout::SamplerRows sub;
+    SamplerRows sub;
     for (int64_t i : truncated)
       sub.push(rows.temperature[i], rows.top_k[i], rows.top_p[i], rows.min_p[i], rows.uniform[i]);
     const torch::Tensor& idx = staged[truncated_at];
-    const rollout::SampleResult r = aten::sample_rows(logits.index_select(0, idx).to(torch::kFloat), sub);
+    const SampleResult r = aten::sample_rows(logits.index_select(0, idx).to(torch::kFloat), sub);
     tokens.index_copy_(0, idx, r.tokens);
     logprobs.index_copy_(0, idx, r.logprobs);
   }
