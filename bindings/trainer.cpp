@@ -15,6 +15,7 @@
 #include "verl/data/data_proto.h"
 #include "verl/model/transformer.h"
 #include "verl/rollout/engine.h"
+#include "verl/trainer/batch_defaults.h"
 #include "verl/trainer/generation.h"
 #include "verl/trainer/group_filter.h"
 #include "verl/trainer/metrics.h"
@@ -124,6 +125,16 @@ py::dict settings_dict(const trainer::PPOTrainerConfig& s) {
 void register_trainer(py::module_& m) {
   py::module_ t = m.def_submodule("trainer", "verl::trainer: the PPO-family training step and its metrics");
 
+  t.def(
+      "fill_batch_defaults",
+      [](Config& config, std::optional<int64_t> dataset_size) {
+        py::list out;
+        for (const trainer::BatchDefault& d : trainer::fill_batch_defaults(config, dataset_size))
+          out.append(py::make_tuple(d.key, d.value, d.why));
+        return out;
+      },
+      py::arg("config"), py::arg("dataset_size") = py::none(),
+      "Settles the batch sizes a user need not set (verl/trainer/batch_defaults.h) in place: [(key, value, why)].");
   t.def("compute_data_metrics", &trainer::compute_data_metrics, py::arg("batch"), py::arg("use_critic") = true,
         Release());
   t.def("compute_timing_metrics", &trainer::compute_timing_metrics, py::arg("batch"), py::arg("timing_raw"),

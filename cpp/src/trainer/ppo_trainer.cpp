@@ -22,6 +22,7 @@
 #include "verl/algo/sppo.h"
 #include "verl/core/config_default.h"
 #include "verl/core/error.h"
+#include "verl/trainer/batch_defaults.h"
 #include "verl/core/reduce_metric.h"
 #include "core/config_keys_check.h"
 #include "core/untrusted.h"
@@ -33,6 +34,7 @@
 #include "verl/model/checkpoint.h"
 #include "workers/sharded_checkpoint.h"
 #include "verl/workers/train_engine.h"
+#include "hybrid/weight_hand_over.h"
 #include "trainer/advantage_stage.h"
 #include "trainer/balance_batch.h"
 #include "trainer/one_step_off_policy.h"
@@ -448,6 +450,11 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     config_.set("actor_rollout_ref.actor.optim.total_training_steps", *options.total_training_steps);
     config_.set("critic.optim.total_training_steps", *options.total_training_steps);
   }
+  // The batch sizes left unset, derived as verl.trainer.batch_defaults derives them (already settled from Python).
+  for (const BatchDefault& d : fill_batch_defaults(config_)) {
+    std::cerr << "verl: " << d.key << "=" << d.value << " (" << d.why << ")" << std::endl;
+  }
+
   config_.validate();
   config_keys::check_added_keys(config_);  // +key=... that nothing here reads
   settings_ = PPOTrainerConfig::from_config(config_);
@@ -699,10 +706,12 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     actor_->set_data_parallel(options.communicator, /*generation_tp=*/tp, actor_groups);
     if (critic_) critic_->set_data_parallel(options.communicator, critic_groups);
     if (cost_critic_) cost_critic_->set_data_parallel(options.communicator, critic_groups);
-    // The rollout copy was made before rank 0's weights arrived; every rank hands them over now, together (later
-    // hand-overs happen in dispatched work only: update_weights, generate).
-    if (engine_) hand_over_weights();
   }
+  if (engine_ && actor_) hand_over_ = std::make_unique<hybrid::WeightHandOver>(engine_, actor_->engine(), tensor_parallel_,
+                                                                              tensor_parallel_slice_);
+  // Over several ranks the rollout copy was made before rank 0's weights arrived; every rank hands them over now,
+  // together (later hand-overs happen in dispatched work only: update_weights, generate).
+  if (workers_->world_size() > 1 && engine_) hand_over_weights();
   register_worker_methods();
   if (options.rollout_pool) {
     pool_ = std::make_unique<dist::CollectiveWorkerGroup>(options.rollout_pool, /*controller_computes=*/false);
@@ -1117,45 +1126,20 @@ Metrics PPOTrainer::optimize(DataProto batch) { return optimize_impl(std::move(b
 
 void PPOTrainer::ready_engine() {
   if (engine_->sleeping()) engine_->wake_up();
-  if (pool_rank_) return;  // its weights come from the controller (receive_pool_weights)
+  if (pool_rank_) return;  // its weights come from the controller (hybrid::receive_units)
   // submit_rollouts handed the weights over before its thread started; the actor's are being trained meanwhile.
   if (rollout_in_flight_) return;
   // Weights written since the last hand-over (a checkpoint load, a user's edit) reach the engine first.
-  actor_->precision().refresh();
-  hand_over_weights();
+  if (hand_over_) hand_over_->refresh_and_hand_over();
 }
+
+bool PPOTrainer::rollout_copy_of_shards() const { return hand_over_ && hand_over_->copy_of_shards(); }
 
 void PPOTrainer::hand_over_weights() {
   // The trainer ranks of a pooled job have no engine (sync_pool_weights sends the pool the weights; a pool rank's
-  // ready_engine never hands over).
-  if (!engine_) return;
-  // The engine generates with the actor's compute model (refreshed by the update): nothing to copy. A
-  // separately built engine gets the compute-dtype tensors by name, the weights the actor computes with (gathered
-  // from every rank's shards under ZeRO-3: every rank hands over at once).
-  if (engine_->model() == actor_->compute_model()) return;
-  // The engine is generating submit_rollouts' batch from the weights handed over at its submission.
-  if (rollout_in_flight_) return;
-  // Only when the compute weights changed since the last copy (every write bumps a tensor's version).
-  // Released weights (the ZeRO-3 rollout copy sleeps without them) are handed over whatever the version: every
-  // rank released them in the same dispatched generation, so every rank takes part in the gathers.
-  const int64_t version = actor_->precision().weights_version();
-  if (version == handed_over_version_ && !engine_->weights_released()) return;
-  torch::NoGradGuard no_grad;
-  const auto& sharding = actor_->precision().sharding();
-  if (sharding && sharding->generation_tp() > 1) {
-    // The 3D-HybridEngine: this rank's tensor-parallel shards from the ranks that keep its slice, never a whole weight.
-    hand_over_bytes_ = sharding->for_each_unit_tp_shard(
-        sharding->compute_dtype(), *tensor_parallel_slice_, *tensor_parallel_,
-        [&](const std::map<std::string, torch::Tensor>& part) { engine_->update_weight_shards(part); });
-  } else {
-    // Unpacked straight into the engine's weights (update_weights then finds them written).
-    hand_over_bytes_ = actor_->precision().for_each_compute_state(
-        [&](const std::map<std::string, torch::Tensor>& part) { engine_->update_weights(part); },
-        [&](const std::string& name, c10::IntArrayRef shape, torch::Dtype dtype) {
-          return engine_->weight_for_update(name, shape, dtype);
-        });
-  }
-  handed_over_version_ = version;
+  // ready_engine never hands over). While submit_rollouts' batch is generated, the engine keeps the weights handed
+  // over at its submission.
+  if (hand_over_ && !rollout_in_flight_) hand_over_->hand_over();
 }
 
 bool PPOTrainer::old_log_probs_from_update(const DataProto& batch, int64_t step_no) const {
@@ -1300,7 +1284,7 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
   if (settings_.critic_warmup > step_no) {
     StageTimer timer(timing, "update_weights");
     dispatch("update_weights", DataProto(), dist::Dispatch::kBroadcast);
-    if (rollout_copy_of_shards()) metrics["perf/reshard_bytes_per_rank"] = static_cast<double>(hand_over_bytes_);
+    if (rollout_copy_of_shards()) metrics["perf/reshard_bytes_per_rank"] = static_cast<double>(hand_over_->last_bytes());
   } else {
     {
       StageTimer timer(timing, "update_actor");
@@ -1326,7 +1310,7 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     }
     StageTimer timer(timing, "update_weights");
     dispatch("update_weights", DataProto(), dist::Dispatch::kBroadcast);
-    if (rollout_copy_of_shards()) metrics["perf/reshard_bytes_per_rank"] = static_cast<double>(hand_over_bytes_);
+    if (rollout_copy_of_shards()) metrics["perf/reshard_bytes_per_rank"] = static_cast<double>(hand_over_->last_bytes());
   }
 
   if (sync_rollout_weights_seconds_) {

@@ -45,6 +45,10 @@
 #include "verl/workers/actor.h"
 #include "verl/workers/critic.h"
 
+namespace verl::hybrid {
+class WeightHandOver;  // hybrid/weight_hand_over.h (private to libverl)
+}  // namespace verl::hybrid
+
 namespace verl::trainer {
 
 // What a reward callback returns for a rollout batch of bs rows.
@@ -360,10 +364,8 @@ class VERL_API PPOTrainer {
   void hand_over_weights();
   // With a rollout pool (controller): the actor's compute weights to every pool rank, if they changed since the last
   // time (a pool call whose controller side gathers the trainer ranks' units and broadcasts them; see
-  // rollout_pool.cpp). A pool rank's side: receive_pool_weights.
+  // rollout_pool.cpp, hybrid/weight_hand_over.h). A pool rank's side: hybrid::receive_units.
   void sync_pool_weights();
-  void send_unit_to_pool(const std::map<std::string, torch::Tensor>& part);
-  void receive_pool_weights();
   void register_pool_methods();
   // The rows' generation on the ranks that generate: the trainer's, or the rollout pool's.
   dist::WorkerGroup& generation_group() { return pool_ ? *pool_ : *workers_; }
@@ -393,17 +395,17 @@ class VERL_API PPOTrainer {
   bool multi_turn_ = false;  // actor_rollout_ref.rollout.multi_turn.enable: generation through agent loops
   double safe_rlhf_lambda_ = 0.0;
   std::shared_ptr<rollout::Engine> engine_;
-  int64_t handed_over_version_ = -1;
+  // The actor's weights into engine_ (hybrid/weight_hand_over.h); null without an engine or an actor.
+  std::unique_ptr<hybrid::WeightHandOver> hand_over_;
   std::shared_ptr<model::CausalLM> gathered_model_;  // the controller's result of the "gather_model" method
-  int64_t hand_over_bytes_ = 0;                      // received by this rank in the last hand-over's gathers
   // PPOTrainerOptions' tensor_parallel / tensor_parallel_slice, with t > 1 over several ranks.
   std::shared_ptr<dist::Communicator> tensor_parallel_, tensor_parallel_slice_;
   // The rollout generates from a copy gathered from the actor's ZeRO-3 shards (several ranks): it sleeps without it.
-  bool rollout_copy_of_shards() { return engine_ && actor_ && actor_->precision().sharding() != nullptr; }
+  bool rollout_copy_of_shards() const;
   // InvalidArgument naming `what` on a rollout pool's rank.
   void check_trains(const std::string& what) const;
   // The training engine of a trained role ("actor", "critic", "cost_critic"): InvalidArgument for another.
-  workers::TrainEngine& engine_of(const std::string& role);  // the compute weights' version sum the engine's own copy was made from
+  workers::TrainEngine& engine_of(const std::string& role);
   std::unique_ptr<algo::KLController> kl_ctrl_;
   int64_t global_step_ = 0;
   int64_t validation_count_ = 0;
