@@ -63,12 +63,13 @@ AdvantageConfig advantage_config(const Json& j) {
   c.lam = field(j, "lam", c.lam);
   c.norm_adv_by_std_in_grpo = field(j, "norm_adv_by_std_in_grpo", c.norm_adv_by_std_in_grpo);
   c.epsilon = field(j, "epsilon", c.epsilon);
+  c.sppo_eta = field(j, "sppo_eta", c.sppo_eta);
   return c;
 }
 
 Json config_json(const AdvantageConfig& c) {
   return Json{{"gamma", c.gamma}, {"lam", c.lam}, {"norm_adv_by_std_in_grpo", c.norm_adv_by_std_in_grpo},
-              {"epsilon", c.epsilon}};
+              {"epsilon", c.epsilon}, {"sppo_eta", c.sppo_eta}};
 }
 
 Json optional_json(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }

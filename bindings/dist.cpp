@@ -1,9 +1,11 @@
 // verl._C.dist: the communicator of a multi-process job (verl/dist/communicator.h), built from the process group
-// torch.distributed made (init_process_group under torchrun): Gloo on CPU, NCCL on CUDA.
+// torch.distributed made (init_process_group under torchrun): Gloo on CPU, NCCL on CUDA; and the job's device mesh
+// (verl/dist/device_mesh.h): the layout planned from the config, whose groups Python creates.
 #include "bindings.h"
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,7 @@
 
 #include "verl/core/error.h"
 #include "verl/dist/communicator.h"
+#include "verl/dist/device_mesh.h"
 
 namespace verl::bindings {
 namespace {
@@ -79,6 +82,58 @@ void register_dist(py::module_& m) {
           "broadcast_", [](Communicator& c, torch::Tensor& t, int64_t root) { c.broadcast_(t, root); },
           py::arg("tensor"), py::arg("root") = 0, py::call_guard<py::gil_scoped_release>(),
           "root's values in `tensor` on every rank, in place.");
+
+  py::class_<dist::MeshPlan>(d, "MeshPlan", "The job's layout from its config (verl/dist/device_mesh.h).")
+      .def_readonly("trainer_ranks", &dist::MeshPlan::trainer_ranks)
+      .def_readonly("pool_ranks", &dist::MeshPlan::pool_ranks)
+      .def_readonly("rollout_tp", &dist::MeshPlan::rollout_tp)
+      .def_readonly("actor_fsdp", &dist::MeshPlan::actor_fsdp)
+      .def_readonly("critic_fsdp", &dist::MeshPlan::critic_fsdp)
+      .def_property_readonly("world_size", &dist::MeshPlan::world_size)
+      .def_property_readonly(
+          "groups",
+          [](const dist::MeshPlan& plan) {
+            py::list out;
+            for (const dist::RankGroups& g : plan.groups) out.append(py::make_tuple(g.name, g.groups));
+            return out;
+          },
+          "[(name, [[rank, ...], ...]), ...]: every group to create, on every rank, in this order.");
+  d.def(
+      "plan_mesh",
+      [](const Config& config, const std::string& roles, std::optional<int64_t> world_size, bool by_launcher) {
+        VERL_CHECK_AS(InvalidArgument, roles == "ppo" || roles == "engine", "plan_mesh: roles must be 'ppo' or "
+                      "'engine', got '", roles, "'");
+        std::optional<dist::Launch> launch;
+        if (world_size) launch = dist::Launch{*world_size, by_launcher};
+        return dist::plan_mesh(config, roles == "ppo" ? dist::MeshRoles::kPPO : dist::MeshRoles::kEngine, launch);
+      },
+      py::arg("config"), py::arg("roles") = "ppo", py::arg("world_size") = py::none(), py::arg("by_launcher") = true,
+      "The layout of `config` ('ppo': the PPO trainer's roles; 'engine': the SFT / DPO trainers' one engine); with "
+      "world_size, ConfigError unless that many ranks were launched.");
+  py::class_<dist::DeviceMesh>(d, "DeviceMesh", "This rank's process groups of a MeshPlan.")
+      .def(py::init([](std::shared_ptr<Communicator> trainer, std::shared_ptr<Communicator> rollout_pool,
+                       std::shared_ptr<Communicator> tensor_parallel,
+                       std::shared_ptr<Communicator> tensor_parallel_slice, std::shared_ptr<Communicator> actor_shard,
+                       std::shared_ptr<Communicator> actor_replicas, std::shared_ptr<Communicator> critic_shard,
+                       std::shared_ptr<Communicator> critic_replicas) {
+             return dist::DeviceMesh{std::move(trainer),       std::move(rollout_pool),
+                                     std::move(tensor_parallel), std::move(tensor_parallel_slice),
+                                     {std::move(actor_shard), std::move(actor_replicas)},
+                                     {std::move(critic_shard), std::move(critic_replicas)}};
+           }),
+           py::kw_only(), py::arg("trainer") = nullptr, py::arg("rollout_pool") = nullptr,
+           py::arg("tensor_parallel") = nullptr, py::arg("tensor_parallel_slice") = nullptr,
+           py::arg("actor_shard") = nullptr, py::arg("actor_replicas") = nullptr, py::arg("critic_shard") = nullptr,
+           py::arg("critic_replicas") = nullptr)
+      .def_readonly("trainer", &dist::DeviceMesh::trainer)
+      .def_readonly("rollout_pool", &dist::DeviceMesh::rollout_pool)
+      .def_readonly("tensor_parallel", &dist::DeviceMesh::tensor_parallel)
+      .def_readonly("tensor_parallel_slice", &dist::DeviceMesh::tensor_parallel_slice)
+      .def_property_readonly("actor_shard", [](const dist::DeviceMesh& m) { return m.actor.shard; })
+      .def_property_readonly("actor_replicas", [](const dist::DeviceMesh& m) { return m.actor.replicas; })
+      .def_property_readonly("critic_shard", [](const dist::DeviceMesh& m) { return m.critic.shard; })
+      .def_property_readonly("critic_replicas", [](const dist::DeviceMesh& m) { return m.critic.replicas; })
+      .def_property_readonly("pool_rank", &dist::DeviceMesh::pool_rank);
 }
 
 }  // namespace verl::bindings

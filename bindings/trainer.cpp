@@ -11,6 +11,7 @@
 #include "bindings.h"
 #include "json_cast.h"
 #include "verl/core/config.h"
+#include "verl/dist/device_mesh.h"
 #include "verl/core/error.h"
 #include "verl/data/data_proto.h"
 #include "verl/model/transformer.h"
@@ -150,7 +151,25 @@ void register_trainer(py::module_& m) {
       },
       py::arg("engine"), py::arg("prompts"),
         py::arg("sampling_params"), py::arg("pad_token_id") = 0, py::arg("seed") = py::none(), Release(),
-        "verl's generate_sequences on a rollout Engine (C++ twin of verl.rollout.LLM.generate_sequences).");
+        "verl's generate_sequences on a rollout Engine (verl.rollout.LLM.generate_sequences runs it).");
+  t.def(
+      "generation_layout",
+      [](const std::vector<std::vector<int64_t>>& prompts, const std::vector<std::vector<int64_t>>& responses,
+         const std::vector<std::vector<int64_t>>& response_masks, const std::vector<std::vector<double>>& log_probs,
+         int64_t prompt_length, int64_t response_length, int64_t pad_token_id) {
+        VERL_CHECK_AS(DataError, prompts.size() == responses.size(), "generation_layout: ", prompts.size(),
+                      " prompts for ", responses.size(), " responses");
+        auto [input_ids, attention_mask] = trainer::left_pad_prompts(prompts, prompt_length, pad_token_id);
+        return trainer::generation_layout(
+            input_ids, attention_mask, torch::Tensor(),
+            trainer::pad_responses(responses, response_masks, log_probs, response_length, pad_token_id));
+      },
+      py::arg("prompts"), py::arg("responses"), py::arg("response_masks"), py::arg("log_probs"),
+      py::arg("prompt_length"), py::arg("response_length"), py::arg("pad_token_id"), Release(),
+      "verl's rollout layout (verl/trainer/generation.h) from per-row token lists: prompts left-padded to "
+      "prompt_length, responses right-padded to response_length (response_masks / log_probs: [] or one list per row; "
+      "an empty row of log_probs is zeros). Returns {prompts, responses, input_ids, attention_mask, position_ids, "
+      "response_mask, rollout_log_probs}.");
   t.def(
       "varying_group_rows",
       [](const std::vector<std::string>& uids, const std::vector<double>& values) {
@@ -176,31 +195,19 @@ void register_trainer(py::module_& m) {
                        std::shared_ptr<model::CausalLM> ref, std::shared_ptr<model::CausalLM> critic,
                        std::shared_ptr<rollout::Engine> engine, std::optional<int64_t> pad_token_id,
                        std::vector<int64_t> eos_token_ids, std::optional<int64_t> total_training_steps,
-                       uint64_t init_seed, std::shared_ptr<dist::Communicator> communicator,
-                       std::shared_ptr<dist::Communicator> tensor_parallel,
-                       std::shared_ptr<dist::Communicator> tensor_parallel_slice, py::object cost_fn,
-                       std::shared_ptr<model::CausalLM> cost_critic, py::object rollout_fn, bool reward_per_sample,
-                       std::shared_ptr<dist::Communicator> actor_shard_group,
-                       std::shared_ptr<dist::Communicator> actor_replica_group,
-                       std::shared_ptr<dist::Communicator> critic_shard_group,
-                       std::shared_ptr<dist::Communicator> critic_replica_group,
-                       std::shared_ptr<dist::Communicator> rollout_pool) {
+                       uint64_t init_seed, std::optional<dist::DeviceMesh> mesh, py::object cost_fn,
+                       std::shared_ptr<model::CausalLM> cost_critic, py::object rollout_fn, bool reward_per_sample) {
              trainer::PPOTrainerModels models{std::move(actor), std::move(ref), std::move(critic), std::move(engine)};
              trainer::PPOTrainerOptions options;
              options.pad_token_id = pad_token_id;
              options.eos_token_ids = std::move(eos_token_ids);
              options.total_training_steps = total_training_steps;
              options.init_seed = init_seed;
-             options.communicator = std::move(communicator);
-             options.tensor_parallel = std::move(tensor_parallel);
-             options.tensor_parallel_slice = std::move(tensor_parallel_slice);
-             options.rollout_pool = std::move(rollout_pool);
+             if (mesh) options.mesh = std::move(*mesh);
              if (!cost_fn.is_none()) options.cost_fn = wrap_reward(cost_fn.cast<py::function>());
              models.cost_critic = std::move(cost_critic);
              if (!rollout_fn.is_none()) options.rollout_fn = wrap_rollout(rollout_fn.cast<py::function>());
              options.reward_per_sample = reward_per_sample;
-             options.actor_shard_groups = {std::move(actor_shard_group), std::move(actor_replica_group)};
-             options.critic_shard_groups = {std::move(critic_shard_group), std::move(critic_replica_group)};
              trainer::RewardFn fn = wrap_reward(std::move(reward_fn));
              py::gil_scoped_release release;
              return TrainerHolder(new PPOTrainer(config, std::move(models), std::move(fn), options));
@@ -208,11 +215,8 @@ void register_trainer(py::module_& m) {
            py::arg("config"), py::arg("actor"), py::arg("reward_fn"), py::kw_only(), py::arg("ref") = nullptr,
            py::arg("critic") = nullptr, py::arg("engine") = nullptr, py::arg("pad_token_id") = py::none(),
            py::arg("eos_token_ids") = std::vector<int64_t>{}, py::arg("total_training_steps") = py::none(),
-           py::arg("init_seed") = 0, py::arg("communicator") = nullptr, py::arg("tensor_parallel") = nullptr,
-           py::arg("tensor_parallel_slice") = nullptr, py::arg("cost_fn") = py::none(), py::arg("cost_critic") = nullptr, py::arg("rollout_fn") = py::none(),
-           py::arg("reward_per_sample") = false, py::arg("actor_shard_group") = nullptr,
-           py::arg("actor_replica_group") = nullptr, py::arg("critic_shard_group") = nullptr,
-           py::arg("critic_replica_group") = nullptr, py::arg("rollout_pool") = nullptr)
+           py::arg("init_seed") = 0, py::arg("mesh") = py::none(), py::arg("cost_fn") = py::none(),
+           py::arg("cost_critic") = nullptr, py::arg("rollout_fn") = py::none(), py::arg("reward_per_sample") = false)
       .def("step", &PPOTrainer::step, py::arg("prompts"), Release())
       .def_property_readonly("is_controller", &PPOTrainer::is_controller)
       .def_property_readonly("world_size", &PPOTrainer::world_size)

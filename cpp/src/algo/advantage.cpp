@@ -10,6 +10,7 @@
 
 #include <torch/torch.h>
 
+#include "algo/batch_estimators.h"
 #include "kernels/ops.h"
 #include "verl/algo/functional.h"
 #include "verl/core/error.h"
@@ -443,6 +444,10 @@ Registry<AdvantageFn>& adv_estimator_registry() {
     add_builtin(*r, "reinforce_plus_plus_baseline", reinforce_plus_plus_baseline_entry);
     add_builtin(*r, "remax", remax_entry);
     add_builtin(*r, "gpg", gpg_entry);
+    add_builtin(*r, "gdpo", detail::gdpo_entry);
+    add_builtin(*r, "sppo", detail::sppo_entry);
+    add_builtin(*r, "optimal_token_baseline", detail::optimal_token_baseline_entry);
+    add_builtin(*r, "tir_optimal_token_baseline", detail::tir_optimal_token_baseline_entry);
     return r;
   }();
   return *registry;

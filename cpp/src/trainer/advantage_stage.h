@@ -28,9 +28,6 @@ KlPenalty apply_kl_penalty(const torch::Tensor& scores, const torch::Tensor& old
                            const torch::Tensor& ref_log_prob, const torch::Tensor& response_mask,
                            const std::string& kl_penalty, algo::KLController& controller, int64_t batch_size);
 
-// algorithm.adv_estimator names one of verl's optimal token baselines (they need the actor's sum_pi_squared).
-bool is_optimal_token_baseline(const std::string& adv_estimator);
-
 struct AdvantageOutput {
   torch::Tensor advantages, returns;
   torch::Tensor cost_advantages, cost_returns;  // Safe-RLHF only

@@ -257,89 +257,9 @@ void check_offload_keys(const Config& config, const torch::Device& device) {
 PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
   PPOTrainerConfig s;
   s.adv_estimator = config.get_as<std::string>("algorithm.adv_estimator");
-  // GDPO reads the reward components from the batch, the Optimal Token Baseline ones old_log_probs and
-  // sum_pi_squared, SPPO algorithm.sppo_eta, so the adv stage calls them directly, not via the registry.
-  if (s.adv_estimator != "gdpo" && s.adv_estimator != "sppo" && !detail::is_optimal_token_baseline(s.adv_estimator)) {
-    try {
-      algo::get_adv_estimator_fn(s.adv_estimator);
-    } catch (const InvalidArgument& e) {
-      VERL_FAIL(ConfigError, "algorithm.adv_estimator: ", e.what());
-    }
-  }
-  if (config.has("algorithm.gdpo_reward_keys")) {
-    const Json keys = config.get("algorithm.gdpo_reward_keys");
-    VERL_CHECK_AS(ConfigTypeError, keys.is_null() || keys.is_array(),
-                  "algorithm.gdpo_reward_keys must be a list of reward keys, got ", keys.dump());
-    for (const Json& k : keys.is_array() ? keys : Json::array()) {
-      VERL_CHECK_AS(ConfigTypeError, k.is_string(), "algorithm.gdpo_reward_keys must hold strings, got ", k.dump());
-      s.gdpo_reward_keys.push_back(k.get<std::string>());
-    }
-  }
-  if (config.has("algorithm.gdpo_reward_weights") && !config.get("algorithm.gdpo_reward_weights").is_null()) {
-    const Json weights = config.get("algorithm.gdpo_reward_weights");
-    VERL_CHECK_AS(ConfigTypeError, weights.is_array(), "algorithm.gdpo_reward_weights must be a list of numbers, got ",
-                  weights.dump());
-    s.gdpo_reward_weights.emplace();
-    for (const Json& w : weights) {
-      VERL_CHECK_AS(ConfigTypeError, w.is_number(), "algorithm.gdpo_reward_weights must hold numbers, got ", w.dump());
-      s.gdpo_reward_weights->push_back(w.get<double>());
-    }
-  }
-  if (s.adv_estimator == "gdpo") {
-    VERL_CHECK_AS(ConfigError, !s.gdpo_reward_keys.empty(),
-                  "algorithm.adv_estimator=gdpo requires +algorithm.gdpo_reward_keys listing the reward components "
-                  "the reward function returns (e.g. [format_reward,accuracy_reward])");
-    VERL_CHECK_AS(ConfigError, !s.gdpo_reward_weights || s.gdpo_reward_weights->size() == s.gdpo_reward_keys.size(),
-                  "algorithm.gdpo_reward_weights has ", s.gdpo_reward_weights ? s.gdpo_reward_weights->size() : 0,
-                  " weights for ", s.gdpo_reward_keys.size(), " gdpo_reward_keys");
-  } else {
-    VERL_CHECK_AS(ConfigError, s.gdpo_reward_keys.empty() && !s.gdpo_reward_weights,
-                  "algorithm.gdpo_reward_keys / gdpo_reward_weights are read by adv_estimator=gdpo only, but "
-                  "algorithm.adv_estimator is ", s.adv_estimator);
-  }
-  s.sppo_eta = config.get_as<double>("algorithm.sppo_eta");
-  VERL_CHECK_AS(ConfigError, std::isfinite(s.sppo_eta) && s.sppo_eta > 0, "algorithm.sppo_eta must be > 0, got ",
-                s.sppo_eta);
-  VERL_CHECK_AS(ConfigError, s.adv_estimator == "sppo" || s.sppo_eta == config_default("algorithm.sppo_eta"),
-                "algorithm.sppo_eta is read by adv_estimator=sppo only, but algorithm.adv_estimator is ",
-                s.adv_estimator);
-  // The sppo loss regresses whole-sequence log-ratios: token importance weights have no place in it, and it is a
-  // mean over sequences whatever the token aggregation says.
-  if (config.get_as<std::string>("actor_rollout_ref.actor.policy_loss.loss_mode") == "sppo") {
-    VERL_CHECK_AS(ConfigError, !config.get("algorithm.rollout_correction.rollout_is").is_string(),
-                  "actor_rollout_ref.actor.policy_loss.loss_mode=sppo takes no rollout importance weights: leave "
-                  "algorithm.rollout_correction.rollout_is null");
-    const std::string agg = config.get_as<std::string>("actor_rollout_ref.actor.loss_agg_mode");
-    VERL_CHECK_AS(ConfigError, agg == config_default("actor_rollout_ref.actor.loss_agg_mode"),
-                  "actor_rollout_ref.actor.loss_agg_mode=", agg, " has no effect on policy_loss.loss_mode=sppo (a "
-                  "squared loss on whole-sequence log-ratios, averaged over sequences); leave it at its default");
-  }
-  const std::string sr = "algorithm.safe_rlhf.";
-  s.safe_rlhf = config.get_as<bool>(sr + "enable");
-  s.cost_limit = config.get_as<double>(sr + "cost_limit");
-  s.lambda_init = config.get_as<double>(sr + "lambda_init");
-  s.lambda_lr = config.get_as<double>(sr + "lambda_lr");
-  s.lambda_max = optional_number(config, sr + "lambda_max");
-  if (s.safe_rlhf) {
-    VERL_CHECK_AS(ConfigError, std::isfinite(s.cost_limit), sr, "cost_limit must be finite, got ", s.cost_limit);
-    VERL_CHECK_AS(ConfigError, std::isfinite(s.lambda_init) && s.lambda_init >= 0, sr,
-                  "lambda_init must be >= 0, got ", s.lambda_init);
-    VERL_CHECK_AS(ConfigError, std::isfinite(s.lambda_lr) && s.lambda_lr >= 0, sr, "lambda_lr must be >= 0, got ",
-                  s.lambda_lr);
-    VERL_CHECK_AS(ConfigError, !s.lambda_max || (std::isfinite(*s.lambda_max) && *s.lambda_max >= s.lambda_init), sr,
-                  "lambda_max must be null or >= lambda_init (", s.lambda_init, "), got ", s.lambda_max.value_or(0.0));
-    // The cost advantage is the reward's estimator applied to the cost: estimators that read more than the
-    // rewards, values and groups (the reward components, sum_pi_squared, a greedy reward baseline, preferences)
-    // have no cost counterpart.
-    static const std::set<std::string> no_cost_form{"gdpo", "sppo", "remax", "optimal_token_baseline",
-                                                    "tir_optimal_token_baseline"};
-    VERL_CHECK_AS(ConfigError, no_cost_form.count(s.adv_estimator) == 0, sr, "enable: Safe-RLHF forms the cost's "
-                  "advantage with the reward's estimator, which algorithm.adv_estimator=", s.adv_estimator,
-                  " cannot do; use gae (reward and cost critics) or an outcome estimator such as grpo");
-  }
-  s.gamma = config.get_as<double>("algorithm.gamma");
-  s.lam = config.get_as<double>("algorithm.lam");
-  s.norm_adv_by_std_in_grpo = config.get_as<bool>("algorithm.norm_adv_by_std_in_grpo");
+  s.advantage = algo::advantage_config(config);
+  algo::check_sppo_loss_config(config);
+  s.safe_rlhf = algo::safe_rlhf_config(config);
   s.use_kl_in_reward = config.get_as<bool>("algorithm.use_kl_in_reward");
   s.kl_penalty = config.get_as<std::string>("algorithm.kl_penalty");
   VERL_CHECK_AS(ConfigError, !s.use_kl_in_reward || valid_kl_mode(s.kl_penalty), "algorithm.kl_penalty: unknown mode '",
@@ -355,24 +275,15 @@ PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
   // Keys verl-cpp does not implement yet (LoRA, ...) were refused by config.validate()
   // (verl/core/config_keys.h); the ones read here are honoured.
   s.rollout_correction = algo::detail::rollout_correction_from_config(config);
-  s.use_pf_ppo = config.get_as<bool>("algorithm.use_pf_ppo");
-  s.pf_ppo_reweight_method = config.get_as<std::string>("algorithm.pf_ppo.reweight_method");
-  s.pf_ppo_weight_pow = config.get_as<double>("algorithm.pf_ppo.weight_pow");
-  if (s.use_pf_ppo) {
-    VERL_CHECK_AS(ConfigError, s.adv_estimator == "gae",
-                  "algorithm.use_pf_ppo: PF-PPO resamples the batch after GAE only (as verl), but "
-                  "algorithm.adv_estimator is ", s.adv_estimator);
-    const std::string& m = s.pf_ppo_reweight_method;
-    VERL_CHECK_AS(ConfigError, m == "pow" || m == "max_min" || m == "max_random",
-                  "algorithm.pf_ppo.reweight_method must be pow, max_min or max_random, got '", m, "'");
-  }
+  s.pf_ppo = algo::pf_ppo_config(config);
   s.use_kl_loss = config.get_as<bool>("actor_rollout_ref.actor.use_kl_loss");
   Json critic_enable = config.get("critic.enable");
   VERL_CHECK_AS(ConfigTypeError, critic_enable.is_null() || critic_enable.is_boolean(),
                 "critic.enable must be null, true or false, got ", critic_enable.dump());
-  s.use_critic = critic_enable.is_null() ? s.adv_estimator == "gae" : critic_enable.get<bool>();
-  VERL_CHECK_AS(ConfigError, s.adv_estimator != "gae" || s.use_critic,
-                "algorithm.adv_estimator=gae needs a critic, but critic.enable=false");
+  const bool needs_values = algo::estimator_needs(s.adv_estimator).values;
+  s.use_critic = critic_enable.is_null() ? needs_values : critic_enable.get<bool>();
+  VERL_CHECK_AS(ConfigError, !needs_values || s.use_critic, "algorithm.adv_estimator=", s.adv_estimator,
+                " needs a critic, but critic.enable=false");
   s.use_reference = s.use_kl_in_reward || s.use_kl_loss;
   s.balance_batch = config.get_as<bool>("trainer.balance_batch");
   s.critic_warmup = config.get_as<int64_t>("trainer.critic_warmup");
@@ -380,21 +291,9 @@ PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
   s.loss_scale_factor = optional_number(config, "actor_rollout_ref.actor.loss_scale_factor");
   s.calculate_sum_pi_squared = config.get_as<bool>("actor_rollout_ref.actor.calculate_sum_pi_squared");
   s.old_log_prob_from_update = config.get_as<bool>("actor_rollout_ref.actor.old_log_prob_from_update");
-  // verl asserts this in compute_advantage; here it fails before the first step.
-  VERL_CHECK_AS(ConfigError, !detail::is_optimal_token_baseline(s.adv_estimator) || s.calculate_sum_pi_squared,
-                "algorithm.adv_estimator=", s.adv_estimator, " (step-dependent optimal baseline) requires sum_pi_squared "
-                "from the actor: set actor_rollout_ref.actor.calculate_sum_pi_squared=True");
-  // Bypass mode skips the old-log-prob pass, which is what gives sum_pi_squared (verl would fail in
-  // compute_advantage).
-  VERL_CHECK_AS(ConfigError, !detail::is_optimal_token_baseline(s.adv_estimator) || !s.rollout_correction.bypass_mode,
-                "algorithm.adv_estimator=", s.adv_estimator, " needs sum_pi_squared from the old-log-prob pass, which "
-                "algorithm.rollout_correction.bypass_mode=true skips");
 
   const std::string r = "actor_rollout_ref.rollout.";
   s.rollout_n = config.get_as<int64_t>(r + "n");
-  s.rollout_tensor_parallel_size = config.get_as<int64_t>(r + "tensor_model_parallel_size");
-  VERL_CHECK_AS(ConfigError, s.rollout_tensor_parallel_size >= 1, r, "tensor_model_parallel_size must be >= 1, got ",
-                s.rollout_tensor_parallel_size);
   VERL_CHECK_AS(ConfigError, s.rollout_n >= 1, r, "n must be >= 1, got ", s.rollout_n);
   s.temperature = config.get_as<double>(r + "temperature");
   VERL_CHECK_AS(ConfigError, s.temperature >= 0, r, "temperature must be >= 0, got ", s.temperature);
@@ -409,26 +308,10 @@ PPOTrainerConfig PPOTrainerConfig::from_config(const Config& config) {
   s.rollout_seed = config.get_as<int64_t>(r + "seed");
   s.free_cache_engine = config.get_as<bool>(r + "free_cache_engine");
   s.hybrid_engine = config.get_as<bool>("actor_rollout_ref.hybrid_engine");
-  // verl's one_step_off_ppo_trainer.yaml adds the rollout's resource pool: rollout.nnodes x rollout.n_gpus_per_node
-  // ranks of its own (PPOTrainerOptions::rollout_pool), or none (n_gpus_per_node = 0, this build's default: the
-  // rollout is a thread of the one trainer process).
-  for (const char* key : {"rollout.nnodes", "rollout.n_gpus_per_node"}) {
-    if (!config.has(key)) continue;
-    VERL_CHECK_AS(ConfigError, !s.hybrid_engine, key,
-                  " is the one-step off-policy trainer's rollout pool; it needs actor_rollout_ref.hybrid_engine=false");
-    const Json value = config.get(key);
-    const bool nnodes = std::string(key) == "rollout.nnodes";
-    VERL_CHECK_AS(ConfigError, value.is_number_integer() && value.get<int64_t>() >= (nnodes ? 1 : 0), key,
-                  " must be an integer >= ", (nnodes ? 1 : 0), ", got ", untrusted::quote(value));
-  }
-  if (config.has("rollout.nnodes") && config.has("rollout.n_gpus_per_node")) {
-    const int64_t nnodes = config.get_as<int64_t>("rollout.nnodes");
-    const int64_t per_node = config.get_as<int64_t>("rollout.n_gpus_per_node");
-    VERL_CHECK_AS(ConfigError, per_node > 0 || nnodes == 1, "rollout.nnodes=", nnodes,
-                  " with rollout.n_gpus_per_node=0 (no rollout pool: the rollout is a thread of the one trainer "
-                  "process); set rollout.nnodes=1, or give the pool rollout.n_gpus_per_node ranks per node");
-    s.rollout_pool_ranks = nnodes * per_node;
-  }
+  // The layout (the rollout's TP size, a rollout pool of its own ranks), planned and checked in one place.
+  const dist::MeshPlan mesh = dist::plan_mesh(config, dist::MeshRoles::kPPO);
+  s.rollout_tensor_parallel_size = mesh.rollout_tp;
+  s.rollout_pool_ranks = mesh.pool_ranks;
   s.val_n = config.get_as<int64_t>(r + "val_kwargs.n");
   VERL_CHECK_AS(ConfigError, s.val_n >= 1, r, "val_kwargs.n must be >= 1, got ", s.val_n);
   s.val_temperature = config.get_as<double>(r + "val_kwargs.temperature");
@@ -462,7 +345,7 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
 
   // A rollout pool's rank trains nothing: no actor, reference or critic workers (their weights, compute copies and
   // optimizers); its actor module becomes the rollout's copy of the weights.
-  pool_rank_ = options.rollout_pool && options.rollout_pool->rank() != 0;
+  pool_rank_ = options.mesh.pool_rank();
   // verl's one-step off-policy layout with a rollout pool of its own ranks (from_config allows the pool's keys only
   // with hybrid_engine=false). This rank is the controller (given the pool and the trainer's rank 0), a pool rank
   // (given the pool, no trainer ranks), or another trainer rank; the trainer's ranks generate nothing.
@@ -482,11 +365,11 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     critic_ = std::make_unique<workers::CriticWorker>(config_, models_.critic);
   }
   cost_fn_ = std::move(options.cost_fn);
-  VERL_CHECK_AS(ConfigError, settings_.safe_rlhf == static_cast<bool>(cost_fn_),
-                settings_.safe_rlhf ? "algorithm.safe_rlhf.enable=true needs a cost function (cost_fn)"
+  VERL_CHECK_AS(ConfigError, settings_.safe_rlhf.enable == static_cast<bool>(cost_fn_),
+                settings_.safe_rlhf.enable ? "algorithm.safe_rlhf.enable=true needs a cost function (cost_fn)"
                                     : "a cost function was given but algorithm.safe_rlhf.enable is false; set it to "
                                       "true for Safe-RLHF or leave the cost function out");
-  safe_rlhf_lambda_ = settings_.lambda_init;
+  safe_rlhf_lambda_ = settings_.safe_rlhf.lambda_init;
   rollout_fn_ = std::move(options.rollout_fn);
   reward_per_sample_ = options.reward_per_sample;
   multi_turn_ = config_.get_as<bool>("actor_rollout_ref.rollout.multi_turn.enable");
@@ -507,7 +390,7 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
                 "actor_rollout_ref.rollout.multi_turn.enable=true with rollout.tensor_model_parallel_size = ",
                 settings_.rollout_tensor_parallel_size,
                 ": agent loops generate on one rank's engine, which would hold a tensor-parallel shard; use 1");
-  if (settings_.safe_rlhf && settings_.use_critic && !pool_rank_) {
+  if (settings_.safe_rlhf.enable && settings_.use_critic && !pool_rank_) {
     // Its own value head (another seed): the cost critic learns the cost's values as the critic the reward's.
     if (!models_.cost_critic) models_.cost_critic = critic_from_actor(*models_.actor, options.init_seed + 1);
     VERL_CHECK(models_.cost_critic->head_kind() == model::HeadKind::kValue,
@@ -528,39 +411,9 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
 
   const model::ModelConfig& mc = models_.actor->config();
   pad_token_id_ = options.pad_token_id.value_or(mc.pad_token_id.value_or(0));
-  if (options.rollout_pool) {
-    VERL_CHECK_AS(ConfigError, pooled, "a rollout pool (PPOTrainerOptions::rollout_pool) was given, but the config "
-                  "asks for none: it needs actor_rollout_ref.hybrid_engine=false and rollout.n_gpus_per_node > 0");
-    VERL_CHECK_AS(ConfigError, options.rollout_pool->world_size() == settings_.rollout_pool_ranks + 1,
-                  "rollout.nnodes x rollout.n_gpus_per_node = ", settings_.rollout_pool_ranks,
-                  " rollout ranks, but the rollout pool's group (the controller and the pool) has ",
-                  options.rollout_pool->world_size(), " ranks");
-    VERL_CHECK_AS(ConfigError,
-                  pool_rank_ ? options.communicator == nullptr
-                             : options.communicator == nullptr || options.communicator->rank() == 0,
-                  pool_rank_ ? "a rollout pool rank trains nothing: give it no trainer communicator"
-                             : "the rollout pool's controller must be the trainer's rank 0");
-    VERL_CHECK_AS(ConfigError, settings_.rollout_pool_ranks % settings_.rollout_tensor_parallel_size == 0,
-                  "actor_rollout_ref.rollout.tensor_model_parallel_size = ", settings_.rollout_tensor_parallel_size,
-                  " does not divide the rollout pool's ", settings_.rollout_pool_ranks,
-                  " ranks (rollout.nnodes x rollout.n_gpus_per_node)");
-  } else {
-    VERL_CHECK_AS(ConfigError, !pooled || (options.communicator && options.communicator->rank() != 0),
-                  "rollout.nnodes x rollout.n_gpus_per_node = ", settings_.rollout_pool_ranks,
-                  " asks for a rollout pool of ranks of its own, but this trainer got none "
-                  "(PPOTrainerOptions::rollout_pool: launch trainer.nnodes x trainer.n_gpus_per_node + that many ranks "
-                  "under torchrun); rollout.n_gpus_per_node=0 runs the rollout in a thread of the one trainer process");
-  }
-  if (!settings_.hybrid_engine && !pooled) {
-    // Without a pool the rollout is a thread of this process, and the training side's collectives would interleave
-    // with the rollout's.
-    const int64_t world = options.communicator ? options.communicator->world_size() : 1;
-    VERL_CHECK_AS(ConfigError, world == 1 && settings_.rollout_tensor_parallel_size == 1,
-                  "actor_rollout_ref.hybrid_engine=false (one-step off-policy) without a rollout pool "
-                  "(rollout.n_gpus_per_node = 0) runs in one process: got ", world,
-                  " ranks and rollout.tensor_model_parallel_size = ", settings_.rollout_tensor_parallel_size,
-                  "; give the rollout ranks of its own with rollout.n_gpus_per_node");
-  }
+  // The groups this rank was given are the layout's (dist/device_mesh.h: every layout check in one place).
+  const dist::DeviceMesh& mesh = options.mesh;
+  dist::check_mesh(dist::plan_mesh(config_, dist::MeshRoles::kPPO), mesh, critic_ || cost_critic_);
   if (!settings_.hybrid_engine) {
     VERL_CHECK_AS(ConfigError, !config_.get_as<bool>("algorithm.filter_groups.enable"),
                   "actor_rollout_ref.hybrid_engine=false (one-step off-policy) with algorithm.filter_groups.enable="
@@ -619,18 +472,13 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
       rollout_model->eval();
       for (auto& p : rollout_model->parameters()) p.set_requires_grad(false);
     }
-    const int64_t world = options.communicator ? options.communicator->world_size() : 1;
-    VERL_CHECK_AS(ConfigError, pool_rank_ || world % tp == 0, "actor_rollout_ref.rollout.tensor_model_parallel_size = ",
-                  tp, " does not divide the job's ", world, " ranks (trainer.nnodes x trainer.n_gpus_per_node)");
+    const int64_t world = mesh.trainer ? mesh.trainer->world_size() : 1;
     if (tp > 1) {
-      VERL_CHECK_AS(ConfigError, options.tensor_parallel && options.tensor_parallel->world_size() == tp,
-                    "actor_rollout_ref.rollout.tensor_model_parallel_size = ", tp,
-                    " needs this rank's tensor-parallel group of ", tp, " ranks (PPOTrainerOptions::tensor_parallel)");
       const auto& compute = *rollout_model;
       const torch::Dtype dtype = pool_rank_ ? pool_dtype() : compute.dtype();
       torch::NoGradGuard no_grad;
       rollout_model = std::make_shared<model::CausalLM>(compute.config(), model::HeadKind::kLanguageModel,
-                                                        options.tensor_parallel);
+                                                        mesh.tensor_parallel);
       rollout_model->to(compute.device(), dtype);
       rollout_model->eval();
       for (auto& p : rollout_model->parameters()) p.set_requires_grad(false);
@@ -647,38 +495,10 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     models_.engine = engine_;
   }
 
-  workers_ = dist::make_worker_group(options.communicator);
-  // verl's fsdp_size: the ranks one copy of the weights is sharded over (-1: all of them); fewer is HSDP, sharded
-  // within groups of fsdp_size consecutive ranks and replicated across them.
-  const int64_t world = workers_->world_size();
-  auto shard_group_size = [&](const char* key, const workers::ShardGroups& groups, const char* option) {
-    int64_t fsdp_size = -1;
-    if (config_.has(key) && config_.get(key).is_number_integer()) fsdp_size = config_.get(key).get<int64_t>();
-    if (fsdp_size == -1) fsdp_size = world;
-    VERL_CHECK_AS(ConfigError, fsdp_size >= 1 && world % fsdp_size == 0, "config key '", key, "' = ", fsdp_size,
-                  " does not divide the job's ", world, " ranks (-1: shard over all of them)");
-    if (fsdp_size == world) return fsdp_size;
-    VERL_CHECK_AS(ConfigError,
-                  groups.shard && groups.shard->world_size() == fsdp_size && groups.replicas &&
-                      groups.replicas->world_size() == world / fsdp_size,
-                  "config key '", key, "' = ", fsdp_size, " (HSDP) needs this rank's shard group of ", fsdp_size,
-                  " ranks and replica group of ", world / fsdp_size, " (PPOTrainerOptions::", option, ")");
-    return fsdp_size;
-  };
-  // A pool rank shards nothing (its trainer world is itself alone; the keys are the trainer ranks').
-  const int64_t actor_fsdp = pool_rank_ ? world
-                                        : shard_group_size("actor_rollout_ref.actor.fsdp_config.fsdp_size",
-                                                           options.actor_shard_groups, "actor_shard_groups");
-  const bool has_critic = critic_ || cost_critic_;
-  const int64_t critic_fsdp =
-      has_critic && !pool_rank_
-          ? shard_group_size("critic.fsdp.fsdp_size", options.critic_shard_groups, "critic_shard_groups")
-          : world;
-  const workers::ShardGroups actor_groups = actor_fsdp == world ? workers::ShardGroups{} : options.actor_shard_groups;
-  const workers::ShardGroups critic_groups = critic_fsdp == world ? workers::ShardGroups{} : options.critic_shard_groups;
+  workers_ = dist::make_worker_group(mesh.trainer);
   if (workers_->world_size() > 1) {
     settings_.n_gpus = workers_->world_size();
-    const workers::detail::DataParallel dp(options.communicator);
+    const workers::detail::DataParallel dp(mesh.trainer);
     // As verl's workers assert at start-up: every mini-batch splits equally over the ranks (a ConfigError now, not
     // in the first update).
     dp.local_rows(actor_->config().ppo_mini_batch_size * settings_.rollout_n,
@@ -693,19 +513,12 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     const int64_t tp = trains_for_pool ? 1 : settings_.rollout_tensor_parallel_size;
     if (tp > 1) {
       // The actor's shards are laid out for the rollout within each shard group (the 3D-HybridEngine).
-      VERL_CHECK_AS(ConfigError, actor_fsdp % tp == 0, "actor_rollout_ref.rollout.tensor_model_parallel_size = ", tp,
-                    " does not divide actor_rollout_ref.actor.fsdp_config.fsdp_size = ", actor_fsdp);
-      VERL_CHECK_AS(ConfigError,
-                    options.tensor_parallel_slice && options.tensor_parallel_slice->world_size() * tp == actor_fsdp,
-                    "actor_rollout_ref.rollout.tensor_model_parallel_size = ", tp, " over ", actor_fsdp,
-                    " ranks needs this rank's group of the ", actor_fsdp / tp,
-                    " ranks with its TP rank (PPOTrainerOptions::tensor_parallel_slice)");
-      tensor_parallel_ = options.tensor_parallel;
-      tensor_parallel_slice_ = options.tensor_parallel_slice;
+      tensor_parallel_ = mesh.tensor_parallel;
+      tensor_parallel_slice_ = mesh.tensor_parallel_slice;
     }
-    actor_->set_data_parallel(options.communicator, /*generation_tp=*/tp, actor_groups);
-    if (critic_) critic_->set_data_parallel(options.communicator, critic_groups);
-    if (cost_critic_) cost_critic_->set_data_parallel(options.communicator, critic_groups);
+    actor_->set_data_parallel(mesh.trainer, /*generation_tp=*/tp, mesh.actor);
+    if (critic_) critic_->set_data_parallel(mesh.trainer, mesh.critic);
+    if (cost_critic_) cost_critic_->set_data_parallel(mesh.trainer, mesh.critic);
   }
   if (engine_ && actor_) hand_over_ = std::make_unique<hybrid::WeightHandOver>(engine_, actor_->engine(), tensor_parallel_,
                                                                               tensor_parallel_slice_);
@@ -713,9 +526,9 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
   // together (later hand-overs happen in dispatched work only: update_weights, generate).
   if (workers_->world_size() > 1 && engine_) hand_over_weights();
   register_worker_methods();
-  if (options.rollout_pool) {
-    pool_ = std::make_unique<dist::CollectiveWorkerGroup>(options.rollout_pool, /*controller_computes=*/false);
-    if (pool_rank_) tensor_parallel_ = options.tensor_parallel;  // the pool's replica: shards the weights it receives
+  if (mesh.rollout_pool) {
+    pool_ = std::make_unique<dist::CollectiveWorkerGroup>(mesh.rollout_pool, /*controller_computes=*/false);
+    if (pool_rank_) tensor_parallel_ = mesh.tensor_parallel;  // the pool's replica: shards the weights it receives
   }
   if (pooled) register_pool_methods();
 }
@@ -1084,7 +897,7 @@ DataProto PPOTrainer::collect_rollouts_at(const DataProto& prompts, int64_t step
     StageTimer timer(timing, "reward");  // what scoring had left when generation ended
     scores = scorer->finish();
   }
-  if (settings_.adv_estimator == "remax") {
+  if (algo::estimator_needs(settings_.adv_estimator).reward_baselines) {
     // ReMax's baseline: one greedy response per prompt, scored like the samples (verl does this inside gen).
     StageTimer timer(timing, "gen");
     DataProto baseline = generate(gen_batch, "greedy", seed + kValidationSeedOffset);
@@ -1149,8 +962,8 @@ bool PPOTrainer::old_log_probs_from_update(const DataProto& batch, int64_t step_
   if (s.critic_warmup > step_no) return false;  // no actor update this step
   // Stages that read old_log_probs (or the pass's sum_pi_squared) before the update, or change its rows.
   const bool read_before_update = s.use_kl_in_reward || rc.acts() ||
-                                  detail::is_optimal_token_baseline(s.adv_estimator) || s.calculate_sum_pi_squared ||
-                                  s.use_pf_ppo;
+                                  algo::estimator_needs(s.adv_estimator).sum_pi_squared || s.calculate_sum_pi_squared ||
+                                  s.pf_ppo.enable;
   // A batch without a response token: the pass runs, and the rollout correction refuses the batch before any update.
   return !read_before_update && actor_->old_log_prob_from_update_is_exact(batch.size()) &&
          batch.tensor("response_mask").any().item<bool>();
@@ -1212,7 +1025,7 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     DataProto out = dispatch("compute_cost_values", worker_input(batch, kLogProbInputs), dist::Dispatch::kPadSplit);
     batch.set_tensor("cost_values", out.tensor("values").to(response_mask.device()));
   }
-  if (settings_.safe_rlhf) {  // before any stage changes state (the KL controller, the multiplier)
+  if (settings_.safe_rlhf.enable) {  // before any stage changes state (the KL controller, the multiplier)
     VERL_CHECK_AS(DataError, batch.has_tensor("token_level_costs"), "optimize: algorithm.safe_rlhf.enable needs the "
                   "batch's 'token_level_costs' (run compute_rewards first)");
   }
@@ -1248,13 +1061,13 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     }
     batch.set_tensor("advantages", adv.advantages);
     batch.set_tensor("returns", adv.returns);
-    if (settings_.use_pf_ppo) {
+    if (settings_.pf_ppo.enable) {
       // PF-PPO: the batch resampled with replacement, rows drawn by a weight of their score. Drawn on a CPU
       // generator seeded from the rollout seed and the step, so a run repeats itself.
       auto gen = at::make_generator<at::CPUGeneratorImpl>(
           static_cast<uint64_t>(settings_.rollout_seed + kPfPpoSeedOffset + step_no));
       torch::Tensor rows = algo::pf_ppo_sample_indices(batch.tensor("token_level_scores").to(torch::kCPU),
-                                                       settings_.pf_ppo_reweight_method, settings_.pf_ppo_weight_pow,
+                                                       settings_.pf_ppo.reweight_method, settings_.pf_ppo.weight_pow,
                                                        gen);
       batch = batch.select_idxs(rows);
     }

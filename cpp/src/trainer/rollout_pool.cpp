@@ -1,5 +1,5 @@
 // verl's one-step off-policy layout over several processes (verl/experimental/one_step_off_policy): the rollout
-// generates on a resource pool of ranks of its own while the trainer's ranks train (PPOTrainerOptions::rollout_pool).
+// generates on a resource pool of ranks of its own while the trainer's ranks train (PPOTrainerOptions::mesh.rollout_pool).
 // The controller is the pool group's rank 0 and generates nothing there; the pool's ranks run "generate" on their
 // share of the rows (a tensor-parallel replica per rollout.tensor_model_parallel_size ranks) and take the weights in
 // "sync_rollout_weights": the trainer's ranks gather the actor's compute weights from their ZeRO-3 shards a unit at a

@@ -180,7 +180,6 @@ class LLM:
         for key in ("input_ids", "attention_mask"):
             if batch is None or key not in batch:
                 raise ValueError(f"generate_sequences: prompts.batch['{key}'] is missing")
-        input_ids, attention_mask = batch["input_ids"], batch["attention_mask"]
         meta = {**prompts.meta_info, **kwargs}
         base = sampling_params if sampling_params is not None else SamplingParams()
         overrides = {
@@ -198,51 +197,14 @@ class LLM:
         if pad_id is None:
             pad_id = getattr(self.tokenizer, "pad_token_id", None) if self.tokenizer is not None else None
         pad_id = 0 if pad_id is None else int(pad_id)
-        response_length = int(overrides["max_tokens"])
 
-        bs, prompt_length = input_ids.shape
-        mask_cpu = attention_mask.to("cpu").bool()
-        ids_cpu = input_ids.to("cpu")
-        rows = [ids_cpu[i][mask_cpu[i]].tolist() for i in range(bs)]
-        # Group runs of identical prompts into one request with n samples (prefix sharing).
-        groups: list[tuple[int, int]] = []  # (first row, count)
-        i = 0
-        while i < bs:
-            j = i + 1
-            while j < bs and rows[j] == rows[i]:
-                j += 1
-            groups.append((i, j - i))
-            i = j
-        params = [SamplingParams(n=count, seed=None if seed is None else int(seed) + first, **overrides)
-                  for first, count in groups]
+        # The layout, the grouping of identical prompts and the seeds: C++'s generate_sequences (the trainer's own).
+        tensors = {key: batch[key] for key in ("input_ids", "attention_mask", "position_ids") if key in batch}
         self._check_no_async_in_flight("generate_sequences")
-        outs = self.engine.generate([rows[first] for first, _ in groups], params)
-
-        responses = torch.full((bs, response_length), pad_id, dtype=input_ids.dtype)
-        response_mask = torch.zeros((bs, response_length), dtype=attention_mask.dtype)
-        log_probs = torch.zeros((bs, response_length), dtype=torch.float32)
-        for (first, count), out in zip(groups, outs):
-            for k, c in enumerate(out.outputs):
-                n_tok = len(c.token_ids)
-                if n_tok:
-                    responses[first + k, :n_tok] = torch.tensor(c.token_ids, dtype=input_ids.dtype)
-                    log_probs[first + k, :n_tok] = torch.tensor(c.logprobs, dtype=torch.float32)
-                response_mask[first + k, :n_tok] = 1
-        device = input_ids.device
-        responses, response_mask, log_probs = responses.to(device), response_mask.to(device), log_probs.to(device)
-        position_ids = batch["position_ids"] if "position_ids" in batch else \
-            (attention_mask.long().cumsum(-1) - 1).clamp_min(0)
-        delta = torch.arange(1, response_length + 1, device=device, dtype=position_ids.dtype)
-        response_positions = position_ids[:, -1:] + delta.unsqueeze(0)
-        out_batch = {
-            "prompts": input_ids,
-            "responses": responses,
-            "input_ids": torch.cat([input_ids, responses], dim=-1),
-            "attention_mask": torch.cat([attention_mask, response_mask], dim=-1),
-            "position_ids": torch.cat([position_ids, response_positions], dim=-1),
-            "response_mask": response_mask,
-            "rollout_log_probs": log_probs,
-        }
+        out = _C.trainer.generate_sequences(self.engine, _C.DataProto(tensors, {}, {}),
+                                            SamplingParams(n=1, seed=None, **overrides), pad_token_id=pad_id,
+                                            seed=None if seed is None else int(seed))
+        out_batch = out.batch
         return DataProto.from_dict(tensors=out_batch, non_tensors=dict(prompts.non_tensor_batch),
                                    meta_info=dict(prompts.meta_info))
 

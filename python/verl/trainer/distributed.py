@@ -53,16 +53,21 @@ class LaunchEnv:
         return cls(world, rank, local)
 
 
-def _int_key(config: Any, key: str) -> int:
-    value = config.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{key} must be a positive integer, got {value!r}")
-    return value
+def plan(config: Any, launch: LaunchEnv | None = None) -> Any:
+    """The job's layout (``verl._C.dist.MeshPlan``, planned in C++ by ``dist::plan_mesh``: every layout check and its
+    ConfigError in one place): the PPO trainer's roles for verl's PPO config, the one training engine for the SFT and
+    DPO trainers' (no ``actor_rollout_ref`` section). With ``launch``, ConfigError unless it started that many
+    ranks."""
+    from .. import _C
+
+    roles = "ppo" if "actor_rollout_ref" in config else "engine"
+    world = None if launch is None else launch.world_size
+    return _C.dist.plan_mesh(getattr(config, "cpp", config), roles, world, "WORLD_SIZE" in os.environ)
 
 
 def trainer_world_size(config: Any) -> int:
     """``trainer.nnodes x trainer.n_gpus_per_node``: the ranks that train."""
-    return _int_key(config, "trainer.nnodes") * _int_key(config, "trainer.n_gpus_per_node")
+    return plan(config).trainer_ranks
 
 
 def rollout_pool_size(config: Any) -> int:
@@ -70,93 +75,25 @@ def rollout_pool_size(config: Any) -> int:
     ``one_step_off_ppo_trainer.yaml``): ``rollout.nnodes x rollout.n_gpus_per_node`` ranks of its own after the
     trainer's, which generate while the trainer's ranks train; 0 without one (``rollout.n_gpus_per_node=0``, this
     build's default: the rollout is a thread of the one trainer process)."""
-    if config.get("actor_rollout_ref.hybrid_engine") or "rollout.n_gpus_per_node" not in config:
-        return 0
-    per_node = config.get("rollout.n_gpus_per_node")
-    if isinstance(per_node, bool) or not isinstance(per_node, int) or per_node < 0:
-        raise ConfigError(f"rollout.n_gpus_per_node must be an integer >= 0, got {per_node!r}")
-    return _int_key(config, "rollout.nnodes") * per_node if per_node else 0
+    return plan(config).pool_ranks
 
 
 def expected_world_size(config: Any) -> int:
     """The number of ranks the config lays out: the trainer's, plus a rollout pool's (``rollout_pool_size``)."""
-    return trainer_world_size(config) + rollout_pool_size(config)
+    return plan(config).world_size
 
 
 def check_layout(config: Any, world_size: int) -> None:
     """ConfigError, before any process group forms, when the config's layout does not fit ``world_size`` ranks."""
-    expected = expected_world_size(config)
-    if expected != world_size:
-        launched = ("one process (no torchrun)" if world_size == 1 and "WORLD_SIZE" not in os.environ
-                    else f"a world of {world_size} ranks")
-        pool = rollout_pool_size(config)
-        layout = (f"trainer.nnodes ({config.get('trainer.nnodes')}) x trainer.n_gpus_per_node "
-                  f"({config.get('trainer.n_gpus_per_node')})")
-        if pool:
-            layout += (f" + rollout.nnodes ({config.get('rollout.nnodes')}) x rollout.n_gpus_per_node "
-                       f"({config.get('rollout.n_gpus_per_node')})")
-        raise ConfigError(
-            f"{layout} = {expected} ranks, but this job was launched as {launched}: start it with torchrun with that "
-            "many ranks (--nnodes x --nproc_per_node), or set the keys to the launch")
+    plan(config, LaunchEnv(world_size, 0, 0))
 
 
-def rollout_tensor_parallel_size(config: Any, world_size: int) -> int:
-    """``actor_rollout_ref.rollout.tensor_model_parallel_size``, checked against the ranks that generate (the job's
-    ``world_size``, or a rollout pool's): it must divide them (each group of that many consecutive ranks generates as
-    one tensor-parallel replica)."""
-    key = "actor_rollout_ref.rollout.tensor_model_parallel_size"
-    tp = _int_key(config, key)
-    pool = rollout_pool_size(config)
-    if pool:
-        if pool % tp:
-            raise ConfigError(f"{key} = {tp} does not divide the rollout pool's {pool} ranks (rollout.nnodes x "
-                              "rollout.n_gpus_per_node): every tensor-parallel rollout replica needs its own ranks")
-        return tp
-    if world_size % tp:
-        raise ConfigError(f"{key} = {tp} does not divide the job's {world_size} ranks (trainer.nnodes x "
-                          "trainer.n_gpus_per_node): every tensor-parallel rollout replica needs its own ranks")
-    return tp
-
-
-FSDP_SIZE_KEYS = {"actor": "actor_rollout_ref.actor.fsdp_config.fsdp_size", "critic": "critic.fsdp.fsdp_size"}
-# The SFT and DPO trainers' one trained model (sft_trainer.yaml's engine block).
-ENGINE_FSDP_SIZE_KEY = "engine.fsdp_size"
-
-
-def fsdp_size(config: Any, role: str, world_size: int) -> int:
-    """verl's ``fsdp_size`` of ``role`` ("actor" or "critic"): the ranks one copy of its weights is sharded over (-1:
-    all of them; fewer: HSDP, sharded within groups of that many consecutive ranks and replicated across the groups).
-    ConfigError unless it divides the job's ranks, and for the actor unless the rollout's tensor-parallel size divides
-    it (the 3D-HybridEngine lays the shards out within each group)."""
-    key = FSDP_SIZE_KEYS.get(role, ENGINE_FSDP_SIZE_KEY)
-    size = config.get(key)
-    if size is None or size == -1:
-        size = world_size
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1 or world_size % size:
-        raise ConfigError(f"{key} = {config.get(key)!r} does not divide the job's {world_size} ranks (-1: shard over "
-                          "all of them)")
-    if role == "actor" and not rollout_pool_size(config):  # a pool shards the weights it receives itself
-        tp = rollout_tensor_parallel_size(config, world_size)
-        if size % tp:
-            raise ConfigError(f"actor_rollout_ref.rollout.tensor_model_parallel_size = {tp} does not divide {key} = "
-                              f"{size}: each shard group must hold whole tensor-parallel groups")
-    return size
-
-
-def shard_groups(config: Any, communicator: Any, role: str) -> tuple[Any, Any]:
-    """HSDP (``fsdp_size`` below the world size): this rank's shard group -- the ``fsdp_size`` consecutive ranks of
-    verl's device mesh ``(N / fsdp_size, fsdp_size)`` -- and its replica group (the ranks at its position in every
-    shard group), as ``verl._C.dist.Communicator``; (None, None) otherwise. Every rank creates every group, in the
-    same order."""
-    # Beside a one-step rollout pool the trainer's ranks are the first world - pool (the pool's take part in the
-    # group creation and get None).
-    world = (communicator.world_size if communicator is not None else 1) - rollout_pool_size(config)
-    size = fsdp_size(config, role, world)
-    if size == world:
-        return None, None
-    shard = _new_groups(config, communicator, [list(range(first, first + size)) for first in range(0, world, size)])
-    replicas = _new_groups(config, communicator, [list(range(k, world, size)) for k in range(size)])
-    return shard, replicas
+def fsdp_size(config: Any, role: str) -> int:
+    """verl's ``fsdp_size`` of ``role`` ("actor", "critic"; "engine": the SFT / DPO trainers' model): the ranks one
+    copy of its weights is sharded over (-1: all of them; fewer: HSDP, sharded within groups of that many consecutive
+    ranks and replicated across the groups)."""
+    layout = plan(config)
+    return layout.critic_fsdp if role == "critic" else layout.actor_fsdp
 
 
 def _new_groups(config: Any, communicator: Any, groups: list[list[int]]) -> Any:
@@ -190,27 +127,27 @@ def timeout_seconds(config: Any) -> float:
     return float(value)
 
 
-def communicator(config: Any, device: str, launch: LaunchEnv | None = None) -> Any:
-    """The job's communicator (``verl._C.dist.Communicator``) for a multi-rank launch, None for one process. Checks
-    the layout first; creates torch.distributed's default process group from the launcher's rendezvous unless the
-    caller already did (then it is used as it is)."""
-    launch = launch or LaunchEnv.from_environ()
-    check_layout(config, launch.world_size)
-    trainers = trainer_world_size(config)
-    rollout_tensor_parallel_size(config, trainers)
-    for role in FSDP_SIZE_KEYS:
-        fsdp_size(config, role, trainers)
-    return _world_communicator(device, launch, timeout_seconds(config))
+def device_mesh(config: Any, device: str, launch: LaunchEnv | None = None) -> tuple[Any, Any]:
+    """The job's communicator (``verl._C.dist.Communicator``; None for one process) and this rank's groups of the
+    config's layout (``verl._C.dist.DeviceMesh``; empty for one process). Plans and checks the layout against the
+    launch before any process group forms, creates torch.distributed's default process group from the launcher's
+    rendezvous unless the caller already did (then it is used as it is), then every group the plan names -- on every
+    rank, in the plan's order, as torch.distributed.new_group requires."""
+    from .. import _C
 
-
-def data_parallel_communicator(config: Any, device: str, launch: LaunchEnv | None = None) -> Any:
-    """The SFT and DPO trainers' job (SPMD: every rank runs the same loop on the same batches and trains on its share,
-    verl's torchrun SFT): the communicator over ``trainer.nnodes x trainer.n_gpus_per_node`` ranks, None for one
-    process. ConfigError when the launch does not match those keys or ``engine.fsdp_size`` does not divide them."""
     launch = launch or LaunchEnv.from_environ()
-    check_layout(config, launch.world_size)
-    fsdp_size(config, "engine", launch.world_size)
-    return _world_communicator(device, launch, timeout_seconds(config))
+    layout = plan(config, launch)
+    world = _world_communicator(device, launch, timeout_seconds(config))
+    if world is None:
+        return None, _C.dist.DeviceMesh()
+    mine = {name: _new_groups(config, world, groups) for name, groups in layout.groups}
+    model = "engine" if "engine_shard" in mine or "engine_replicas" in mine else "actor"
+    return world, _C.dist.DeviceMesh(
+        # with a rollout pool the trainer's ranks have a group of their own (none when they are one rank)
+        trainer=mine.get("trainer") if layout.pool_ranks else world, rollout_pool=mine.get("rollout_pool"),
+        tensor_parallel=mine.get("tensor_parallel"), tensor_parallel_slice=mine.get("tensor_parallel_slice"),
+        actor_shard=mine.get(f"{model}_shard"), actor_replicas=mine.get(f"{model}_replicas"),
+        critic_shard=mine.get("critic_shard"), critic_replicas=mine.get("critic_replicas"))
 
 
 def _world_communicator(device: str, launch: LaunchEnv, timeout: float) -> Any:
@@ -236,36 +173,6 @@ def _world_communicator(device: str, launch: LaunchEnv, timeout: float) -> Any:
         # backend's threads left to static destruction can abort the process at exit).
         atexit.register(_destroy_process_group)
     return _C.dist.Communicator(dist.group.WORLD, device=str(device), timeout_s=timeout)
-
-
-def tensor_parallel_communicators(config: Any, communicator: Any) -> tuple[Any, Any]:
-    """This rank's rollout tensor-parallel group (``verl._C.dist.Communicator`` over ranks ``[j*t, (j+1)*t)``, t =
-    ``actor_rollout_ref.rollout.tensor_model_parallel_size``) and its slice group (the ranks ``k, k + t, ...`` of its
-    actor shard group -- every rank without HSDP -- that share its TP rank k, between which the 3D-HybridEngine
-    re-shards the actor); (None, None) when t is 1. Every rank creates every group, in the same order."""
-    world = communicator.world_size if communicator is not None else 1
-    tp = rollout_tensor_parallel_size(config, world)
-    if tp == 1 or rollout_pool_size(config):  # a pool's TP groups: rollout_pool_groups
-        return None, None
-    size = fsdp_size(config, "actor", world)
-    tensor_parallel = _new_groups(config, communicator, [list(range(first, first + tp)) for first in range(0, world, tp)])
-    slices = [list(range(first + k, first + size, tp)) for first in range(0, world, size) for k in range(tp)]
-    return tensor_parallel, _new_groups(config, communicator, slices)
-
-
-def rollout_pool_groups(config: Any, communicator: Any) -> tuple[Any, Any, Any]:
-    """The one-step off-policy layout with a rollout pool (``rollout_pool_size`` > 0): ranks ``[0, T)`` train (T =
-    ``trainer_world_size``), ranks ``[T, T + R)`` generate. Returns this rank's (trainer group -- None on a pool rank
-    and when T is 1 --, pool group -- rank 0 and the pool's ranks, rank 0 its controller; None on the trainer's other
-    ranks --, tensor-parallel group within the pool -- ``tensor_model_parallel_size`` consecutive pool ranks; None
-    elsewhere or when it is 1), as ``verl._C.dist.Communicator``. Every rank creates every group, in the same order."""
-    trainers, pool = trainer_world_size(config), rollout_pool_size(config)
-    tp = rollout_tensor_parallel_size(config, trainers)
-    trainer = _new_groups(config, communicator, [list(range(trainers))]) if trainers > 1 else None
-    pool_group = _new_groups(config, communicator, [[0] + list(range(trainers, trainers + pool))])
-    replicas = [list(range(first, first + tp)) for first in range(trainers, trainers + pool, tp)]
-    tensor_parallel = _new_groups(config, communicator, replicas) if tp > 1 else None
-    return trainer, pool_group, tensor_parallel
 
 
 def _restart_safe_store(launch: LaunchEnv, timeout: float) -> Any:

@@ -115,8 +115,7 @@ def run_or_launch(config: Config, argv: list[str], module: str) -> int:
             raise ConfigError(f"rollout.nnodes={config.get('rollout.nnodes')}: a rollout pool on other nodes starts "
                               "with torchrun on every node, the trainer's nodes first: a static rendezvous "
                               f"(--node_rank, --master_addr, --master_port) and -m {module} ...")
-        distributed.rollout_tensor_parallel_size(config, distributed.trainer_world_size(config))
-        ranks = distributed.expected_world_size(config)
+        ranks = distributed.expected_world_size(config)  # the whole layout checked first
         if str(config.get("trainer.device")).startswith("cuda"):
             import torch
 

@@ -249,39 +249,23 @@ class PPOTrainer:
         check_agent_rollout_config(cfg, tools)
         eos = getattr(tokenizer, "eos_token_id", None)
         pad = getattr(tokenizer, "pad_token_id", None)
-        #: the job's communicator under torchrun (None in one process): see verl.trainer.distributed
-        self.communicator = distributed.communicator(cfg, self.device)
-        #: this rank's rollout tensor-parallel group (rollout.tensor_model_parallel_size > 1), else None
-        self.tensor_parallel, self.tensor_parallel_slice = distributed.tensor_parallel_communicators(
-            cfg, self.communicator)
-        #: HSDP (fsdp_size below the world size): each model's shard and replica groups, else (None, None)
-        self.actor_shard_groups = distributed.shard_groups(cfg, self.communicator, "actor")
-        self.critic_shard_groups = distributed.shard_groups(cfg, self.communicator, "critic")
-        #: the one-step off-policy rollout pool's group (rollout.n_gpus_per_node > 0: the controller and the pool's
-        #: ranks; None on the trainer's other ranks and without a pool)
-        self.rollout_pool = None
-        train_communicator = self.communicator
-        if self.communicator is not None and distributed.rollout_pool_size(cfg):
-            train_communicator, self.rollout_pool, self.tensor_parallel = distributed.rollout_pool_groups(
-                cfg, self.communicator)
+        #: the job's communicator under torchrun (None in one process) and this rank's process groups of the config's
+        #: layout (verl._C.dist.DeviceMesh: the trainer's ranks, a rollout pool's, TP, HSDP): see
+        #: verl.trainer.distributed
+        self.communicator, self.mesh = distributed.device_mesh(cfg, self.device)
         # The agent loops run where the rollout engine is: this process's, or a rollout pool rank's (on its rows).
-        loops_here = agent_rollout_enabled(cfg) and (
-            not distributed.rollout_pool_size(cfg) or (self.rollout_pool is not None and self.rollout_pool.rank != 0))
+        loops_here = agent_rollout_enabled(cfg) and (not distributed.rollout_pool_size(cfg) or self.mesh.pool_rank)
         self._trainer = _C.trainer.PPOTrainer(
             cfg.cpp, _cpp_module(model, "model"), self._reward_callback, ref=_cpp_module(ref_model, "ref_model"),
             critic=_cpp_module(critic_model, "critic_model"),
             pad_token_id=pad if pad is not None else eos,
             eos_token_ids=[eos] if eos is not None else [],
             total_training_steps=self.total_training_steps,
-            init_seed=int(cfg.get("actor_rollout_ref.rollout.seed") or 0), communicator=train_communicator,
-            tensor_parallel=self.tensor_parallel, tensor_parallel_slice=self.tensor_parallel_slice,
+            init_seed=int(cfg.get("actor_rollout_ref.rollout.seed") or 0), mesh=self.mesh,
             cost_fn=self._cost_callback if self.cost_fn is not None or self.cost_worker is not None else None,
             cost_critic=_cpp_module(cost_critic_model, "cost_critic_model"),
             rollout_fn=self._agent_rollout_call if loops_here else None,
-            reward_per_sample=self._reward_is_per_sample(),
-            actor_shard_group=self.actor_shard_groups[0], actor_replica_group=self.actor_shard_groups[1],
-            critic_shard_group=self.critic_shard_groups[0], critic_replica_group=self.critic_shard_groups[1],
-            rollout_pool=self.rollout_pool)
+            reward_per_sample=self._reward_is_per_sample())
         if self._trainer.actor_model is None:
             # A tensor-parallel rollout pool's rank keeps only its shard (the engine's model): the whole one goes.
             self.model = model = None

@@ -128,10 +128,9 @@ class SFTTrainer:
         # SFT -- every rank runs this loop on the same batches and trains on its share (ZeRO-3 over engine.fsdp_size);
         # rank 0 logs and writes the checkpoint's shared files.
         self.launch = distributed.LaunchEnv.from_environ()
-        self.communicator = distributed.data_parallel_communicator(cfg, str(self.device), self.launch)
+        self.communicator, mesh = distributed.device_mesh(cfg, str(self.device), self.launch)
         if self.communicator is not None:
-            shard, replicas = distributed.shard_groups(cfg, self.communicator, "engine")
-            self._trainer.set_data_parallel(self.communicator, shard, replicas)
+            self._trainer.set_data_parallel(mesh.trainer, mesh.actor_shard, mesh.actor_replicas)
         self.global_steps = 0
         self.epoch = 0
         self.total_tokens = 0

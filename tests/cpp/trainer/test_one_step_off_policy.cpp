@@ -231,7 +231,7 @@ TEST_CASE("one-step off-policy: misuse and errors", "[trainer]") {
                       Catch::Contains("rollout.nnodes=2 with rollout.n_gpus_per_node=0"));
     auto hub = std::make_shared<verl::testing::ThreadExchange>(2);
     PPOTrainerOptions pooled;
-    pooled.rollout_pool = verl::testing::thread_communicator(0, 2, hub);  // the controller and one pool rank
+    pooled.mesh.rollout_pool = verl::testing::thread_communicator(0, 2, hub);  // the controller and one pool rank
     CHECK_THROWS_WITH(PPOTrainer(one_step_config(), {tiny_model()}, target_fraction, pooled),
                       Catch::Contains("the config asks for none"));
     CHECK_THROWS_WITH(PPOTrainer(one_step_config({"+rollout.nnodes=1", "+rollout.n_gpus_per_node=2"}), {tiny_model()},
@@ -250,7 +250,7 @@ TEST_CASE("one-step off-policy: misuse and errors", "[trainer]") {
                       Catch::Contains("the agent loops run on the pool's ranks"));
     {
       PPOTrainerOptions pool_rank;
-      pool_rank.rollout_pool = verl::testing::thread_communicator(1, 2, hub);
+      pool_rank.mesh.rollout_pool = verl::testing::thread_communicator(1, 2, hub);
       CHECK_THROWS_WITH(PPOTrainer(one_step_config(pool_turns), {tiny_model()}, target_fraction, pool_rank),
                         Catch::Contains("none was given"));
     }
@@ -262,7 +262,7 @@ TEST_CASE("one-step off-policy: misuse and errors", "[trainer]") {
       CHECK_FALSE(controller.is_rollout_pool_rank());
       CHECK_THROWS_WITH(controller.engine(), Catch::Contains("the pool's ranks hold the rollout engine"));
       PPOTrainerOptions pool_rank;
-      pool_rank.rollout_pool = verl::testing::thread_communicator(1, 2, hub);
+      pool_rank.mesh.rollout_pool = verl::testing::thread_communicator(1, 2, hub);
       // A pool rank trains nothing: no actor, reference or critic workers; its actor module is the rollout's copy.
       PPOTrainer generator(one_step_config({"+rollout.nnodes=1", "+rollout.n_gpus_per_node=1",
                                             "actor_rollout_ref.actor.use_kl_loss=true", "critic.enable=true"}),

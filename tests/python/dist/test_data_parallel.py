@@ -213,7 +213,7 @@ def test_fsdp_size_that_does_not_divide_the_ranks_is_refused(job_files):
     cfg = verl.load_config(overrides=overrides(job_files, "gae", 4, job_files["dir"] + "/fsdp4") + [
         "actor_rollout_ref.actor.fsdp_config.fsdp_size=2", "actor_rollout_ref.rollout.tensor_model_parallel_size=4"])
     with pytest.raises(verl.ConfigError, match=r"tensor_model_parallel_size = 4 does not divide .*fsdp_size = 2"):
-        distributed.fsdp_size(cfg, "actor", 4)
+        distributed.fsdp_size(cfg, "actor")
     cfg = verl.load_config(overrides=overrides(job_files, "gae", 1, job_files["dir"] + "/fsdp1") +
                            ["actor_rollout_ref.actor.fsdp_config.fsdp_size=1"])
     verl.PPOTrainer(config=cfg, reward_fn=lambda response: 0.0)

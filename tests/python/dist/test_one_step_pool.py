@@ -189,13 +189,13 @@ def test_pool_layouts_that_do_not_fit_are_refused_before_any_process_group():
 
     with pytest.raises(ConfigError, match=r"rollout.n_gpus_per_node \(2\) = 3 ranks, but this job was launched as a "
                                           r"world of 2 ranks"):
-        distributed.communicator(config("+rollout.n_gpus_per_node=2"), "cpu", distributed.LaunchEnv(2, 0, 0))
+        distributed.device_mesh(config("+rollout.n_gpus_per_node=2"), "cpu", distributed.LaunchEnv(2, 0, 0))
     with pytest.raises(ConfigError, match=r"tensor_model_parallel_size = 2 does not divide the rollout pool's 3 ranks"):
-        distributed.communicator(config("+rollout.n_gpus_per_node=3",
+        distributed.device_mesh(config("+rollout.n_gpus_per_node=3",
                                         "actor_rollout_ref.rollout.tensor_model_parallel_size=2"),
                                  "cpu", distributed.LaunchEnv(4, 0, 0))
     with pytest.raises(ConfigError, match=r"fsdp_size = 2 does not divide the job's 3 ranks"):
-        distributed.communicator(config("+rollout.n_gpus_per_node=1", "trainer.n_gpus_per_node=3",
+        distributed.device_mesh(config("+rollout.n_gpus_per_node=1", "trainer.n_gpus_per_node=3",
                                         "actor_rollout_ref.actor.fsdp_config.fsdp_size=2"),
                                  "cpu", distributed.LaunchEnv(4, 0, 0))
     import torch.distributed as dist

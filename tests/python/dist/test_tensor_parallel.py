@@ -53,10 +53,10 @@ def test_layouts_that_do_not_fit_are_refused_before_any_process_group():
     config = verl.load_config(overrides=["actor_rollout_ref.rollout.tensor_model_parallel_size=3",
                                          "trainer.n_gpus_per_node=2"])
     with pytest.raises(ConfigError, match=r"tensor_model_parallel_size = 3 does not divide the job's 2 ranks"):
-        distributed.communicator(config, "cpu", distributed.LaunchEnv(2, 0, 0))
+        distributed.device_mesh(config, "cpu", distributed.LaunchEnv(2, 0, 0))
     one = verl.load_config(overrides=["actor_rollout_ref.rollout.tensor_model_parallel_size=2"])
     with pytest.raises(ConfigError, match=r"does not divide the job's 1 ranks"):
-        distributed.communicator(one, "cpu", distributed.LaunchEnv(1, 0, 0))
+        distributed.device_mesh(one, "cpu", distributed.LaunchEnv(1, 0, 0))
     import torch.distributed as dist
     assert not dist.is_initialized()
 

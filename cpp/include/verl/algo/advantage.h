@@ -18,13 +18,17 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <torch/types.h>
 
+#include "verl/core/config.h"
 #include "verl/core/export.h"
+#include "verl/core/json.h"
 #include "verl/core/registry.h"
 
 namespace verl::algo {
@@ -98,13 +102,23 @@ VERL_API AdvantageResult compute_gpg_outcome_advantage(const torch::Tensor& toke
 
 // ---- registry (verl's register_adv_est / get_adv_estimator_fn) --------------------------------
 
-// What an estimator may read from the batch; undefined tensors where the batch has none.
+// What an estimator may read from the batch: optional fields, undefined (null) where the batch has none; an estimator
+// that needs one throws naming it (InvalidArgument; DataError for gdpo, sppo and the optimal token baselines, which
+// read what the trainer's batch may lack).
 struct VERL_API AdvantageInputs {
   torch::Tensor token_level_rewards;  // (bs, response_length), always required
   torch::Tensor response_mask;        // (bs, response_length), always required
   torch::Tensor index;                // (bs,) group ids (group_ids(uid)); grouped estimators
   torch::Tensor values;               // (bs, response_length); gae
   torch::Tensor reward_baselines;     // (bs,); remax
+  torch::Tensor old_log_probs;        // (bs, response_length); optimal_token_baseline, tir_optimal_token_baseline
+  torch::Tensor sum_pi_squared;       // (bs, response_length); the same (the actor's sum of pi^2 per token)
+  torch::Tensor rollout_is_weights;   // (bs, response_length); the same, when rollout correction made them
+  torch::Tensor attention_mask;       // (bs, prompt_length + response_length); gdpo (each score on the last token)
+  // gdpo: the batch's non-tensor columns (the reward function's extra-info, bs values each) -- verl's
+  // compute_advantage passes non_tensor_batch likewise.
+  const std::map<std::string, std::vector<Json>>* non_tensor_batch = nullptr;
+  std::map<std::string, double>* metrics = nullptr;  // where an estimator reports metrics (gdpo/<key>/mean, ...)
 };
 
 // The algorithm.* settings estimators read, with verl's names and defaults.
@@ -113,12 +127,33 @@ struct VERL_API AdvantageConfig {
   double lam = 1.0;                     // algorithm.lam: gae
   bool norm_adv_by_std_in_grpo = true;  // algorithm.norm_adv_by_std_in_grpo: grpo, grpo_vectorized, grpo_passk
   double epsilon = 1e-6;                // the estimators' epsilon argument (verl's default)
+  double sppo_eta = 1.0;                // algorithm.sppo_eta: sppo
+  std::vector<std::string> gdpo_reward_keys;                // +algorithm.gdpo_reward_keys: gdpo
+  std::optional<std::vector<double>> gdpo_reward_weights;  // +algorithm.gdpo_reward_weights: gdpo (null: all 1)
 };
+
+// algorithm.adv_estimator's settings from a verl config, with every estimator's rule and its ConfigError: the
+// estimator registered; gdpo's reward keys (required there, refused elsewhere) and weights; sppo_eta > 0 (and left at
+// its default for another estimator); the optimal token baselines' sum_pi_squared
+// (actor.calculate_sum_pi_squared=true, rollout_correction.bypass_mode=false).
+VERL_API AdvantageConfig advantage_config(const Config& config);
+
+// What an estimator needs from the rest of the step, beyond the rewards, the mask and the groups.
+struct VERL_API EstimatorNeeds {
+  bool values = false;            // a critic's values (gae)
+  bool reward_baselines = false;  // the greedy response's reward (remax)
+  bool sum_pi_squared = false;    // the actor's sum of pi^2 from the old-log-prob pass (the optimal token baselines)
+  bool cost_form = true;  // Safe-RLHF can apply it to the costs (reads rewards, values and groups only)
+};
+// The needs of the estimator registered as `name` (an estimator registered by a user reads the rewards, the mask and
+// the groups, and has a cost form).
+VERL_API EstimatorNeeds estimator_needs(const std::string& name);
 
 using AdvantageFn = std::function<AdvantageResult(const AdvantageInputs&, const AdvantageConfig&)>;
 
 // Every built-in under verl's AdvantageEstimator name: gae, grpo, grpo_vectorized, grpo_passk,
-// rloo, rloo_vectorized, opo, reinforce_plus_plus, reinforce_plus_plus_baseline, remax, gpg.
+// rloo, rloo_vectorized, opo, reinforce_plus_plus, reinforce_plus_plus_baseline, remax, gpg, gdpo, sppo,
+// optimal_token_baseline, tir_optimal_token_baseline.
 // A built-in called without an input it needs throws InvalidArgument naming input and estimator.
 VERL_API Registry<AdvantageFn>& adv_estimator_registry();
 // Adds fn under name; the same identity again is a no-op, another one under a taken name throws.

@@ -10,9 +10,21 @@
 
 #include <torch/types.h>
 
+#include "verl/core/config.h"
 #include "verl/core/export.h"
 
 namespace verl::algo {
+
+// algorithm.use_pf_ppo / algorithm.pf_ppo.*.
+struct VERL_API PfPpoConfig {
+  bool enable = false;
+  std::string reweight_method = "pow";
+  double weight_pow = 2.0;
+};
+
+// From a verl config; ConfigError for another reweight method, or with an adv_estimator other than gae (verl
+// resamples after GAE only).
+VERL_API PfPpoConfig pf_ppo_config(const Config& config);
 
 // Sampling weights of the scores (bs,) (each response's token_level_scores summed), verl's
 // reweight methods: "pow" |score|^weight_pow; "max_min" 1 for the batch's highest and lowest score,

@@ -10,9 +10,24 @@
 
 #include <torch/types.h>
 
+#include "verl/core/config.h"
 #include "verl/core/export.h"
 
 namespace verl::algo {
+
+// algorithm.safe_rlhf.*: the constraint and the multiplier's schedule.
+struct VERL_API SafeRlhfConfig {
+  bool enable = false;
+  double cost_limit = 0.0;
+  double lambda_init = 1.0;
+  double lambda_lr = 0.1;
+  std::optional<double> lambda_max;  // null: no upper bound
+};
+
+// algorithm.safe_rlhf.* from a verl config, ConfigError naming the key for a bad value -- and for an
+// algorithm.adv_estimator with no cost form (estimator_needs(name).cost_form: the cost's advantage is the reward's
+// estimator applied to the cost).
+VERL_API SafeRlhfConfig safe_rlhf_config(const Config& config);
 
 // lambda <- clamp(lambda + lambda_lr * (mean_cost - cost_limit), 0, lambda_max); no upper bound when lambda_max is
 // nullopt. InvalidArgument for non-finite inputs, lambda < 0, lambda_lr < 0 or lambda_max < 0.

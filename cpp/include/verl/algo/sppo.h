@@ -17,6 +17,7 @@
 
 #include "verl/algo/advantage.h"
 #include "verl/algo/policy_loss.h"
+#include "verl/core/config.h"
 #include "verl/core/export.h"
 
 namespace verl::algo {
@@ -46,5 +47,9 @@ VERL_API PolicyLossOutput compute_policy_loss_sppo(const torch::Tensor& old_log_
                                                    const torch::Tensor& advantages, const torch::Tensor& response_mask,
                                                    const std::string& loss_agg_mode, const PolicyLossConfig& config,
                                                    const torch::Tensor& rollout_is_weights = {});
+
+// policy_loss.loss_mode=sppo regresses whole-sequence log-ratios: ConfigError for rollout importance weights
+// (algorithm.rollout_correction.rollout_is) or a loss_agg_mode other than its default, which would have no effect.
+VERL_API void check_sppo_loss_config(const Config& config);
 
 }  // namespace verl::algo

@@ -32,11 +32,15 @@
 
 #include <torch/types.h>
 
+#include "verl/algo/advantage.h"
 #include "verl/algo/kl.h"
+#include "verl/algo/pf_ppo.h"
+#include "verl/algo/safe_rlhf.h"
 #include "verl/core/config.h"
 #include "verl/core/export.h"
 #include "verl/core/json.h"
 #include "verl/data/data_proto.h"
+#include "verl/dist/device_mesh.h"
 #include "verl/dist/worker_group.h"
 #include "verl/model/transformer.h"
 #include "verl/rollout/engine.h"
@@ -91,36 +95,18 @@ struct VERL_API PPOTrainerOptions {
   // (verl's trainer does this from the dataloader length) for warmup ratios and cosine schedules.
   std::optional<int64_t> total_training_steps;
   uint64_t init_seed = 0;  // seeds the default critic's new value head
-  // Several processes (torchrun): every rank builds the trainer with the same config and models and the
-  // communicator of the job's process group. Rank 0 is the controller -- it runs step() and the other stages,
-  // the reward callback included, and dispatches generation, the log-prob/value passes and the updates to every
-  // rank by rows (data parallel: the same step as one process on the whole batch); the others call serve().
-  // Null (or a world of one): one process.
-  std::shared_ptr<dist::Communicator> communicator;
-  // One-step off-policy (hybrid_engine=false) in verl's layout: the rollout generates on ranks of its own (verl's
-  // rollout resource pool, rollout.nnodes x rollout.n_gpus_per_node ranks) while the trainer's ranks train. This is
-  // the group of the trainer's controller (its rank 0) and the pool's ranks: the controller dispatches generation
-  // over the pool (rows split over the pool's ranks, the controller generating none) and, once per
-  // submit_rollouts, broadcasts the actor's compute weights to it a unit at a time (gathered from the trainer ranks'
-  // ZeRO-3 shards unit by unit, so no rank holds a second whole copy). Given on the controller and on every pool rank
-  // (whose `communicator` is null: a pool rank trains nothing, builds the engine and serve()s the pool); null on the
-  // trainer's other ranks and without a pool (the rollout is then a thread of the one trainer process).
-  std::shared_ptr<dist::Communicator> rollout_pool;
-  // actor_rollout_ref.rollout.tensor_model_parallel_size = t > 1: this rank's group of t consecutive ranks
-  // (verl/model/tensor_parallel.h), which generates as one tensor-parallel replica of the actor; the job's
-  // world_size / t replicas each generate their share of the batch (with a rollout pool: t consecutive pool ranks,
-  // the pool's own replicas). Required exactly when t > 1 on a rank that generates.
-  std::shared_ptr<dist::Communicator> tensor_parallel;
-  // With t > 1 over several ranks: the world_size / t ranks that share this rank's TP rank (r % t), ordered by group
-  // (r / t) (with HSDP: those of its shard group). The actor's ZeRO-3 shards are laid out so that one all-gather among them gives this rank its
-  // tensor-parallel shard of every weight (the 3D-HybridEngine). Required exactly when t > 1 and world > 1.
-  std::shared_ptr<dist::Communicator> tensor_parallel_slice;
-  // HSDP (actor_rollout_ref.actor.fsdp_config.fsdp_size, critic.fsdp.fsdp_size < world_size): this rank's shard
-  // group and replica group for the actor, and for the critics (workers::ShardGroups). Required exactly when that
-  // model's fsdp_size is neither -1 nor the world size. With HSDP and t > 1, tensor_parallel_slice holds the
-  // fsdp_size / t ranks of this rank's shard group that share its TP rank.
-  workers::ShardGroups actor_shard_groups;
-  workers::ShardGroups critic_shard_groups;
+  // Several processes (torchrun): this rank's process groups of the job's layout (verl/dist/device_mesh.h: the plan
+  // of trainer.nnodes x trainer.n_gpus_per_node, the rollout's tensor parallelism, HSDP, a rollout pool). Every rank
+  // builds the trainer with the same config and models and its own groups of dist::plan_mesh(config); the trainer
+  // checks them against that plan (a ConfigError names the key and the group). Rank 0 of mesh.trainer is the
+  // controller -- it runs step() and the other stages, the reward callback included, and dispatches generation, the
+  // log-prob/value passes and the updates to every rank by rows (data parallel: the same step as one process on the
+  // whole batch); the others call serve(). With a rollout pool (one-step off-policy, hybrid_engine=false) the pool's
+  // ranks generate while the trainer's train: the controller dispatches generation over mesh.rollout_pool and, once
+  // per submit_rollouts, broadcasts the actor's compute weights to it a unit at a time (gathered from the trainer
+  // ranks' ZeRO-3 shards unit by unit, so no rank holds a second whole copy); a pool rank trains nothing, builds the
+  // engine and serve()s the pool. Empty: one process.
+  dist::DeviceMesh mesh;
   // Safe-RLHF's cost callback, the reward callback's form (the cost on each token, a sequence's on its last):
   // required exactly when algorithm.safe_rlhf.enable (ConfigError otherwise).
   RewardFn cost_fn;
@@ -139,9 +125,9 @@ struct VERL_API PPOTrainerOptions {
 // The algorithm.* / trainer.* / rollout settings the step reads, from a verl::Config.
 struct VERL_API PPOTrainerConfig {
   std::string adv_estimator = "gae";
-  double gamma = 1.0;
-  double lam = 1.0;
-  bool norm_adv_by_std_in_grpo = true;
+  // algorithm.gamma, lam, norm_adv_by_std_in_grpo, sppo_eta, +gdpo_reward_keys / gdpo_reward_weights: what the
+  // estimators read (algo::advantage_config, which holds every estimator's rule).
+  algo::AdvantageConfig advantage;
   bool use_kl_in_reward = false;
   std::string kl_penalty = "kl";
   std::string kl_ctrl_type = "fixed";
@@ -153,24 +139,11 @@ struct VERL_API PPOTrainerConfig {
   // old_log_probs (no recompute) and the actor's "bypass_mode" loss applies the correction.
   algo::RolloutCorrectionConfig rollout_correction;
   // algorithm.use_pf_ppo / pf_ppo.*: the batch resampled by reward after GAE (verl applies it to gae only).
-  bool use_pf_ppo = false;
-  std::string pf_ppo_reweight_method = "pow";
-  double pf_ppo_weight_pow = 2.0;
-  // algorithm.gdpo_reward_keys / gdpo_reward_weights (verl's AlgoConfig fields, set with +algorithm.*): the
-  // reward components (the reward function's extra-info columns) GDPO normalizes one by one.
-  std::vector<std::string> gdpo_reward_keys;
-  std::optional<std::vector<double>> gdpo_reward_weights;
-  // algorithm.sppo_eta (the SPPO paper's eta; verl's recipe/sppo reads it as a softmean beta): adv_estimator=sppo's
-  // advantage is eta * (win rate - 1/2), the target the "sppo" policy loss regresses the sequence log-ratio onto.
-  double sppo_eta = 1.0;
+  algo::PfPpoConfig pf_ppo;
   // algorithm.safe_rlhf (PPO-Lagrangian, verl/algo/safe_rlhf.h): the advantage is (A_r - lambda A_c) / (1 + lambda),
   // A_c the same estimator's advantage of the cost (with the cost critic's values for gae), lambda updated each
   // step from the batch's mean sequence cost before the advantage is formed.
-  bool safe_rlhf = false;
-  double cost_limit = 0.0;
-  double lambda_init = 1.0;
-  double lambda_lr = 0.1;
-  std::optional<double> lambda_max;  // null: no upper bound
+  algo::SafeRlhfConfig safe_rlhf;
   bool use_kl_loss = false;
   bool use_critic = false;     // need_critic(config)
   bool use_reference = false;  // need_reference_policy(config)
@@ -203,7 +176,7 @@ struct VERL_API PPOTrainerConfig {
   // actor_rollout_ref.hybrid_engine. false: verl's one-step off-policy trainer (verl/experimental/
   // one_step_off_policy): the rollout engine generates from a copy of the weights of its own, handed over from the
   // actor once per submit_rollouts, so generation can overlap the update. In one process (a thread of it), or over
-  // a rollout pool of ranks of its own (PPOTrainerOptions::rollout_pool).
+  // a rollout pool of ranks of its own (PPOTrainerOptions::mesh.rollout_pool).
   bool hybrid_engine = true;
   // rollout.nnodes x rollout.n_gpus_per_node (one-step off-policy): the ranks of the rollout pool; 0: none.
   int64_t rollout_pool_ranks = 0;
@@ -276,7 +249,7 @@ class VERL_API PPOTrainer {
   double safe_rlhf_lambda() const { return safe_rlhf_lambda_; }
   void set_safe_rlhf_lambda(double value);
 
-  // Multi-process jobs (PPOTrainerOptions::communicator). Rank 0 is the controller; the others call serve(), which
+  // Multi-process jobs (PPOTrainerOptions::mesh.trainer). Rank 0 is the controller; the others call serve(), which
   // runs the controller's dispatched work until it calls release_workers() (both no-ops in one process).
   bool is_controller() const { return !pool_rank_ && workers_->is_controller(); }
   // The "actor", "critic" or "cost_critic" optimizer of this rank (InvalidArgument for another role or a missing
@@ -307,7 +280,7 @@ class VERL_API PPOTrainer {
   void load_model_shards(const std::string& role, const std::string& dir);
   // The trainer's ranks (a rollout pool's ranks are not counted; on a pool rank: 1).
   int64_t world_size() const { return workers_->world_size(); }
-  // Whether this rank generates for the controller's rollout pool (PPOTrainerOptions::rollout_pool) and trains nothing.
+  // Whether this rank generates for the controller's rollout pool (PPOTrainerOptions::mesh.rollout_pool) and trains nothing.
   bool is_rollout_pool_rank() const { return pool_rank_; }
   void serve();
   void release_workers();
@@ -419,7 +392,7 @@ class VERL_API PPOTrainer {
   std::optional<double> sync_rollout_weights_seconds_;
   DataProto last_batch_;
   std::unique_ptr<dist::WorkerGroup> workers_;
-  // PPOTrainerOptions::rollout_pool's group (controller and pool ranks); pool_rank_: this rank is one of the pool's.
+  // PPOTrainerOptions::mesh.rollout_pool's group (controller and pool ranks); pool_rank_: this rank is one of the pool's.
   std::unique_ptr<dist::WorkerGroup> pool_;
   bool pool_rank_ = false;
   int64_t pool_weights_version_ = -1;  // the actor's compute weights version last broadcast to the pool

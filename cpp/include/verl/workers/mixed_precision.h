@@ -23,6 +23,7 @@
 #include <torch/torch.h>
 
 #include "verl/core/export.h"
+#include "verl/dist/device_mesh.h"
 #include "verl/model/transformer.h"
 
 namespace verl::dist {
@@ -60,13 +61,8 @@ VERL_API torch::Dtype effective_compute_dtype(torch::Dtype model_dtype, torch::D
 // (lr 1e-6 against bf16's 2^-8 relative spacing) rounds away.
 VERL_API std::string low_precision_master_warning(torch::Dtype model_dtype, const std::string& model_dtype_key);
 
-// verl's fsdp_size < N (HSDP: FSDP's HYBRID_SHARD over the device mesh (N / fsdp_size, fsdp_size)): the ranks this
-// rank's model is sharded over -- fsdp_size consecutive ranks -- and the N / fsdp_size ranks holding the same shard in
-// the other groups, over which the gradients are summed too. Null `shard`: every data-parallel rank is one group.
-struct VERL_API ShardGroups {
-  std::shared_ptr<dist::Communicator> shard;
-  std::shared_ptr<dist::Communicator> replicas;
-};
+// verl's fsdp_size < N (HSDP): the model's shard and replica groups (verl/dist/device_mesh.h).
+using ShardGroups = dist::ShardGroups;
 
 // When ZeRO-3 gathers a unit's weights (fsdp_config's switches, as FSDP's): memory and speed only, never the results.
 struct VERL_API GatherPolicy {

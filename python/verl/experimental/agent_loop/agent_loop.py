@@ -309,34 +309,14 @@ class AgentLoopWorker:
 
 def pad_agent_outputs(outputs: Sequence[AgentLoopOutput], prompt_length: int, response_length: int,
                       pad_token_id: int) -> dict[str, torch.Tensor]:
-    """verl's layout: prompts left-padded to ``prompt_length``, responses right-padded to ``response_length``;
-    ``attention_mask`` 1 on every real token, ``position_ids`` counting real tokens from 0 (verl's
-    compute_position_id_with_mask)."""
-    bs = len(outputs)
-    prompts = torch.full((bs, prompt_length), pad_token_id, dtype=torch.long)
-    responses = torch.full((bs, response_length), pad_token_id, dtype=torch.long)
-    prompt_mask = torch.zeros((bs, prompt_length), dtype=torch.long)
-    response_attention = torch.zeros((bs, response_length), dtype=torch.long)
-    response_mask = torch.zeros((bs, response_length), dtype=torch.long)
-    log_probs = torch.zeros((bs, response_length), dtype=torch.float32)
-    for i, out in enumerate(outputs):
-        if len(out.prompt_ids) > prompt_length:
-            raise ValueError(f"sample {i}: prompt of {len(out.prompt_ids)} tokens exceeds rollout.prompt_length="
-                             f"{prompt_length}")
-        n_prompt, n_resp = len(out.prompt_ids), min(len(out.response_ids), response_length)
-        if n_prompt:
-            prompts[i, prompt_length - n_prompt:] = torch.tensor(out.prompt_ids)
-            prompt_mask[i, prompt_length - n_prompt:] = 1
-        if n_resp:
-            responses[i, :n_resp] = torch.tensor(out.response_ids[:n_resp])
-            response_mask[i, :n_resp] = torch.tensor(out.response_mask[:n_resp])
-            response_attention[i, :n_resp] = 1
-            if out.response_logprobs is not None:
-                log_probs[i, :n_resp] = torch.tensor(out.response_logprobs[:n_resp])
-    from verl.utils.dataset.rl_dataset import compute_position_id_with_mask
+    """verl's layout: prompts left-padded to ``prompt_length``, responses right-padded to ``response_length``
+    (longer responses cut there); ``attention_mask`` 1 on every real token, ``response_mask`` the loops' (0 on tool
+    tokens), ``position_ids`` counting real tokens from 0. Built by C++'s generation layout (verl/trainer/generation.h),
+    the trainer's own."""
+    from verl import _C
 
-    attention_mask = torch.cat([prompt_mask, response_attention], dim=1)
-    position_ids = compute_position_id_with_mask(attention_mask)
-    return {"prompts": prompts, "responses": responses, "input_ids": torch.cat([prompts, responses], dim=1),
-            "attention_mask": attention_mask, "position_ids": position_ids, "response_mask": response_mask,
-            "rollout_log_probs": log_probs}
+    return _C.trainer.generation_layout(
+        [list(o.prompt_ids) for o in outputs], [list(o.response_ids) for o in outputs],
+        [list(o.response_mask) for o in outputs],
+        [list(o.response_logprobs) if o.response_logprobs is not None else [] for o in outputs],
+        prompt_length, response_length, pad_token_id)

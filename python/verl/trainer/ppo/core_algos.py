@@ -102,11 +102,9 @@ class AdvantageEstimator(str, Enum):
     GDPO = "gdpo"
 
 
-# Estimators registered in the Python registry only: their inputs are not the C++ registry's AdvantageInputs.
-# The C++ trainer calls them directly in its advantage stage: GDPO with the reward components of
-# algorithm.gdpo_reward_keys from the batch, the Optimal Token Baseline ones with old_log_probs and the
-# sum_pi_squared of the old-log-prob pass (actor.calculate_sum_pi_squared=True).
-PYTHON_ONLY_ESTIMATORS = frozenset({"optimal_token_baseline", "tir_optimal_token_baseline", "gdpo"})
+# Estimators registered in the Python registry only: none -- the C++ registry's AdvantageInputs carries every built-in's
+# inputs (GDPO's reward components, the optimal token baselines' old_log_probs and sum_pi_squared).
+PYTHON_ONLY_ESTIMATORS: frozenset[str] = frozenset()
 
 
 ADV_ESTIMATOR_REGISTRY: dict[str, Callable] = {}
