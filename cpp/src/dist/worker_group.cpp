@@ -107,19 +107,35 @@ DataProto without_offset(DataProto result) {
 
 }  // namespace
 
-void WorkerGroup::register_method(const std::string& name, WorkerMethod method) {
+DataProto with_metrics(DataProto result, const std::map<std::string, double>& metrics) {
+  Json m = Json::object();
+  for (const auto& [k, v] : metrics) m[k] = v;
+  result.meta_info()["metrics"] = std::move(m);
+  return result;
+}
+
+void WorkerGroup::register_method(const std::string& name, WorkerMethod method, Dispatch dispatch,
+                                  int64_t ranks_per_chunk) {
   VERL_CHECK(static_cast<bool>(method), "register_method: '", name, "' is empty");
   VERL_CHECK(name != kRelease, "register_method: '", name, "' is reserved");
-  methods_[name] = std::move(method);
+  VERL_CHECK(ranks_per_chunk >= 1, "register_method: '", name, "' with ranks_per_chunk ", ranks_per_chunk);
+  methods_[name] = {std::move(method), dispatch, ranks_per_chunk};
+}
+
+DataProto WorkerGroup::call(const std::string& name, const DataProto& data) {
+  auto it = methods_.find(name);
+  VERL_CHECK(it != methods_.end(), "worker group: no method '", untrusted::escape(name, 200), "'");
+  return dispatch_call(name, data, it->second.dispatch, it->second.ranks_per_chunk);
 }
 
 DataProto WorkerGroup::run_method(const std::string& name, const DataProto& chunk) const {
   auto it = methods_.find(name);
   VERL_CHECK(it != methods_.end(), "worker group: no method '", untrusted::escape(name, 200), "' on rank ", rank());
-  return without_offset(it->second(chunk));
+  return without_offset(it->second.method(chunk));
 }
 
-DataProto LocalWorkerGroup::call(const std::string& name, const DataProto& data, Dispatch, int64_t ranks_per_chunk) {
+DataProto LocalWorkerGroup::dispatch_call(const std::string& name, const DataProto& data, Dispatch,
+                                          int64_t ranks_per_chunk) {
   VERL_CHECK(ranks_per_chunk == 1, "worker group: '", name, "' asks for chunks of ", ranks_per_chunk,
              " ranks in a one-process job");
   return DataProto::concat({run_method(name, with_offset(data, 0))});
@@ -132,8 +148,8 @@ CollectiveWorkerGroup::CollectiveWorkerGroup(std::shared_ptr<Communicator> commu
              "CollectiveWorkerGroup: a pool needs a worker besides the controller, got a group of ", comm_->world_size());
 }
 
-DataProto CollectiveWorkerGroup::call(const std::string& name, const DataProto& data, Dispatch dispatch,
-                                      int64_t ranks_per_chunk) {
+DataProto CollectiveWorkerGroup::dispatch_call(const std::string& name, const DataProto& data, Dispatch dispatch,
+                                               int64_t ranks_per_chunk) {
   VERL_CHECK(is_controller(), "worker group: call('", name, "') on rank ", rank(), "; only rank 0 (the controller) calls");
   VERL_CHECK(has_method(name), "worker group: no method '", untrusted::escape(name, 200), "'");
   const int64_t computing = world_size() - first_computing_rank();

@@ -129,13 +129,6 @@ Metrics reduce_over_ranks(const DataProto& result) {
   return out;
 }
 
-DataProto with_metrics(DataProto result, const Metrics& metrics) {
-  Json m = Json::object();
-  for (const auto& [k, v] : metrics) m[k] = v;
-  result.meta_info()["metrics"] = std::move(m);
-  return result;
-}
-
 // What a worker method needs of the batch: the named tensors that are present and meta_info's temperature (the
 // non-tensor columns stay with the controller).
 DataProto worker_input(const DataProto& batch, std::initializer_list<const char*> keys) {
@@ -550,58 +543,32 @@ rollout::Engine& PPOTrainer::engine() {
 }
 
 void PPOTrainer::register_worker_methods() {
-  workers_->register_method("generate", [this](const DataProto& chunk) { return generate_chunk(chunk); });
-  workers_->register_method("compute_log_prob", [this](const DataProto& chunk) {
-    return actor_->compute_log_prob(chunk, /*calculate_entropy=*/true);
-  });
-  workers_->register_method("compute_ref_log_prob", [this](const DataProto& chunk) {
-    VERL_CHECK(ref_ != nullptr, "compute_ref_log_prob: this trainer has no reference policy");
-    return ref_->compute_ref_log_prob(chunk);
-  });
-  workers_->register_method("compute_values", [this](const DataProto& chunk) {
-    VERL_CHECK(critic_ != nullptr, "compute_values: this trainer has no critic");
-    return critic_->compute_values(chunk);
-  });
-  workers_->register_method("update_critic", [this](const DataProto& chunk) {
-    VERL_CHECK(critic_ != nullptr, "update_critic: this trainer has no critic");
-    return with_metrics(DataProto(), critic_->update_critic(chunk));
-  });
-  workers_->register_method("compute_cost_values", [this](const DataProto& chunk) {
-    VERL_CHECK(cost_critic_ != nullptr, "compute_cost_values: this trainer has no cost critic");
-    return cost_critic_->compute_values(chunk);
-  });
-  workers_->register_method("update_cost_critic", [this](const DataProto& chunk) {
-    VERL_CHECK(cost_critic_ != nullptr, "update_cost_critic: this trainer has no cost critic");
-    return with_metrics(DataProto(), cost_critic_->update_critic(chunk));
-  });
-  workers_->register_method("update_actor", [this](const DataProto& chunk) {
-    return with_metrics(DataProto(), actor_->update_policy(chunk));
-  });
-  workers_->register_method("update_actor_on_policy", [this](const DataProto& chunk) {
-    auto [log_probs, metrics] = actor_->update_policy_on_policy(chunk);
-    return with_metrics(std::move(log_probs), metrics);
-  });
-  workers_->register_method("save_optimizer", [this](const DataProto& request) {
-    optimizer(request.meta_info().at("role").get<std::string>()).save(request.meta_info().at("path").get<std::string>());
-    return DataProto();
-  });
-  workers_->register_method("gather_model", [this](const DataProto& request) {
-    // every rank takes part; the controller keeps the whole model
-    auto whole = engine_of(request.meta_info().at("role").get<std::string>()).gather_model();
-    if (workers_->is_controller()) gathered_model_ = std::move(whole);
-    return DataProto();
-  });
-  workers_->register_method("save_shards", [this](const DataProto& request) {
-    const Json& meta = request.meta_info();
-    std::optional<std::string> tokenizer_dir;
-    if (meta.contains("tokenizer_dir")) tokenizer_dir = meta.at("tokenizer_dir").get<std::string>();
-    engine_of(meta.at("role").get<std::string>()).save_checkpoint(meta.at("dir").get<std::string>(), tokenizer_dir);
-    return DataProto();
-  });
-  workers_->register_method("update_weights", [this](const DataProto&) {
-    hand_over_weights();
-    return DataProto();
-  });
+  // Each worker registers its own methods with their dispatch modes (verl's @register); the rollout's are the
+  // hybrid engine's: generation (rows padded to the ranks, each tensor-parallel group generating one share) and the
+  // weight hand-over (on every rank). Every rank registers the same names.
+  workers_->register_method(
+      "generate", [this](const DataProto& chunk) { return generate_chunk(chunk); }, dist::Dispatch::kPadSplit,
+      settings_.rollout_tensor_parallel_size);
+  workers_->register_method(
+      "update_weights",
+      [this](const DataProto&) {
+        hand_over_weights();
+        return DataProto();
+      },
+      dist::Dispatch::kBroadcast);
+  if (actor_) {
+    actor_->register_methods(*workers_);
+    actor_->engine().register_methods(*workers_, "actor");
+  }
+  if (ref_) ref_->register_methods(*workers_);
+  if (critic_) {
+    critic_->register_methods(*workers_, "critic");
+    critic_->engine().register_methods(*workers_, "critic");
+  }
+  if (cost_critic_) {
+    cost_critic_->register_methods(*workers_, "cost_critic");
+    cost_critic_->engine().register_methods(*workers_, "cost_critic");
+  }
 }
 
 DataProto PPOTrainer::generate_chunk(const DataProto& chunk) {
@@ -618,10 +585,9 @@ void PPOTrainer::check_controller() const {
              "; only rank 0 (the controller) runs the step -- the others call serve()");
 }
 
-DataProto PPOTrainer::dispatch(const std::string& method, const DataProto& data, dist::Dispatch how,
-                               int64_t ranks_per_chunk) {
+DataProto PPOTrainer::dispatch(const std::string& method, const DataProto& data) {
   check_controller();
-  return workers_->call(method, data, how, ranks_per_chunk);
+  return workers_->call(method, data);
 }
 
 workers::TrainEngine& PPOTrainer::engine_of(const std::string& role) {
@@ -641,10 +607,8 @@ workers::MixedPrecision& PPOTrainer::precision(const std::string& role) { return
 
 std::shared_ptr<model::CausalLM> PPOTrainer::model_for_checkpoint(const std::string& role) {
   if (!engine_of(role).sharded()) return engine_of(role).model();
-  DataProto request;
-  request.meta_info()["role"] = role;
-  dispatch("gather_model", request, dist::Dispatch::kBroadcast);
-  return std::exchange(gathered_model_, nullptr);
+  dispatch(role + ".gather_model", DataProto());
+  return engine_of(role).take_gathered_model();
 }
 
 void PPOTrainer::load_model_state(const std::string& role, const std::map<std::string, torch::Tensor>& state) {
@@ -657,10 +621,9 @@ void PPOTrainer::save_model_shards(const std::string& role, const std::string& d
                                    const std::optional<std::string>& tokenizer_dir) {
   VERL_CHECK(engine_of(role).sharded(), "save_model_shards: the ", role, " model is not sharded (one rank)");
   DataProto request;
-  request.meta_info()["role"] = role;
   request.meta_info()["dir"] = dir;
   if (tokenizer_dir) request.meta_info()["tokenizer_dir"] = *tokenizer_dir;
-  dispatch("save_shards", request, dist::Dispatch::kBroadcast);
+  dispatch(role + ".save_checkpoint", request);
 }
 
 void PPOTrainer::load_model_shards(const std::string& role, const std::string& dir) {
@@ -670,9 +633,8 @@ void PPOTrainer::load_model_shards(const std::string& role, const std::string& d
 void PPOTrainer::save_optimizer(const std::string& role, const std::string& path) {
   optimizer(role);  // a bad role fails here, before any rank is asked
   DataProto request;
-  request.meta_info()["role"] = role;
   request.meta_info()["path"] = path;
-  dispatch("save_optimizer", request, dist::Dispatch::kBroadcast);
+  dispatch(role + ".save_optimizer", request);
 }
 
 void PPOTrainer::serve() { pool_rank_ ? pool_->serve() : workers_->serve(); }
@@ -758,7 +720,7 @@ DataProto PPOTrainer::generate_with_rollout_fn(const DataProto& rows, const std:
   rollout::SamplingParams params = mode_sampling_params(mode);
   params.n = 1;
   // The agent loops generate on the controller's engine alone; a hand-over gathers from every rank's shards.
-  if (workers_->world_size() > 1) dispatch("update_weights", DataProto(), dist::Dispatch::kBroadcast);
+  if (workers_->world_size() > 1) dispatch("update_weights", DataProto());
   ready_engine();
   engine_->clear_prefix_cache();  // keys/values of earlier weights
   DataProto out = rollout_fn_(rows, params, seed);
@@ -838,8 +800,7 @@ DataProto PPOTrainer::generate(const DataProto& prompts, const std::string& mode
   if (pool_ && !rollout_in_flight_) sync_pool_weights();
   // A duplicated row costs only time here: pad the batch to a multiple of the ranks.
   // Each tensor-parallel group of ranks generates one share of the rows together.
-  DataProto out = generation_group().call("generate", request, dist::Dispatch::kPadSplit,
-                                          settings_.rollout_tensor_parallel_size);
+  DataProto out = generation_group().call("generate", request);
   return out.to(prompts.tensor("input_ids").device());
 }
 
@@ -1004,7 +965,7 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     DataProto input = worker_input(batch, kLogProbInputs);
     // verl hands the flag to the actor with the batch (its non-tensor "calculate_sum_pi_squared").
     if (settings_.calculate_sum_pi_squared) input.meta_info()["calculate_sum_pi_squared"] = true;
-    DataProto out = dispatch("compute_log_prob", input, dist::Dispatch::kPadSplit).to(response_mask.device());
+    DataProto out = dispatch("compute_log_prob", input).to(response_mask.device());
     metrics["perf/mfu/actor_infer"] = reduce_over_ranks(out).at("mfu");
     batch.set_tensor("old_log_probs", out.tensor("old_log_probs"));
     if (settings_.calculate_sum_pi_squared) batch.set_tensor("sum_pi_squared", out.tensor("sum_pi_squared").to(torch::kFloat));
@@ -1012,17 +973,17 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
   }
   if (ref_) {
     StageTimer timer(timing, "ref");
-    DataProto out = dispatch("compute_ref_log_prob", worker_input(batch, kLogProbInputs), dist::Dispatch::kPadSplit);
+    DataProto out = dispatch("compute_ref_log_prob", worker_input(batch, kLogProbInputs));
     batch.set_tensor("ref_log_prob", out.tensor("ref_log_prob").to(response_mask.device()));
   }
   if (critic_) {
     StageTimer timer(timing, "values");
-    DataProto out = dispatch("compute_values", worker_input(batch, kLogProbInputs), dist::Dispatch::kPadSplit);
+    DataProto out = dispatch("compute_values", worker_input(batch, kLogProbInputs));
     batch.set_tensor("values", out.tensor("values").to(response_mask.device()));
   }
   if (cost_critic_) {
     StageTimer timer(timing, "cost_values");
-    DataProto out = dispatch("compute_cost_values", worker_input(batch, kLogProbInputs), dist::Dispatch::kPadSplit);
+    DataProto out = dispatch("compute_cost_values", worker_input(batch, kLogProbInputs));
     batch.set_tensor("cost_values", out.tensor("values").to(response_mask.device()));
   }
   if (settings_.safe_rlhf.enable) {  // before any stage changes state (the KL controller, the multiplier)
@@ -1077,8 +1038,7 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     Metrics critic_metrics = reduce_over_ranks(dispatch(
         "update_critic",
         worker_input(batch, {"input_ids", "attention_mask", "position_ids", "responses", "response_mask", "values",
-                             "returns"}),
-        dist::Dispatch::kSplit));
+                             "returns"})));
     rename_metric(critic_metrics, "critic/mfu", "perf/mfu/critic");  // verl's _update_critic
     merge(metrics, critic_metrics);
   }
@@ -1087,7 +1047,7 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     DataProto input = worker_input(batch, {"input_ids", "attention_mask", "position_ids", "responses", "response_mask"});
     input.set_tensor("values", batch.tensor("cost_values"));
     input.set_tensor("returns", batch.tensor("cost_returns"));
-    Metrics cost_metrics = reduce_over_ranks(dispatch("update_cost_critic", input, dist::Dispatch::kSplit));
+    Metrics cost_metrics = reduce_over_ranks(dispatch("update_cost_critic", input));
     for (const auto& [key, value] : cost_metrics) {
       // critic/vf_loss -> cost_critic/vf_loss, critic/mfu -> perf/mfu/cost_critic
       if (key == "critic/mfu") metrics["perf/mfu/cost_critic"] = value;
@@ -1096,7 +1056,7 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
   }
   if (settings_.critic_warmup > step_no) {
     StageTimer timer(timing, "update_weights");
-    dispatch("update_weights", DataProto(), dist::Dispatch::kBroadcast);
+    dispatch("update_weights", DataProto());
     if (rollout_copy_of_shards()) metrics["perf/reshard_bytes_per_rank"] = static_cast<double>(hand_over_->last_bytes());
   } else {
     {
@@ -1104,8 +1064,7 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
       DataProto out = dispatch(
           old_log_probs_in_update ? "update_actor_on_policy" : "update_actor",
           worker_input(batch, {"input_ids", "attention_mask", "position_ids", "responses", "response_mask",
-                               "old_log_probs", "advantages", "ref_log_prob", "rollout_is_weights"}),
-          dist::Dispatch::kSplit);
+                               "old_log_probs", "advantages", "ref_log_prob", "rollout_is_weights"}));
       Metrics actor_metrics = reduce_over_ranks(out);
       rename_metric(actor_metrics, "actor/mfu", "perf/mfu/actor");  // verl's _update_actor
       merge(metrics, actor_metrics);
@@ -1122,7 +1081,7 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
       }
     }
     StageTimer timer(timing, "update_weights");
-    dispatch("update_weights", DataProto(), dist::Dispatch::kBroadcast);
+    dispatch("update_weights", DataProto());
     if (rollout_copy_of_shards()) metrics["perf/reshard_bytes_per_rank"] = static_cast<double>(hand_over_->last_bytes());
   }
 

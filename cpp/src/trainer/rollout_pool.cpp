@@ -24,36 +24,49 @@ constexpr const char* kSendMethod = "send_rollout_weights";
 void PPOTrainer::register_pool_methods() {
   if (!pool_rank_) {
     // Every trainer rank takes part in the gathers; the controller sends each unit on.
-    workers_->register_method(kSendMethod, [this](const DataProto&) {
-      actor_->precision().for_each_compute_state([this](const std::map<std::string, torch::Tensor>& part) {
-        if (pool_) hybrid::send_unit(*pool_->communicator(), part);
-      });
-      return DataProto();
-    });
+    workers_->register_method(
+        kSendMethod,
+        [this](const DataProto&) {
+          actor_->precision().for_each_compute_state([this](const std::map<std::string, torch::Tensor>& part) {
+            if (pool_) hybrid::send_unit(*pool_->communicator(), part);
+          });
+          return DataProto();
+        },
+        dist::Dispatch::kBroadcast);
   }
   if (!pool_) return;  // a trainer rank other than the controller
-  pool_->register_method("generate", [this](const DataProto& chunk) { return generate_chunk(chunk); });
+  // The pool's ranks generate the rows split over them (the controller computes nothing there), each of its
+  // tensor-parallel groups one share.
+  pool_->register_method(
+      "generate", [this](const DataProto& chunk) { return generate_chunk(chunk); }, dist::Dispatch::kPadSplit,
+      settings_.rollout_tensor_parallel_size);
   if (pool_rank_) {
-    pool_->register_method(kSyncMethod, [this](const DataProto&) {
-      hybrid::receive_units(*pool_->communicator(), *engine_, settings_.rollout_tensor_parallel_size,
-                            tensor_parallel_ ? tensor_parallel_->rank() : 0);
-      return DataProto();
-    });
+    pool_->register_method(
+        kSyncMethod,
+        [this](const DataProto&) {
+          hybrid::receive_units(*pool_->communicator(), *engine_, settings_.rollout_tensor_parallel_size,
+                                tensor_parallel_ ? tensor_parallel_->rank() : 0);
+          return DataProto();
+        },
+        dist::Dispatch::kBroadcast);
     return;
   }
-  pool_->register_method(kSyncMethod, [this](const DataProto&) {
-    // The end of the units, also after a trainer rank failed between two of them: the pool's ranks then stop
-    // receiving and answer, and the call reports the failure (the weights are sent again by the next sync).
-    const auto end_of_units = [this] { hybrid::send_end_of_units(*pool_->communicator()); };
-    try {
-      dispatch(kSendMethod, DataProto(), dist::Dispatch::kBroadcast);
-    } catch (...) {
-      end_of_units();
-      throw;
-    }
-    end_of_units();
-    return DataProto();
-  });
+  pool_->register_method(
+      kSyncMethod,
+      [this](const DataProto&) {
+        // The end of the units, also after a trainer rank failed between two of them: the pool's ranks then stop
+        // receiving and answer, and the call reports the failure (the weights are sent again by the next sync).
+        const auto end_of_units = [this] { hybrid::send_end_of_units(*pool_->communicator()); };
+        try {
+          dispatch(kSendMethod, DataProto());
+        } catch (...) {
+          end_of_units();
+          throw;
+        }
+        end_of_units();
+        return DataProto();
+      },
+      dist::Dispatch::kBroadcast);
 }
 
 void PPOTrainer::sync_pool_weights() {
@@ -61,7 +74,7 @@ void PPOTrainer::sync_pool_weights() {
   actor_->precision().refresh();
   const int64_t version = actor_->precision().weights_version();
   if (version == pool_weights_version_) return;
-  pool_->call(kSyncMethod, DataProto(), dist::Dispatch::kBroadcast);
+  pool_->call(kSyncMethod, DataProto());
   pool_weights_version_ = version;
 }
 

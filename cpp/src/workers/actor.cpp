@@ -11,6 +11,7 @@
 #include "verl/algo/kl.h"
 #include "verl/core/device.h"
 #include "verl/core/error.h"
+#include "verl/dist/worker_group.h"
 #include "verl/workers/micro_batch.h"
 #include "verl/workers/response_forward.h"
 #include "algo/rollout_correction_config.h"
@@ -240,6 +241,29 @@ DataProto ActorWorker::compute_log_prob(const DataProto& data, std::optional<boo
 }
 
 DataProto ActorWorker::compute_ref_log_prob(const DataProto& data) { return log_prob_pass(data, false, "ref_log_prob"); }
+
+void ActorWorker::register_methods(dist::WorkerGroup& group) {
+  // A log-prob pass costs only time for a duplicated row: its rows are padded to the ranks; an update's split.
+  if (role_ == PolicyRole::kReference) {
+    group.register_method(
+        "compute_ref_log_prob", [this](const DataProto& chunk) { return compute_ref_log_prob(chunk); },
+        dist::Dispatch::kPadSplit);
+    return;
+  }
+  group.register_method(
+      "compute_log_prob", [this](const DataProto& chunk) { return compute_log_prob(chunk, /*calculate_entropy=*/true); },
+      dist::Dispatch::kPadSplit);
+  group.register_method(
+      "update_actor", [this](const DataProto& chunk) { return dist::with_metrics(DataProto(), update_policy(chunk)); },
+      dist::Dispatch::kSplit);
+  group.register_method(
+      "update_actor_on_policy",
+      [this](const DataProto& chunk) {
+        auto [log_probs, metrics] = update_policy_on_policy(chunk);
+        return dist::with_metrics(std::move(log_probs), metrics);
+      },
+      dist::Dispatch::kSplit);
+}
 
 DataProto ActorWorker::log_prob_pass(const DataProto& data, bool calculate_entropy, const std::string& output_key,
                                      bool calculate_sum_pi_squared) {

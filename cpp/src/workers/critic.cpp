@@ -12,6 +12,7 @@
 #include "verl/algo/value_loss.h"
 #include "verl/core/device.h"
 #include "verl/core/error.h"
+#include "verl/dist/worker_group.h"
 #include "verl/workers/micro_batch.h"
 #include "verl/workers/response_forward.h"
 #include "worker_common.h"
@@ -139,6 +140,19 @@ DataProto CriticWorker::compute_values(const DataProto& data) {
   DataProto result;
   result.set_tensor("values", values.to(data.tensor("input_ids").device()));
   return result;
+}
+
+void CriticWorker::register_methods(dist::WorkerGroup& group, const std::string& role) {
+  VERL_CHECK(role == "critic" || role == "cost_critic", "CriticWorker::register_methods: role must be critic or "
+             "cost_critic, got '", role, "'");
+  const bool cost = role == "cost_critic";
+  group.register_method(
+      cost ? "compute_cost_values" : "compute_values", [this](const DataProto& chunk) { return compute_values(chunk); },
+      dist::Dispatch::kPadSplit);
+  group.register_method(
+      cost ? "update_cost_critic" : "update_critic",
+      [this](const DataProto& chunk) { return dist::with_metrics(DataProto(), update_critic(chunk)); },
+      dist::Dispatch::kSplit);
 }
 
 void CriticWorker::set_data_parallel(std::shared_ptr<dist::Communicator> communicator, const ShardGroups& groups) {

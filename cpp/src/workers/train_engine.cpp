@@ -3,9 +3,11 @@
 
 #include <cmath>
 #include <iostream>
+#include <utility>
 
 #include "verl/core/device.h"
 #include "verl/core/error.h"
+#include "verl/dist/worker_group.h"
 #include "verl/model/checkpoint.h"
 #include "verl/model/safetensors.h"
 #include "workers/fully_sharded.h"
@@ -124,6 +126,36 @@ std::shared_ptr<model::CausalLM> TrainEngine::gather_model() {
   whole->load_state_dict(state, /*strict=*/true);
   return whole;
 }
+
+void TrainEngine::register_methods(dist::WorkerGroup& group, const std::string& role) {
+  group.register_method(
+      role + ".save_optimizer",
+      [this](const DataProto& request) {
+        optimizer().save(request.meta_info().at("path").get<std::string>());
+        return DataProto();
+      },
+      dist::Dispatch::kBroadcast);
+  group.register_method(
+      role + ".save_checkpoint",
+      [this](const DataProto& request) {
+        const Json& meta = request.meta_info();
+        std::optional<std::string> tokenizer_dir;
+        if (meta.contains("tokenizer_dir")) tokenizer_dir = meta.at("tokenizer_dir").get<std::string>();
+        save_checkpoint(meta.at("dir").get<std::string>(), tokenizer_dir);
+        return DataProto();
+      },
+      dist::Dispatch::kBroadcast);
+  group.register_method(
+      role + ".gather_model",
+      [this, &group](const DataProto&) {
+        auto whole = gather_model();  // every rank takes part; the controller keeps the whole model
+        if (group.is_controller()) gathered_ = std::move(whole);
+        return DataProto();
+      },
+      dist::Dispatch::kBroadcast);
+}
+
+std::shared_ptr<model::CausalLM> TrainEngine::take_gathered_model() { return std::exchange(gathered_, nullptr); }
 
 void TrainEngine::load_full_state(const std::map<std::string, torch::Tensor>& state) {
   torch::NoGradGuard no_grad;

@@ -24,16 +24,21 @@ DataProto rows(int64_t n, int64_t width) {
   return d;
 }
 
-// Every rank registers the same methods: "double" (x * 2, plus the rank and the row offset it saw), "fail_on_2".
+// Every rank registers the same methods, each with its dispatch mode: "double" (x * 2, plus the rank and the row
+// offset it saw) split over the ranks, "double_padded" the same after padding, "double_everywhere" broadcast;
+// "fail_on_2".
 void register_methods(CollectiveWorkerGroup& group) {
-  group.register_method("double", [&group](const DataProto& chunk) {
+  const auto doubled = [&group](const DataProto& chunk) {
     DataProto out;
     out.set_tensor("y", chunk.tensor("x") * 2);
     out.set_tensor("rank", torch::full({chunk.size()}, group.rank(), torch::kLong));
     out.set_tensor("offset", torch::full({chunk.size()}, chunk.meta_info().at(verl::dist::kRowOffsetKey).get<int64_t>(),
                                          torch::kLong));
     return out;
-  });
+  };
+  group.register_method("double", doubled, Dispatch::kSplit);
+  group.register_method("double_padded", doubled, Dispatch::kPadSplit);
+  group.register_method("double_everywhere", doubled, Dispatch::kBroadcast);
   group.register_method("fail_on_2", [&group](const DataProto& chunk) {
     if (group.rank() == 2) throw verl::DataError("rank two refuses");
     return chunk;
@@ -55,19 +60,19 @@ TEST_CASE("CollectiveWorkerGroup: split, padded and broadcast calls over thread 
       return;
     }
     const int64_t before = verl::testing::collectives_started(*comm);
-    results.push_back(group.call("double", rows(6, 4), Dispatch::kSplit));
+    results.push_back(group.call("double", rows(6, 4)));
     // A call sends each rank its message and gathers the answers: one collective each while both fit the first round.
     collectives_per_small_call = verl::testing::collectives_started(*comm) - before;
-    results.push_back(group.call("double", rows(7, 4), Dispatch::kPadSplit));
-    results.push_back(group.call("double", rows(2, 4), Dispatch::kBroadcast));
+    results.push_back(group.call("double_padded", rows(7, 4)));
+    results.push_back(group.call("double_everywhere", rows(2, 4)));
     // Batches far past the first round's size take a second round both ways.
-    results.push_back(group.call("double", rows(3 * 4096, 8), Dispatch::kSplit));
+    results.push_back(group.call("double", rows(3 * 4096, 8)));
     try {
-      group.call("fail_on_2", rows(3, 1), Dispatch::kSplit);
+      group.call("fail_on_2", rows(3, 1));
     } catch (const verl::DataError& e) {
       failure = e.what();
     }
-    results.push_back(group.call("double", rows(3, 1), Dispatch::kSplit));  // the group still works after a failure
+    results.push_back(group.call("double", rows(3, 1)));  // the group still works after a failure
     group.release();
   });
   CHECK(collectives_per_small_call == 2);

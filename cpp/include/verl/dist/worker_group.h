@@ -1,9 +1,9 @@
 // verl::dist::WorkerGroup: how the trainer (the single controller, rank 0) runs work on every rank (the
-// multi-controller workers) -- HybridFlow's split. The trainer registers named methods once on every rank; the
-// controller then calls them with a DataProto and verl's DP_COMPUTE_PROTO dispatch: the rows are split into
-// world_size contiguous chunks in order, rank r runs the method on chunk r, and the results come back to the
-// controller concatenated in rank order. Every other rank sits in serve(), running what the controller calls,
-// until the controller's release().
+// multi-controller workers) -- HybridFlow's split. Each worker registers its methods once on every rank, each with its
+// dispatch mode (verl's @register(dispatch_mode=...)); the controller then calls group.call(name, data) and the
+// method's mode says how `data` travels -- verl's DP_COMPUTE_PROTO: the rows are split into world_size contiguous
+// chunks in order, rank r runs the method on chunk r, and the results come back to the controller concatenated in
+// rank order. Every other rank sits in serve(), running what the controller calls, until the controller's release().
 //
 // Methods may use collectives among all ranks (a gradient all-reduce): every rank runs the same method at the same
 // time. A method that throws on any rank makes call() throw on the controller, naming the rank.
@@ -34,6 +34,9 @@ using WorkerMethod = std::function<DataProto(const DataProto& chunk)>;
 
 inline constexpr const char* kRowOffsetKey = "dp_row_offset";
 
+// A method's result carrying its metrics in meta_info "metrics" (gathered into lists over the ranks by call()).
+VERL_API DataProto with_metrics(DataProto result, const std::map<std::string, double>& metrics);
+
 enum class Dispatch {
   kSplit,      // verl's DP_COMPUTE_PROTO: rows split into world_size equal chunks (DataError if they do not divide)
   kPadSplit,   // the same after padding with copies of the first rows up to a multiple of world_size (verl's
@@ -50,28 +53,36 @@ class VERL_API WorkerGroup {
   // The communicator of a multi-process group; null for LocalWorkerGroup.
   virtual std::shared_ptr<Communicator> communicator() const = 0;
 
-  // Registers (or replaces) a method on this rank. Register the same names on every rank before the first call.
-  void register_method(const std::string& name, WorkerMethod method);
+  // Registers (or replaces) a method on this rank with its dispatch mode. Register the same names and modes on every
+  // rank before the first call. ranks_per_chunk = k > 1 (kSplit / kPadSplit): the ranks form world_size / k
+  // consecutive groups of k that run one chunk together (a tensor-parallel rollout replica, verl's rollout mesh): the
+  // rows are split into world_size / k chunks, every rank of group g gets chunk g, and the results (and metrics) are
+  // the groups' first ranks'.
+  void register_method(const std::string& name, WorkerMethod method, Dispatch dispatch = Dispatch::kSplit,
+                       int64_t ranks_per_chunk = 1);
   bool has_method(const std::string& name) const { return methods_.count(name) != 0; }
 
-  // Controller only: runs `name` on every rank with `data` dispatched as `dispatch` says; the results in order.
-  // The results' meta_info "metrics" are gathered into lists (DataProto::concat), one entry per rank.
-  // ranks_per_chunk = k > 1 (kSplit / kPadSplit): the ranks form world_size / k consecutive groups of k that run
-  // one chunk together (a tensor-parallel rollout replica, verl's rollout mesh): the rows are split into
-  // world_size / k chunks, every rank of group g gets chunk g, and the results (and metrics) are the groups'
-  // first ranks'.
-  virtual DataProto call(const std::string& name, const DataProto& data, Dispatch dispatch = Dispatch::kSplit,
-                         int64_t ranks_per_chunk = 1) = 0;
+  // Controller only: runs `name` on every rank with `data` dispatched as its registration says; the results in
+  // order. The results' meta_info "metrics" are gathered into lists (DataProto::concat), one entry per rank.
+  DataProto call(const std::string& name, const DataProto& data);
   // Workers only: runs the controller's calls until it calls release(). Returns immediately in a LocalWorkerGroup.
   virtual void serve() = 0;
   // Controller only: ends the workers' serve(). No-op in a LocalWorkerGroup.
   virtual void release() = 0;
 
  protected:
+  // The call as the group runs it, `name`'s registration resolved.
+  virtual DataProto dispatch_call(const std::string& name, const DataProto& data, Dispatch dispatch,
+                                  int64_t ranks_per_chunk) = 0;
   DataProto run_method(const std::string& name, const DataProto& chunk) const;
 
  private:
-  std::map<std::string, WorkerMethod> methods_;
+  struct Registered {
+    WorkerMethod method;
+    Dispatch dispatch = Dispatch::kSplit;
+    int64_t ranks_per_chunk = 1;
+  };
+  std::map<std::string, Registered> methods_;
 };
 
 // One process: call() runs the method on the whole batch.
@@ -80,10 +91,12 @@ class VERL_API LocalWorkerGroup : public WorkerGroup {
   int64_t rank() const override { return 0; }
   int64_t world_size() const override { return 1; }
   std::shared_ptr<Communicator> communicator() const override { return nullptr; }
-  DataProto call(const std::string& name, const DataProto& data, Dispatch dispatch = Dispatch::kSplit,
-                 int64_t ranks_per_chunk = 1) override;
   void serve() override {}
   void release() override {}
+
+ protected:
+  DataProto dispatch_call(const std::string& name, const DataProto& data, Dispatch dispatch,
+                          int64_t ranks_per_chunk) override;
 };
 
 // Ranks of a c10d process group; rank 0 is the controller. `controller_computes` false: a pool (see above), of at
@@ -94,10 +107,12 @@ class VERL_API CollectiveWorkerGroup : public WorkerGroup {
   int64_t rank() const override { return comm_->rank(); }
   int64_t world_size() const override { return comm_->world_size(); }
   std::shared_ptr<Communicator> communicator() const override { return comm_; }
-  DataProto call(const std::string& name, const DataProto& data, Dispatch dispatch = Dispatch::kSplit,
-                 int64_t ranks_per_chunk = 1) override;
   void serve() override;
   void release() override;
+
+ protected:
+  DataProto dispatch_call(const std::string& name, const DataProto& data, Dispatch dispatch,
+                          int64_t ranks_per_chunk) override;
 
  private:
   // Runs one call on this rank: the header (method, dispatch) and the chunk come from the controller; the result

@@ -348,10 +348,9 @@ class VERL_API PPOTrainer {
   void register_worker_methods();
   // Error unless this rank is the controller (the workers and the rollout pool's ranks call serve()).
   void check_controller() const;
-  // Controller: runs a registered worker method over the ranks (rows split in order), checking that it is the
-  // controller calling.
-  DataProto dispatch(const std::string& method, const DataProto& data, dist::Dispatch how,
-                     int64_t ranks_per_chunk = 1);
+  // Controller: runs a registered worker method over the ranks as its registration dispatches it, checking that it
+  // is the controller calling.
+  DataProto dispatch(const std::string& method, const DataProto& data);
 
   Config config_;
   PPOTrainerConfig settings_;
@@ -370,7 +369,6 @@ class VERL_API PPOTrainer {
   std::shared_ptr<rollout::Engine> engine_;
   // The actor's weights into engine_ (hybrid/weight_hand_over.h); null without an engine or an actor.
   std::unique_ptr<hybrid::WeightHandOver> hand_over_;
-  std::shared_ptr<model::CausalLM> gathered_model_;  // the controller's result of the "gather_model" method
   // PPOTrainerOptions' tensor_parallel / tensor_parallel_slice, with t > 1 over several ranks.
   std::shared_ptr<dist::Communicator> tensor_parallel_, tensor_parallel_slice_;
   // The rollout generates from a copy gathered from the actor's ZeRO-3 shards (several ranks): it sleeps without it.

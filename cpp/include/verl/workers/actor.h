@@ -28,6 +28,7 @@
 
 namespace verl::dist {
 class Communicator;
+class WorkerGroup;  // verl/dist/worker_group.h
 }  // namespace verl::dist
 
 namespace verl::workers {
@@ -143,6 +144,11 @@ class VERL_API ActorWorker {
   // `groups`: HSDP (verl's fsdp_size < N), the groups the weights are sharded over and replicated across.
   void set_data_parallel(std::shared_ptr<dist::Communicator> communicator, int64_t generation_tp = 1,
                          const ShardGroups& groups = {});
+
+  // This worker's methods on `group`, each with its dispatch mode (verl's @register): the actor's compute_log_prob
+  // (rows padded to the ranks), update_actor and update_actor_on_policy (rows split; metrics back); the reference's
+  // compute_ref_log_prob. Every rank registers them before the controller's first call.
+  void register_methods(dist::WorkerGroup& group);
 
   const ActorConfig& config() const { return config_; }
   PolicyRole role() const { return role_; }

@@ -25,6 +25,7 @@
 
 namespace verl::dist {
 class Communicator;
+class WorkerGroup;  // verl/dist/worker_group.h
 }  // namespace verl::dist
 
 namespace verl::workers {
@@ -87,6 +88,11 @@ class VERL_API CriticWorker {
   // precision() from then on (the sharding's full_state / load_full_state). Before the first update, with the same
   // weights on every rank.
   void set_data_parallel(std::shared_ptr<dist::Communicator> communicator, const ShardGroups& groups = {});
+
+  // This worker's methods on `group`, each with its dispatch mode (verl's @register): compute_values (rows padded to
+  // the ranks) and update_critic (rows split; metrics back) for role "critic", compute_cost_values and
+  // update_cost_critic for role "cost_critic" (Safe-RLHF's). Every rank registers them before the first call.
+  void register_methods(dist::WorkerGroup& group, const std::string& role);
 
   const CriticConfig& config() const { return config_; }
   std::shared_ptr<model::CausalLM> model() const { return model_; }

@@ -30,6 +30,10 @@
 #include "verl/workers/mixed_precision.h"
 #include "verl/workers/optim.h"
 
+namespace verl::dist {
+class WorkerGroup;  // verl/dist/worker_group.h
+}  // namespace verl::dist
+
 namespace verl::workers {
 
 // What a role builds its engine from: the keys of its config block.
@@ -108,11 +112,19 @@ class VERL_API TrainEngine {
   void load_checkpoint(const std::filesystem::path& dir);
   // The whole weights in the master dtype, as a new model on every rank (sharded: a collective).
   std::shared_ptr<model::CausalLM> gather_model();
+
+  // The engine's collective checkpoint methods on `group`, broadcast to every rank (verl's ONE_TO_ALL), named
+  // "<role>.save_optimizer" (meta_info path), "<role>.save_checkpoint" (dir, tokenizer_dir) and
+  // "<role>.gather_model", whose whole model the controller then takes with take_gathered_model().
+  void register_methods(dist::WorkerGroup& group, const std::string& role);
+  // The controller's result of the last "<role>.gather_model" call (null after it was taken).
+  std::shared_ptr<model::CausalLM> take_gathered_model();
   // The whole weights `state` (load_state_dict's names and checks, strict): every rank keeps its shards.
   void load_full_state(const std::map<std::string, torch::Tensor>& state);
 
  private:
   std::shared_ptr<model::CausalLM> model_;
+  std::shared_ptr<model::CausalLM> gathered_;  // the controller's last "<role>.gather_model" result
   TrainEngineOptions options_;
   std::unique_ptr<MixedPrecision> precision_;
   std::unique_ptr<Optimizer> optimizer_;
