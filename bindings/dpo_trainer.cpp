@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bindings.h"
+#include "engine_trainer.h"
 #include "verl/dist/communicator.h"
 #include "verl/workers/train_engine.h"
 #include "verl/algo/dpo_loss.h"
@@ -44,8 +45,9 @@ void register_dpo_trainer(py::module_& m) {
       .def_readonly("num_pairs", &DPOMetricSums::num_pairs)
       .def("means", &DPOMetricSums::means, "TRL's metric names -> means over the pairs.")
       .def("__iadd__", [](DPOMetricSums& a, const DPOMetricSums& b) -> DPOMetricSums& { return a += b; });
-  py::class_<DPOTrainer>(t, "DPOTrainer", "Direct Preference Optimization step (sigmoid / ipo / hinge losses).")
-      .def(py::init([](const Config& config, std::shared_ptr<model::CausalLM> model,
+  py::class_<DPOTrainer> cls(t, "DPOTrainer", "Direct Preference Optimization step (sigmoid / ipo / hinge losses).");
+  def_set_data_parallel(cls);
+  cls.def(py::init([](const Config& config, std::shared_ptr<model::CausalLM> model,
                        std::shared_ptr<model::CausalLM> reference, double beta, double label_smoothing,
                        const std::string& loss_type, std::optional<int64_t> total_training_steps) {
              return std::make_unique<DPOTrainer>(
@@ -63,15 +65,7 @@ void register_dpo_trainer(py::module_& m) {
            "The metric sums of a batch without gradients.")
       .def("sequence_log_probs", &DPOTrainer::sequence_log_probs, py::arg("batch"), py::arg("reference") = false,
            Release(), "(rows,) float64 summed completion log-probs under the policy (or the reference).")
-      .def(
-          "set_data_parallel",
-          [](DPOTrainer& s, std::shared_ptr<dist::Communicator> communicator, std::shared_ptr<dist::Communicator> shard,
-             std::shared_ptr<dist::Communicator> replicas) {
-            s.set_data_parallel(std::move(communicator), {std::move(shard), std::move(replicas)});
-          },
-          py::arg("communicator"), py::arg("shard_group") = nullptr, py::arg("replica_group") = nullptr, Release(),
-          "ZeRO-3 over the communicator's ranks (HSDP: shard / replica groups); every rank then steps on the same "
-          "global batches and trains on its share.")
+
       .def_property_readonly("engine", &DPOTrainer::engine, py::return_value_policy::reference_internal,
                              "The training engine (verl._C.workers.TrainEngine): checkpoints, bytes, sharding.")
       .def_property("global_step", &DPOTrainer::global_step, &DPOTrainer::set_global_step)

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "bindings.h"
+#include "engine_trainer.h"
 #include "verl/dist/communicator.h"
 #include "verl/workers/train_engine.h"
 #include "verl/core/config.h"
@@ -18,9 +19,10 @@ void register_sft_trainer(py::module_& m) {
   using trainer::SFTTrainer;
   using Release = py::call_guard<py::gil_scoped_release>;
   py::module_ t = m.attr("trainer").cast<py::module_>();
-  py::class_<SFTTrainer>(t, "SFTTrainer",
-                         "Supervised fine-tuning step (token-mean cross-entropy on loss_mask targets).")
-      .def(py::init([](const Config& config, std::shared_ptr<model::CausalLM> model,
+  py::class_<SFTTrainer> cls(t, "SFTTrainer",
+                         "Supervised fine-tuning step (token-mean cross-entropy on loss_mask targets).");
+  def_set_data_parallel(cls);
+  cls.def(py::init([](const Config& config, std::shared_ptr<model::CausalLM> model,
                        std::optional<int64_t> total_training_steps) {
              return std::make_unique<SFTTrainer>(trainer::SFTConfig::from_config(config, total_training_steps),
                                                  std::move(model));
@@ -41,15 +43,7 @@ void register_sft_trainer(py::module_& m) {
             return py::make_tuple(out.loss_sum, out.num_tokens);
           },
           py::arg("batch"), "(-sum log p(target), number of targets) without gradients.")
-      .def(
-          "set_data_parallel",
-          [](SFTTrainer& s, std::shared_ptr<dist::Communicator> communicator, std::shared_ptr<dist::Communicator> shard,
-             std::shared_ptr<dist::Communicator> replicas) {
-            s.set_data_parallel(std::move(communicator), {std::move(shard), std::move(replicas)});
-          },
-          py::arg("communicator"), py::arg("shard_group") = nullptr, py::arg("replica_group") = nullptr, Release(),
-          "ZeRO-3 over the communicator's ranks (HSDP: shard / replica groups); every rank then steps on the same "
-          "global batches and trains on its share.")
+
       .def_property_readonly("engine", &SFTTrainer::engine, py::return_value_policy::reference_internal,
                              "The training engine (verl._C.workers.TrainEngine): checkpoints, bytes, sharding.")
       .def_property("global_step", &SFTTrainer::global_step, &SFTTrainer::set_global_step)

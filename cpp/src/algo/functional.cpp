@@ -5,7 +5,6 @@
 
 #include <torch/torch.h>
 
-#include "kernels/aten/compositions.h"
 #include "kernels/ops.h"
 #include "verl/core/error.h"
 
@@ -158,33 +157,6 @@ struct LogprobFunction : public torch::autograd::Function<LogprobFunction> {
 };
 
 }  // namespace
-
-// The masked statistics are the kernel layer's compositions (the GAE op whitens with them): one implementation.
-void check_same_shape(const torch::Tensor& a, const char* a_name, const torch::Tensor& b, const char* b_name) {
-  kernels::aten::check_same_shape(a, a_name, b, b_name);
-}
-
-void check_finite(const torch::Tensor& t, const char* name, const torch::Tensor& mask) {
-  kernels::aten::check_finite(t, name, mask);
-}
-
-torch::Tensor masked_sum(const torch::Tensor& values, const torch::Tensor& mask,
-                         std::optional<std::vector<int64_t>> axis) {
-  return kernels::aten::masked_sum(values, mask, axis);
-}
-
-torch::Tensor masked_mean(const torch::Tensor& values, const torch::Tensor& mask,
-                          std::optional<std::vector<int64_t>> axis) {
-  return kernels::aten::masked_mean(values, mask, axis);
-}
-
-torch::Tensor masked_var(const torch::Tensor& values, const torch::Tensor& mask, bool unbiased) {
-  return kernels::aten::masked_var(values, mask, unbiased);
-}
-
-torch::Tensor masked_whiten(const torch::Tensor& values, const torch::Tensor& mask, bool shift_mean) {
-  return kernels::aten::masked_whiten(values, mask, shift_mean);
-}
 
 torch::Tensor get_response_mask(const torch::Tensor& response_id, const std::vector<int64_t>& eos_token,
                                 torch::ScalarType dtype) {

@@ -1,4 +1,5 @@
-// The rollout engine's step loop: schedule, run the model over the paged cache, sample, retire.
+// The rollout engine's core: requests, the step loop (schedule, run the model runner, retire), abort, generate; the
+// model, its cache, sampling and the weights are the model runner's (rollout/model_runner.h).
 #include "verl/rollout/engine.h"
 
 #include <algorithm>
@@ -10,9 +11,7 @@
 #include <c10/core/Event.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
-#include "core/host_arrays.h"
-#include "core/tensor_storage.h"
-#include "rollout/decode_graphs.h"
+#include "rollout/model_runner.h"
 #include "verl/core/error.h"
 
 namespace verl::rollout {
@@ -29,21 +28,6 @@ void SamplingParams::validate() const {
 
 namespace {
 
-struct HostLongs {
-  const std::vector<int64_t>& values;
-  std::vector<int64_t> shape;
-};
-
-// Host int64 arrays as tensors of the given shapes on `device`, in one copy (HostArrays: on CUDA, no host
-// synchronisation).
-std::vector<torch::Tensor> to_device(const std::vector<HostLongs>& parts, const torch::Device& device) {
-  detail::HostArrays arrays;
-  for (const HostLongs& p : parts) arrays.add(p.values);
-  std::vector<torch::Tensor> out = arrays.to(device);
-  for (size_t i = 0; i < parts.size(); ++i) out[i] = out[i].view(parts[i].shape);
-  return out;
-}
-
 uint64_t mix_seed(uint64_t a, uint64_t b) {
   uint64_t z = a * 0x9e3779b97f4a7c15ULL + b + 0x632be59bd9b4e019ULL;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -57,15 +41,14 @@ constexpr int64_t kTokenInFlight = -1;
 
 }  // namespace
 
-// A launched step, its tokens not read back yet (EngineConfig::async_scheduling).
+// A launched step, its tokens not read back yet (EngineConfig::async_scheduling): the schedule's side here, the
+// device's (the sampled rows on their way to the host) the model runner's.
 struct Engine::InFlightStep {
   ScheduleOutput work;
   std::vector<Sequence*> rows;  // the sequence of each sampled row, in row order (null: stopped or aborted since)
   size_t num_decode_rows = 0;   // the first rows are decodes (one token each); then prompts completed, their forks
   bool pure_decode = false;     // one decode token per sequence, no prefill, no fork: a step may follow it ahead
-  torch::Tensor tokens;         // (rows,) int64 on the model's device: the next step's ids when launched ahead
-  torch::Tensor host;           // (2, rows) int32 on the host: the tokens, then the float32 log-probs' bits
-  std::optional<c10::Event> copied;  // devices other than the CPU: recorded after `host`'s copy was queued
+  detail::SampledRows sampled;
 
   // Whether anything of it is still to be read or undone: a live row, or a prompt chunk it prefilled (which
   // update_weights must start again). Otherwise it runs out on the device unread.
@@ -88,24 +71,8 @@ Engine::Engine(std::shared_ptr<model::CausalLM> model, EngineConfig config)
   VERL_CHECK(config_.kv_cache_bytes >= 0, "EngineConfig: kv_cache_bytes must be >= 0, got ", config_.kv_cache_bytes);
   max_model_len_ = config_.max_model_len > 0 ? config_.max_model_len : mc.max_position_embeddings;
   eos_ = config_.eos_token_ids.empty() ? mc.eos_token_ids : config_.eos_token_ids;
-  // The cache holds this rank's kv heads (all of them without tensor parallelism).
-  const model::ModelConfig& layers = model_->shard_config();
-  const int64_t block_bytes = PagedKVCache::block_bytes(layers, config_.block_size, model_->dtype());
-  int64_t budget = config_.kv_cache_bytes;
-  if (budget == 0) {
-    const int64_t blocks_per_seq = (max_model_len_ + config_.block_size - 1) / config_.block_size;
-    budget = std::min<int64_t>((config_.max_num_seqs * blocks_per_seq + 1) * block_bytes, int64_t{4} << 30);
-  }
-  const int64_t num_blocks = budget / block_bytes;
-  VERL_CHECK(num_blocks >= 2, "EngineConfig: kv_cache_bytes = ", budget, " holds ", num_blocks, " KV blocks of ",
-             block_bytes, " bytes; at least 2 are needed");
-  cache_ = std::make_unique<PagedKVCache>(layers, num_blocks, config_.block_size, model_->dtype(), model_->device());
-  cache_->set_paged_attention_kernel(config_.paged_attention_kernel);
-  std::vector<int64_t> graph_sizes = decode_graph_sizes(config_.cudagraph_capture_sizes, config_.max_num_seqs);
-  if (cuda_decode_graphs_factory() != nullptr && !config_.enforce_eager && model_->device().is_cuda() &&
-      cache_->uses_kernel(1) && model_->tensor_parallel_size() == 1 && !graph_sizes.empty())
-    graphs_ = cuda_decode_graphs_factory()(model_, *cache_, std::move(graph_sizes),
-                                           (max_model_len_ + config_.block_size - 1) / config_.block_size);
+  runner_ = std::make_unique<detail::ModelRunner>(model_, config_, max_model_len_);
+  const int64_t num_blocks = runner_->num_blocks();
   scheduler_ = std::make_unique<Scheduler>(SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens,
                                                            config_.enable_prefix_caching},
                                            num_blocks, config_.block_size);
@@ -123,7 +90,7 @@ Engine::~Engine() {
 }
 
 void Engine::wait_for_dropped() {
-  if (dropped_ && dropped_->copied) dropped_->copied->synchronize();
+  if (dropped_) dropped_->sampled.wait();
   dropped_.reset();
 }
 
@@ -135,9 +102,10 @@ std::unique_lock<std::mutex> Engine::lock_between_steps() const {
 }
 
 void Engine::validate(const std::vector<int64_t>& prompt, const SamplingParams& params) const {
-  VERL_CHECK(cache_->allocated(), "Engine: the engine is asleep (sleep()); call wake_up() first");
-  VERL_CHECK(released_weights_.empty(), "Engine: ", released_weights_.size(), " of the model's weights (",
-             *released_weights_.begin(), ", ...) were released by sleep(release_weights=true); update_weights first");
+  VERL_CHECK(!runner_->sleeping(), "Engine: the engine is asleep (sleep()); call wake_up() first");
+  const std::set<std::string>& released = runner_->released_weights();
+  VERL_CHECK(released.empty(), "Engine: ", released.size(), " of the model's weights (", *released.begin(),
+             ", ...) were released by sleep(release_weights=true); update_weights first");
   params.validate();
   const int64_t vocab = model_->config().vocab_size;
   const int64_t len = static_cast<int64_t>(prompt.size());
@@ -214,100 +182,6 @@ void Engine::admit_pending() {
   }
 }
 
-torch::Tensor Engine::run(const std::vector<Chunk>& chunks, const torch::Tensor& ahead_ids) {
-  const int64_t bs = static_cast<int64_t>(chunks.size()), B = config_.block_size;
-  int64_t q = 0, max_blocks = 0;
-  bool all_start = true;
-  for (const Chunk& c : chunks) {
-    q = std::max(q, c.length);
-    max_blocks = std::max(max_blocks, (c.start + c.length + B - 1) / B);
-    all_start = all_start && c.start == 0;
-  }
-  const PackedPrefill packing = cache_->packed_prefill(all_start);
-  if (q > 1 && packing != PackedPrefill::kPadded) return run_packed(chunks, max_blocks, packing);
-  // Padding tokens: id 0 at position 0, written to the scratch slot 0, attending to key 0 only.
-  std::vector<int64_t> ids(bs * q, 0), pos(bs * q, 0), slots(bs * q, 0), tables(bs * max_blocks, 0), head(bs);
-  for (int64_t i = 0; i < bs; ++i) {
-    const Chunk& c = chunks[i];
-    const auto& tokens = c.seq->tokens;
-    for (int64_t t = 0; t < c.length; ++t) {
-      ids[i * q + t] = tokens[c.start + t];
-      pos[i * q + t] = c.start + t;
-      slots[i * q + t] = c.slots[t];
-    }
-    const auto& table = c.seq->block_table;
-    const int64_t nb = std::min<int64_t>(static_cast<int64_t>(table.size()), max_blocks);
-    std::copy(table.begin(), table.begin() + nb, tables.begin() + i * max_blocks);
-    head[i] = c.length - 1;
-  }
-  if (graphs_ && q == 1) {
-    try {
-      torch::Tensor logits =
-          graphs_->run(ids.data(), pos.data(), slots.data(), tables.data(), bs, max_blocks, ahead_ids);
-      if (logits.defined()) return logits;
-    } catch (const std::exception& e) {
-      // A graph that cannot be captured here (a kernel or a driver that refuses stream capture) costs speed, not
-      // the rollout: this engine decodes eagerly from now on, and says so once.
-      std::cerr << "verl: CUDA graph capture of the decode step failed; decoding eagerly from now on ("
-                << e.what() << ")\n";
-      graphs_.reset();
-    }
-  }
-  const auto device = model_->device();
-  const std::vector<torch::Tensor> in =
-      to_device({{ids, {bs, q}}, {pos, {bs, q}}, {slots, {bs * q}}, {tables, {bs, max_blocks}}, {head, {bs}}}, device);
-  VERL_CHECK(!ahead_ids.defined() || (q == 1 && ahead_ids.numel() == bs), "Engine: ids on the device serve one "
-             "decode token per row, got ", ahead_ids.numel(), " for ", bs, " rows of ", q);
-  const torch::Tensor ids_t = ahead_ids.defined() ? ahead_ids.view({bs, 1}) : in[0];
-  const torch::Tensor& pos_t = in[1];
-  torch::Tensor mask;
-  if (cache_->needs_mask(q)) {
-    torch::Tensor key_pos = torch::arange(max_blocks * B, torch::dtype(torch::kLong).device(device));
-    mask = key_pos.view({1, 1, 1, -1}) <= pos_t.view({bs, 1, q, 1});
-  }
-  cache_->set_batch({in[2], in[3], pos_t});
-  return model_->forward_cached(ids_t, pos_t, *cache_, mask, in[4]);
-}
-
-torch::Tensor Engine::run_packed(const std::vector<Chunk>& chunks, int64_t max_blocks, PackedPrefill packing) {
-  const bool token_rows = packing == PackedPrefill::kTokenRows;
-  const int64_t n = static_cast<int64_t>(chunks.size());
-  int64_t total = 0;
-  for (const Chunk& c : chunks) total += c.length;
-  std::vector<int64_t> ids(total), pos(total), slots(total), head(n), cu_seqlens(n + 1, 0);
-  std::vector<int64_t> token_tables(token_rows ? total * max_blocks : 0, 0);  // padding entries -> scratch block 0
-  int64_t at = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const Chunk& c = chunks[i];
-    const auto& tokens = c.seq->tokens;
-    const auto& table = c.seq->block_table;
-    const int64_t nb = std::min<int64_t>(static_cast<int64_t>(table.size()), max_blocks);
-    for (int64_t t = 0; t < c.length; ++t, ++at) {
-      ids[at] = tokens[c.start + t];
-      pos[at] = c.start + t;
-      slots[at] = c.slots[t];
-      if (token_rows) std::copy(table.begin(), table.begin() + nb, token_tables.begin() + at * max_blocks);
-    }
-    cu_seqlens[i + 1] = at;
-    head[i] = at - 1;
-  }
-  const auto device = model_->device();
-  std::vector<HostLongs> parts = {{ids, {1, total}}, {pos, {1, total}}, {slots, {total}}, {head, {n}}};
-  if (token_rows) parts.push_back({token_tables, {total, max_blocks}});
-  const std::vector<torch::Tensor> in = to_device(parts, device);
-  PagedBatch batch{in[2], torch::Tensor(), torch::Tensor()};
-  if (token_rows) {
-    batch.block_tables = in[4];
-    batch.positions = in[1].view({total, 1});
-    batch.token_rows = true;
-  } else {
-    batch.prompts = std::make_shared<const model::VarlenLayout>(
-        model::VarlenLayout::build(torch::tensor(cu_seqlens, torch::kLong), total, device));
-  }
-  cache_->set_batch(std::move(batch));
-  return model_->forward_cached(in[0], in[1], *cache_, torch::Tensor(), in[3]);
-}
-
 bool Engine::append(Sequence* seq, int64_t token, float logprob) {
   const SamplingParams& p = seq->request->params;
   seq->tokens.push_back(token);
@@ -326,8 +200,8 @@ std::vector<RequestOutput> Engine::step() {
   // like AsyncEngine's, could starve them).
   while (between_steps_waiting_.load(std::memory_order_acquire) > 0) std::this_thread::yield();
   std::lock_guard<std::mutex> step_lock(step_mutex_);
-  VERL_CHECK(cache_->allocated(), "Engine.step: the engine is asleep; call wake_up() first");
-  VERL_CHECK(released_weights_.empty(), "Engine.step: the model's weights were released by sleep(release_weights="
+  VERL_CHECK(!runner_->sleeping(), "Engine.step: the engine is asleep; call wake_up() first");
+  VERL_CHECK(!runner_->weights_released(), "Engine.step: the model's weights were released by sleep(release_weights="
              "true); update_weights first");
   torch::NoGradGuard no_grad;
   admit_pending();
@@ -368,7 +242,7 @@ std::vector<RequestOutput> Engine::step() {
 
 std::unique_ptr<Engine::InFlightStep> Engine::launch(ScheduleOutput work, const torch::Tensor& ahead_ids) {
   const bool ahead = ahead_ids.defined();
-  cache_->copy_blocks(work.copies);
+  runner_->copy_blocks(work.copies);
   ++stats_.num_steps;
   if (ahead) ++stats_.num_async_steps;
   stats_.peak_used_blocks = std::max(stats_.peak_used_blocks, scheduler_->blocks().num_usable_blocks() -
@@ -380,7 +254,7 @@ std::unique_ptr<Engine::InFlightStep> Engine::launch(ScheduleOutput work, const 
   int64_t offset = 0;
   std::vector<Sequence*> completed_roots;
   if (!work.decodes.empty()) {
-    parts.push_back(run(work.decodes, ahead_ids));
+    parts.push_back(runner_->run(work.decodes, ahead_ids));
     for (size_t i = 0; i < work.decodes.size(); ++i) {
       rows.emplace_back(work.decodes[i].seq, offset + i);
       // A root whose last prompt token came as a one-token chunk completes here.
@@ -390,7 +264,7 @@ std::unique_ptr<Engine::InFlightStep> Engine::launch(ScheduleOutput work, const 
     stats_.num_decode_tokens += static_cast<int64_t>(work.decodes.size());
   }
   if (!work.prefills.empty()) {
-    parts.push_back(run(work.prefills));
+    parts.push_back(runner_->run(work.prefills));
     for (size_t i = 0; i < work.prefills.size(); ++i) {
       const Chunk& c = work.prefills[i];
       stats_.num_prefill_tokens += c.length;
@@ -430,40 +304,21 @@ std::unique_ptr<Engine::InFlightStep> Engine::launch(ScheduleOutput work, const 
   }
   if (rows.empty()) return nullptr;
 
-  torch::Tensor logits = parts.size() == 1 ? parts[0] : torch::cat(parts, 0);
+  const torch::Tensor logits = parts.size() == 1 ? parts[0] : torch::cat(parts, 0);
   std::vector<int64_t> index(rows.size());
   SamplerRows srows;
-  bool identity = static_cast<int64_t>(rows.size()) == logits.size(0);
   auto f = std::make_unique<InFlightStep>();
   for (size_t i = 0; i < rows.size(); ++i) {
     auto [seq, r] = rows[i];
     f->rows.push_back(seq);
     index[i] = r;
-    identity &= r == static_cast<int64_t>(i);
     const SamplingParams& p = seq->request->params;
     srows.push(p.temperature, p.top_k, p.top_p, p.min_p,
                stream_uniform(seq->seed, static_cast<uint64_t>(seq->num_generated())));
   }
-  if (!identity)
-    logits = logits.index_select(0, to_device({{index, {static_cast<int64_t>(index.size())}}}, logits.device())[0]);
-  SampleResult sampled = sample(logits, srows);
-  // Tokens and log-probs come back in one copy, waited for in retire(): on a GPU, the step's one host
-  // synchronisation. The tokens as int32 beside the float32 log-probs' bits (a vocabulary is far below 2^31).
-  const torch::Tensor packed =
-      torch::stack({sampled.tokens.to(torch::kInt), sampled.logprobs.to(torch::kFloat).view(torch::kInt)});
-  if (packed.is_cpu()) {
-    f->host = packed;
-  } else {
-    // Into pinned memory, asynchronously; the caching host allocator keeps the block until the copy has run.
-    f->host = torch::empty(packed.sizes(), torch::TensorOptions().dtype(torch::kInt).pinned_memory(true));
-    f->host.copy_(packed, /*non_blocking=*/true);
-    const c10::impl::VirtualGuardImpl device(packed.device().type());
-    f->copied.emplace(packed.device().type());
-    f->copied->record(device.getStream(packed.device()));
-  }
+  f->sampled = runner_->sample(logits, index, srows);
   f->num_decode_rows = work.decodes.size();
   f->pure_decode = work.prefills.empty() && completed_roots.empty();
-  f->tokens = sampled.tokens;
   f->work = std::move(work);
   return f;
 }
@@ -513,22 +368,20 @@ std::unique_ptr<Engine::InFlightStep> Engine::launch_ahead(const InFlightStep& f
   }
   try {
     ScheduleOutput work = scheduler_->schedule();
-    cache_->copy_blocks(work.copies);  // the block tables point at the copies now, whatever happens next
+    runner_->copy_blocks(work.copies);  // the block tables point at the copies now, whatever happens next
     work.copies.clear();
     // A step() on another stream (another thread's) than f's: its inputs are f's tokens, written by f's stream.
-    if (f.copied) {
-      const c10::impl::VirtualGuardImpl device(f.tokens.device().type());
-      f.copied->block(device.getStream(f.tokens.device()));
+    const torch::Tensor& previous = f.sampled.tokens;
+    if (f.sampled.copied) {
+      const c10::impl::VirtualGuardImpl device(previous.device().type());
+      f.sampled.copied->block(device.getStream(previous.device()));
     }
     bool same_rows = work.decodes.size() == kept.size();
     for (size_t i = 0; same_rows && i < kept.size(); ++i) same_rows = work.decodes[i].seq == kept[i];
     VERL_CHECK_AS(DataError, same_rows, "Engine.step: internal error: the step scheduled ahead does not decode the "
                   "previous step's ", kept.size(), " continuing rows");
     const torch::Tensor ids =
-        kept.size() == f.rows.size()
-            ? f.tokens
-            : f.tokens.index_select(
-                  0, to_device({{kept_rows, {static_cast<int64_t>(kept_rows.size())}}}, f.tokens.device())[0]);
+        kept.size() == f.rows.size() ? previous : previous.index_select(0, runner_->to_device(kept_rows));
     return launch(std::move(work), ids);
   } catch (...) {
     for (Sequence* seq : kept) seq->tokens.pop_back();
@@ -537,9 +390,9 @@ std::unique_ptr<Engine::InFlightStep> Engine::launch_ahead(const InFlightStep& f
 }
 
 std::vector<TokenEvent> Engine::retire(InFlightStep& f, InFlightStep* next, std::vector<RequestOutput>& done) {
-  if (f.copied) f.copied->synchronize();
-  const int32_t* tok = f.host[0].const_data_ptr<int32_t>();
-  const float* lp = f.host[1].view(torch::kFloat).const_data_ptr<float>();
+  f.sampled.wait();
+  const int32_t* tok = f.sampled.token_ids();
+  const float* lp = f.sampled.logprobs();
   std::vector<TokenEvent> events;
   if (token_listener_) {
     for (size_t i = 0; i < f.rows.size(); ++i) {
@@ -683,13 +536,7 @@ torch::Tensor Engine::weight_for_update(const std::string& name, c10::IntArrayRe
   VERL_CHECK(!scheduler_->has_work() && !in_flight_ && pending_.empty(),
              "Engine.weight_for_update: requests are still in flight");
   wait_for_dropped();  // the weight is written in place
-  torch::Tensor* weight = model_->named_parameters(true).find(name);
-  if (weight == nullptr || weight->sizes() != shape || weight->scalar_type() != dtype) return {};
-  // Its storage back now, since it is written before update_weights (which then must not re-make it); it counts as
-  // released until update_weights names it, so generation still waits for the whole model.
-  if (released_weights_.count(name) && written_in_place_.insert(name).second)
-    verl::detail::reallocate_storage(*weight, weight->numel() * weight->element_size());
-  return *weight;
+  return runner_->weight_for_update(name, shape, dtype);
 }
 
 void Engine::update_weight_shards(const std::map<std::string, torch::Tensor>& shards) {
@@ -698,30 +545,9 @@ void Engine::update_weight_shards(const std::map<std::string, torch::Tensor>& sh
 
 void Engine::write_weights(const std::map<std::string, torch::Tensor>& named_tensors, bool shards) {
   std::unique_lock<std::mutex> step_lock = lock_between_steps();
-  auto params = model_->named_parameters(true);
-  std::vector<std::string> unknown;
-  for (const auto& [name, t] : named_tensors)
-    if (params.find(name) == nullptr &&
-        !(name == "lm_head.weight" && model_->config().tie_word_embeddings))
-      unknown.push_back(name);
-  if (!unknown.empty()) {
-    std::ostringstream s;
-    for (size_t i = 0; i < unknown.size(); ++i) s << (i ? ", " : "") << unknown[i];
-    VERL_FAIL(InvalidArgument, "Engine.update_weights: unknown parameter names: [", s.str(), "]");
-  }
-  if (!released_weights_.empty()) {
-    for (auto& item : params) {
-      if (!named_tensors.count(item.key()) || !released_weights_.erase(item.key())) continue;
-      if (written_in_place_.erase(item.key())) continue;  // weight_for_update gave it its storage, already written
-      verl::detail::reallocate_storage(item.value(), item.value().numel() * item.value().element_size());
-    }
-  }
+  runner_->check_weight_names(named_tensors);  // an unknown name changes nothing
   recompute_in_flight();
-  if (shards) {
-    model_->load_shard_state_dict(named_tensors);
-  } else {
-    model_->load_state_dict(named_tensors, /*strict=*/false);
-  }
+  runner_->write_weights(named_tensors, shards);
   scheduler_->blocks().clear_prefix_cache();  // keys/values of the old weights
 }
 
@@ -762,26 +588,20 @@ void Engine::sleep(bool release_weights) {
   VERL_CHECK(!scheduler_->has_work() && !in_flight_ && pending_.empty(), "Engine.sleep: requests are still in flight");
   wait_for_dropped();  // its memory goes back
   scheduler_->blocks().clear_prefix_cache();
-  if (graphs_) graphs_->clear();  // their memory pool goes back with the KV cache; recaptured when next used
-  cache_->free();
-  if (!release_weights) return;
-  for (const auto& item : model_->named_parameters(true)) {
-    const bool newly = released_weights_.insert(item.key()).second;
-    if (newly || written_in_place_.erase(item.key())) verl::detail::release_storage(item.value());
-  }
+  runner_->sleep(release_weights);
 }
 
 bool Engine::weights_released() const {
   std::unique_lock<std::mutex> step_lock = lock_between_steps();
-  return !released_weights_.empty();
+  return runner_->weights_released();
 }
 
 void Engine::wake_up() {
   std::unique_lock<std::mutex> step_lock = lock_between_steps();
-  cache_->allocate();
+  runner_->wake_up();
 }
 
-bool Engine::sleeping() const { return !cache_->allocated(); }
+bool Engine::sleeping() const { return runner_->sleeping(); }
 
 EngineStats Engine::stats() const {
   // Between steps: an AsyncEngine's thread may be stepping (the counters and block lists change there).
@@ -791,7 +611,7 @@ EngineStats Engine::stats() const {
   s.num_free_blocks = scheduler_->blocks().num_free_blocks();
   s.num_preemptions = scheduler_->num_preemptions();
   s.num_cached_tokens = scheduler_->num_cached_tokens();
-  s.num_graph_captures = graphs_ ? graphs_->num_captured() : 0;
+  s.num_graph_captures = runner_->num_graph_captures();
   return s;
 }
 

@@ -20,18 +20,9 @@ from verl.trainer.dpo_trainer import main as dpo_main
 from verl.utils.dataset import PreferenceDataset, collate_preference
 from verl.utils.tracking import read_metrics
 
-from trainer_helpers import check_ppo_takes_checkpoint, write_jsonl, write_tiny_model
+from trainer_helpers import check_ppo_takes_checkpoint, pair_rows, write_jsonl, write_tiny_model
 
 EOS = "<|im_end|>"
-
-
-def pair_rows(n: int) -> list[dict]:
-    rows = []
-    for i in range(n):
-        a, b = (7 * i + 3) % 50, (11 * i + 5) % 50
-        rows.append({"prompt": [{"role": "user", "content": f"Compute {a}+{b}."}], "chosen": str(a + b),
-                     "rejected": str(a + b + 1 + i % 3)})
-    return rows
 
 
 # -- the dataset ------------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import verl
 from verl import _C
 from verl.utils.tracking import read_metrics
 
-from trainer_helpers import write_jsonl
+from trainer_helpers import pair_rows, write_jsonl
 
 pytestmark = pytest.mark.dist
 
@@ -31,15 +31,6 @@ BATCH = 8  # rows (SFT) or pairs (DPO) per step: divides over 1, 2 and 4 ranks
 def sft_rows(n: int) -> list[dict]:
     return [{"prompt": [{"role": "user", "content": f"Compute {(7 * i + 3) % 50}+{(11 * i + 5) % 50}."}],
              "response": str((7 * i + 3) % 50 + (11 * i + 5) % 50)} for i in range(n)]
-
-
-def dpo_rows(n: int) -> list[dict]:
-    rows = []
-    for i in range(n):
-        a, b = (7 * i + 3) % 50, (11 * i + 5) % 50
-        rows.append({"prompt": [{"role": "user", "content": f"Compute {a}+{b}."}], "chosen": str(a + b),
-                     "rejected": str(a + b + 1 + i % 3)})
-    return rows
 
 
 def overrides(kind: str, model_dir: str, data: str, out: str, name: str, dtype: str) -> list[str]:
@@ -97,7 +88,7 @@ def runs(tmp_path_factory, tiny_model_dir):
     """Per trainer: one process, 2 ranks by the one-command launch and 4 under torchrun, fp32; bf16 at 1 and 2."""
     out = str(tmp_path_factory.mktemp("dp_runs"))
     done = {}
-    for kind, rows in (("sft", sft_rows(2 * BATCH)), ("dpo", dpo_rows(2 * BATCH))):
+    for kind, rows in (("sft", sft_rows(2 * BATCH)), ("dpo", pair_rows(2 * BATCH))):
         data = write_jsonl(os.path.join(out, f"{kind}.jsonl"), rows)
 
         def launch(world: int, dtype: str, torchrun: bool) -> str:

@@ -105,3 +105,13 @@ def write_jsonl(path, rows) -> str:
         for row in rows:
             f.write((row if isinstance(row, str) else json.dumps(row)) + "\n")
     return str(path)
+
+
+def pair_rows(n: int) -> list[dict]:
+    """n arithmetic preference pairs: the right sum chosen, a wrong one rejected."""
+    rows = []
+    for i in range(n):
+        a, b = (7 * i + 3) % 50, (11 * i + 5) % 50
+        rows.append({"prompt": [{"role": "user", "content": f"Compute {a}+{b}."}], "chosen": str(a + b),
+                     "rejected": str(a + b + 1 + i % 3)})
+    return rows

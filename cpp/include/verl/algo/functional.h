@@ -10,21 +10,18 @@
 #include <torch/types.h>
 
 #include "verl/core/export.h"
+#include "verl/kernels/masked_stats.h"
 
 namespace verl::algo {
 
-// Sum of values where mask != 0 (NaNs outside the mask do not leak in). axis: dims to reduce;
-// std::nullopt reduces everything. values and mask have the same shape.
-VERL_API torch::Tensor masked_sum(const torch::Tensor& values, const torch::Tensor& mask,
-                                  std::optional<std::vector<int64_t>> axis = std::nullopt);
-// masked_sum / (mask.sum(axis) + 1e-8), exactly as verl.
-VERL_API torch::Tensor masked_mean(const torch::Tensor& values, const torch::Tensor& mask,
-                                   std::optional<std::vector<int64_t>> axis = std::nullopt);
-// Variance over the masked elements (all of them, scalar result). unbiased applies Bessel's
-// correction and then needs at least two masked elements: InvalidArgument otherwise (as verl).
-VERL_API torch::Tensor masked_var(const torch::Tensor& values, const torch::Tensor& mask, bool unbiased = true);
-// (values - mean) * rsqrt(var + 1e-8) over the masked elements; shift_mean=false adds the mean back.
-VERL_API torch::Tensor masked_whiten(const torch::Tensor& values, const torch::Tensor& mask, bool shift_mean = true);
+// The masked statistics (masked_sum / masked_mean / masked_var / masked_whiten) and the input checks
+// (check_same_shape, check_finite): the kernel layer's, documented in verl/kernels/masked_stats.h.
+using kernels::aten::check_finite;
+using kernels::aten::check_same_shape;
+using kernels::aten::masked_mean;
+using kernels::aten::masked_sum;
+using kernels::aten::masked_var;
+using kernels::aten::masked_whiten;
 
 // 1 up to and including the first EOS of each row, 0 after it.
 //   response_id (bs, response_length) int -> (bs, response_length) of `dtype` (default int64)
@@ -42,10 +39,5 @@ VERL_API torch::Tensor entropy_from_logits(const torch::Tensor& logits, int64_t 
 // chunking; the forward keeps logsumexp per row for the backward.
 VERL_API torch::Tensor logprobs_from_logits(const torch::Tensor& logits, const torch::Tensor& labels,
                                             int64_t chunk_size = 1024);
-
-// Throws InvalidArgument naming both shapes unless a and b have the same shape.
-VERL_API void check_same_shape(const torch::Tensor& a, const char* a_name, const torch::Tensor& b, const char* b_name);
-// Throws InvalidArgument if t (restricted to mask != 0 when given) holds NaN or Inf.
-VERL_API void check_finite(const torch::Tensor& t, const char* name, const torch::Tensor& mask = {});
 
 }  // namespace verl::algo

@@ -108,7 +108,9 @@ struct VERL_API EngineStats {
   int64_t num_async_steps = 0;     // decode steps launched before the previous step's tokens were read back
 };
 
-class DecodeGraphs;  // rollout/decode_graphs.h
+namespace detail {
+class ModelRunner;  // rollout/model_runner.h: the model, its KV cache, sampling, weight writes, sleep / wake
+}  // namespace detail
 
 class VERL_API Engine {
  public:
@@ -169,13 +171,7 @@ class VERL_API Engine {
  private:
   void validate(const std::vector<int64_t>& prompt, const SamplingParams& params) const;
   void admit_pending();
-  // Runs the model over `chunks` (one forward) and returns the logits (chunks, vocab) of each
-  // chunk's last token. `ahead_ids` (decode chunks only): the ids on the device, for tokens the host does not hold
-  // yet.
-  torch::Tensor run(const std::vector<Chunk>& chunks, const torch::Tensor& ahead_ids = {});
-  // run() for prefill chunks without padding: their tokens end to end in one row, attending as `packing` says
-  // (PagedKVCache::packed_prefill). max_blocks: the longest chunk's blocks.
-  torch::Tensor run_packed(const std::vector<Chunk>& chunks, int64_t max_blocks, PackedPrefill packing);
+  // Checks the names, recomputes what is in flight, then has the runner write the weights.
   void write_weights(const std::map<std::string, torch::Tensor>& named_tensors, bool shards);
   // Appends a sampled token; true when the sequence finished.
   bool append(Sequence* seq, int64_t token, float logprob);
@@ -212,10 +208,7 @@ class VERL_API Engine {
   EngineConfig config_;
   int64_t max_model_len_ = 0;
   std::vector<int64_t> eos_;
-  std::unique_ptr<PagedKVCache> cache_;
-  std::unique_ptr<DecodeGraphs> graphs_;  // CUDA decode graphs; null where decode runs eagerly
-  std::set<std::string> released_weights_;  // names released by sleep(true), not yet written by update_weights
-  std::set<std::string> written_in_place_;  // of those, the ones weight_for_update gave their storage back
+  std::unique_ptr<detail::ModelRunner> runner_;
   std::unique_ptr<Scheduler> scheduler_;
   bool async_scheduling_ = false;
   std::unique_ptr<InFlightStep> in_flight_;  // between two step() calls: the step launched ahead, if any

@@ -14,6 +14,7 @@
 #include <torch/types.h>
 
 #include "verl/core/export.h"
+#include "verl/kernels/masked_stats.h"
 #include "verl/kernels/sample_rows.h"
 
 namespace verl::kernels::aten {
@@ -70,19 +71,7 @@ VERL_API std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> softmax_row_sta
                                                                                    const torch::Tensor& labels,
                                                                                    bool mean);
 
-// Masked statistics (verl's torch_functional; algo/functional.h documents them and forwards here): differentiable,
-// any device. masked_sum / masked_mean reduce `axis` (nullopt: everything); masked_var over every masked element
-// (unbiased: Bessel's correction, InvalidArgument with fewer than two); masked_whiten (values - mean) * rsqrt(var +
-// 1e-8). check_finite: InvalidArgument if t (inside mask, when given) holds NaN or Inf; check_same_shape:
-// InvalidArgument naming both shapes.
-VERL_API torch::Tensor masked_sum(const torch::Tensor& values, const torch::Tensor& mask,
-                                  std::optional<std::vector<int64_t>> axis = std::nullopt);
-VERL_API torch::Tensor masked_mean(const torch::Tensor& values, const torch::Tensor& mask,
-                                   std::optional<std::vector<int64_t>> axis = std::nullopt);
-VERL_API torch::Tensor masked_var(const torch::Tensor& values, const torch::Tensor& mask, bool unbiased = true);
-VERL_API torch::Tensor masked_whiten(const torch::Tensor& values, const torch::Tensor& mask, bool shift_mean = true);
-VERL_API void check_finite(const torch::Tensor& t, const char* name, const torch::Tensor& mask = {});
-VERL_API void check_same_shape(const torch::Tensor& a, const char* a_name, const torch::Tensor& b, const char* b_name);
+// Masked statistics: verl/kernels/masked_stats.h.
 
 // verl::rotary: x * cos + rotate_half(x) * sin. The model's forward runs it itself where it needs gradients
 // (model::apply_rotary): autograd-capable, any device. x (..., heads, q, d); cos / sin (..., q, d).
