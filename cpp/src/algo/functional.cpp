@@ -25,25 +25,12 @@ void check_logits(const torch::Tensor& logits, int64_t chunk_size) {
   VERL_CHECK(chunk_size >= 1, "chunk_size must be >= 1, got ", chunk_size);
 }
 
-// Rows per chunk: at most `max_rows`, and at most kChunkBytes (CPU) / kDeviceChunkBytes of compute-dtype logits,
-// so the peak extra memory is a few chunk-sized tensors whatever the vocabulary (the scratch; a float32 copy of
-// 16-bit logits; the entropy's backward holds three).
-// CPU, measured on a 2-core machine (vocab 151936, float32): chunks of a few rows are several times slower (ATen's
-// row reductions over so few rows parallelise badly), ~32 MiB (53 rows) beats both smaller chunks and verl's 512-row
-// slices. 31 MiB, not 32: chunk-sized tensors (verl::softmax_row_stats's composition allocates its scratch per
-// chunk) must stay under glibc's largest mmap threshold, 32 MiB, to be reused heap memory after the first free; at
-// exactly 32 MiB (1024 rows of an 8192-token vocabulary) each was mmapped and page-faulted afresh: 2.4x slower
-// log-probs (0.38 vs 0.16 s for 32768 x 8192 float32 logits, 2 threads).
-// A GPU reduces a row per thread block: 55 rows would leave most of an H100's 132 SMs idle, and a chunk's dozen
-// kernels would cost more in launches than in work. There the chunk is max_rows (1024 by default: 594 MiB of a
-// 151,936-token vocabulary in float32, so ~1.2-1.8 GiB in flight; verl chunks its entropy by 2048 rows) up to
-// 1 GiB each; the caching allocator reuses them.
-constexpr int64_t kChunkBytes = int64_t{31} << 20;
-constexpr int64_t kDeviceChunkBytes = int64_t{1} << 30;
-
+// Rows per chunk: at most `max_rows`, and at most kernels::row_chunk_bytes of compute-dtype logits on their device
+// (why that much: kernels/ops.h), so the peak extra memory is a few chunk-sized tensors whatever the vocabulary (the
+// scratch; a float32 copy of 16-bit logits; the entropy's backward holds three).
 int64_t rows_per_chunk(const torch::Tensor& rows, int64_t max_rows) {
   const int64_t row_bytes = rows.size(1) * static_cast<int64_t>(c10::elementSize(compute_dtype(rows)));
-  const int64_t budget = rows.device().is_cpu() ? kChunkBytes : kDeviceChunkBytes;
+  const int64_t budget = kernels::row_chunk_bytes(rows.device());
   return std::clamp<int64_t>(budget / std::max<int64_t>(row_bytes, 1), 1, max_rows);
 }
 

@@ -146,6 +146,10 @@ bool has_kernel(const char* name, c10::DispatchKey key) {
   return handle.hasKernelForDispatchKey(key);
 }
 
+int64_t row_chunk_bytes(const c10::Device& device) {
+  return device.is_cpu() ? int64_t{31} << 20 : int64_t{1} << 30;
+}
+
 bool has_kernel_for(const char* name, const torch::Tensor& t) {
   const c10::DispatchKey backend = c10::legacyExtractDispatchKey(t.key_set());
   return has_kernel(name, backend) || has_kernel(name, c10::DispatchKey::CompositeExplicitAutograd);

@@ -105,6 +105,19 @@ VERL_API std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> vanilla_token_l
     const torch::Tensor& old_log_prob, const torch::Tensor& log_prob, const torch::Tensor& advantages,
     const torch::Tensor& response_mask, double clip_low, double clip_high, double clip_ratio_c, bool reduce);
 
+// The bytes one chunk of a row-wise pass over logits (log-probs, entropy) may hold on `device`.
+// CPU, measured on a 2-core machine (vocab 151936, float32): chunks of a few rows are several times slower (ATen's
+// row reductions over so few rows parallelise badly), ~32 MiB (53 rows) beats both smaller chunks and verl's 512-row
+// slices. 31 MiB, not 32: chunk-sized tensors (verl::softmax_row_stats's composition allocates its scratch per
+// chunk) must stay under glibc's largest mmap threshold, 32 MiB, to be reused heap memory after the first free; at
+// exactly 32 MiB (1024 rows of an 8192-token vocabulary) each was mmapped and page-faulted afresh: 2.4x slower
+// log-probs (0.38 vs 0.16 s for 32768 x 8192 float32 logits, 2 threads).
+// A GPU reduces a row per thread block: 55 rows would leave most of an H100's 132 SMs idle, and a chunk's dozen
+// kernels would cost more in launches than in work. There a chunk may hold 1 GiB (the caller's row cap, 1024 rows by
+// default, usually binds first: 594 MiB of a 151,936-token vocabulary in float32; verl chunks its entropy by 2048
+// rows); the caching allocator reuses them.
+VERL_API int64_t row_chunk_bytes(const c10::Device& device);
+
 // Whether verl::<op> has a kernel of its own for `key` (e.g. c10::DispatchKey::CUDA), rather than
 // the ATen composition: for tests and reports.
 VERL_API bool has_kernel(const char* op, c10::DispatchKey key);

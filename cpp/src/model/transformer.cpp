@@ -218,8 +218,8 @@ torch::Tensor Attention::forward_varlen(const torch::Tensor& x, const torch::Ten
   }
   q = apply_rotary(q.transpose(1, 2), cos, sin);  // (1, heads, total, d)
   k = apply_rotary(k.transpose(1, 2), cos, sin);
-  torch::Tensor out = varlen_causal_attention(q.squeeze(0), k.squeeze(0), v.squeeze(0), layout,
-                                              1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  torch::Tensor out = kernels::varlen_causal_attention(q.squeeze(0), k.squeeze(0), v.squeeze(0), layout,
+                                                       1.0 / std::sqrt(static_cast<double>(head_dim_)));
   out = run_linear(o_proj, out.transpose(0, 1).reshape({1, total, heads_ * head_dim_}));
   if (tensor_parallel) tensor_parallel->all_reduce_sum_(out);
   return out;

@@ -8,9 +8,6 @@
 #include <sstream>
 #include <thread>
 
-#include <c10/core/Event.h>
-#include <c10/core/impl/VirtualGuardImpl.h>
-
 #include "rollout/model_runner.h"
 #include "verl/core/error.h"
 
@@ -372,10 +369,7 @@ std::unique_ptr<Engine::InFlightStep> Engine::launch_ahead(const InFlightStep& f
     work.copies.clear();
     // A step() on another stream (another thread's) than f's: its inputs are f's tokens, written by f's stream.
     const torch::Tensor& previous = f.sampled.tokens;
-    if (f.sampled.copied) {
-      const c10::impl::VirtualGuardImpl device(previous.device().type());
-      f.sampled.copied->block(device.getStream(previous.device()));
-    }
+    f.sampled.order_next_step();
     bool same_rows = work.decodes.size() == kept.size();
     for (size_t i = 0; same_rows && i < kept.size(); ++i) same_rows = work.decodes[i].seq == kept[i];
     VERL_CHECK_AS(DataError, same_rows, "Engine.step: internal error: the step scheduled ahead does not decode the "

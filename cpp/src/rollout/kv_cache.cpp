@@ -246,7 +246,7 @@ torch::Tensor PagedKVCache::attend(int64_t layer, const torch::Tensor& q, const 
   kernels::kv_cache_write(v_[layer], batch_.slot_mapping, v_new);
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
   if (batch_.prompts)  // (1, heads, total, d): the packed chunks attend within themselves
-    return model::varlen_causal_attention(q[0], k_new[0], v_new[0], *batch_.prompts, scale).unsqueeze(0);
+    return kernels::varlen_causal_attention(q[0], k_new[0], v_new[0], *batch_.prompts, scale).unsqueeze(0);
   if (batch_.token_rows) {  // (1, heads, total, d) -> total rows of one query token each, and back
     const torch::Tensor out = kernels::paged_attention(q[0].transpose(0, 1).unsqueeze(2), k_[layer], v_[layer],
                                                        batch_.block_tables, batch_.positions, scale);

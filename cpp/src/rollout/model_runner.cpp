@@ -5,8 +5,6 @@
 #include <iostream>
 #include <sstream>
 
-#include <c10/core/impl/VirtualGuardImpl.h>
-
 #include "core/host_arrays.h"
 #include "core/tensor_storage.h"
 #include "verl/core/error.h"
@@ -30,10 +28,6 @@ std::vector<torch::Tensor> host_to_device(const std::vector<HostLongs>& parts, c
 }
 
 }  // namespace
-
-void SampledRows::wait() const {
-  if (copied) copied->synchronize();
-}
 
 ModelRunner::ModelRunner(std::shared_ptr<model::CausalLM> model, const EngineConfig& config, int64_t max_model_len)
     : model_(std::move(model)), block_size_(config.block_size) {
@@ -146,8 +140,8 @@ torch::Tensor ModelRunner::run_packed(const std::vector<Chunk>& chunks, int64_t 
     batch.positions = in[1].view({total, 1});
     batch.token_rows = true;
   } else {
-    batch.prompts = std::make_shared<const model::VarlenLayout>(
-        model::VarlenLayout::build(torch::tensor(cu_seqlens, torch::kLong), total, device));
+    batch.prompts = std::make_shared<const kernels::VarlenLayout>(
+        kernels::VarlenLayout::build(torch::tensor(cu_seqlens, torch::kLong), total, device));
   }
   cache_->set_batch(std::move(batch));
   return model_->forward_cached(in[0], in[1], *cache_, torch::Tensor(), in[3]);
@@ -167,18 +161,8 @@ SampledRows ModelRunner::sample(torch::Tensor logits, const std::vector<int64_t>
   SampledRows out;
   // Tokens and log-probs come back in one copy, waited for in wait(): on a GPU, the step's one host
   // synchronisation. The tokens as int32 beside the float32 log-probs' bits (a vocabulary is far below 2^31).
-  const torch::Tensor packed =
-      torch::stack({sampled.tokens.to(torch::kInt), sampled.logprobs.to(torch::kFloat).view(torch::kInt)});
-  if (packed.is_cpu()) {
-    out.host = packed;
-  } else {
-    // Into pinned memory, asynchronously; the caching host allocator keeps the block until the copy has run.
-    out.host = torch::empty(packed.sizes(), torch::TensorOptions().dtype(torch::kInt).pinned_memory(true));
-    out.host.copy_(packed, /*non_blocking=*/true);
-    const c10::impl::VirtualGuardImpl device(packed.device().type());
-    out.copied.emplace(packed.device().type());
-    out.copied->record(device.getStream(packed.device()));
-  }
+  out.copy = kernels::copy_to_host_async(
+      torch::stack({sampled.tokens.to(torch::kInt), sampled.logprobs.to(torch::kFloat).view(torch::kInt)}));
   out.tokens = sampled.tokens;
   return out;
 }

@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include <c10/core/Event.h>
 #include <torch/torch.h>
 
+#include "kernels/host_copy.h"
 #include "rollout/decode_graphs.h"
 #include "verl/model/transformer.h"
 #include "verl/rollout/engine.h"
@@ -28,13 +28,15 @@ namespace verl::rollout::detail {
 
 // A step's sampled rows, launched on the device and copied back to the host asynchronously: read after wait().
 struct SampledRows {
-  torch::Tensor tokens;              // (rows,) int64 on the model's device: the next step's ids when launched ahead
-  torch::Tensor host;                // (2, rows) int32 on the host: the tokens, then the float32 log-probs' bits
-  std::optional<c10::Event> copied;  // devices other than the CPU: recorded after `host`'s copy was queued
+  torch::Tensor tokens;  // (rows,) int64 on the model's device: the next step's ids when launched ahead
+  // (2, rows) int32 on its way to the host: the tokens, then the float32 log-probs' bits
+  kernels::HostCopy copy;
 
-  void wait() const;  // the host copy has landed (a no-op on the CPU)
-  const int32_t* token_ids() const { return host[0].const_data_ptr<int32_t>(); }
-  const float* logprobs() const { return host[1].view(torch::kFloat).const_data_ptr<float>(); }
+  void wait() const { copy.wait(); }
+  // A step launched on another thread's stream reads `tokens`: it waits for this step's point on the device.
+  void order_next_step() const { copy.order_stream(tokens.device()); }
+  const int32_t* token_ids() const { return copy.host[0].const_data_ptr<int32_t>(); }
+  const float* logprobs() const { return copy.host[1].view(torch::kFloat).const_data_ptr<float>(); }
 };
 
 class ModelRunner {

@@ -130,8 +130,8 @@ void check_paged_decoding(CausalLM& m, const std::vector<torch::Tensor>& prompts
       torch::Tensor packed_pos = torch::tensor(flat_pos).view({1, total}).to(dev);
       verl::rollout::PagedBatch pb{torch::tensor(flat_slots).to(dev), {}, {}};
       if (mode == PackedPrefill::kPrompts) {
-        pb.prompts = std::make_shared<const verl::model::VarlenLayout>(
-            verl::model::VarlenLayout::build(torch::tensor(cu), total, dev));
+        pb.prompts = std::make_shared<const verl::kernels::VarlenLayout>(
+            verl::kernels::VarlenLayout::build(torch::tensor(cu), total, dev));
         ++packed_prompts;
       } else {
         pb.block_tables = torch::stack(token_tables).to(dev);
@@ -179,8 +179,8 @@ void check_paged_decoding(CausalLM& m, const std::vector<torch::Tensor>& prompts
                                  torch::zeros({2, 1}, torch::kLong)};
   bad.token_rows = true;
   if (!cache.uses_kernel(2)) CHECK_THROWS_AS(cache.set_batch(bad), verl::InvalidArgument);
-  bad.prompts = std::make_shared<const verl::model::VarlenLayout>(
-      verl::model::VarlenLayout::build(torch::tensor({0, 2}), 2, torch::kCPU));
+  bad.prompts = std::make_shared<const verl::kernels::VarlenLayout>(
+      verl::kernels::VarlenLayout::build(torch::tensor({0, 2}), 2, torch::kCPU));
   CHECK_THROWS_AS(cache.set_batch(bad), verl::InvalidArgument);
 }
 

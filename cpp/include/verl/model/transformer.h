@@ -16,13 +16,16 @@
 
 #include "verl/core/export.h"
 #include "verl/model/model_config.h"
-#include "verl/model/varlen_attention.h"
+#include "verl/kernels/varlen_attention.h"
 
 namespace verl::dist {
 class Communicator;
 }  // namespace verl::dist
 
 namespace verl::model {
+
+// The packed forward's layout of sequences (the kernel layer's: verl/kernels/varlen_attention.h).
+using kernels::VarlenLayout;
 
 // The head on top of the final norm: next-token logits or a per-token scalar value (critic).
 enum class HeadKind {
@@ -74,7 +77,7 @@ class VERL_API Attention : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& mask, AttentionCache* cache = nullptr, int64_t layer = 0);
   // Packed sequences: x (1, total, hidden); cos/sin (1, total, head_dim); causal within each
-  // sequence of `layout` (varlen_attention.h), no mask, no cache.
+  // sequence of `layout` (verl/kernels/varlen_attention.h), no mask, no cache.
   torch::Tensor forward_varlen(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                const VarlenLayout& layout);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
@@ -161,7 +164,7 @@ class VERL_API CausalLM : public torch::nn::Module {
 
   // Packed sequences without padding. input_ids (total,) int64; cu_seqlens (n+1,) int64 with
   // cu_seqlens[0] = 0, cu_seqlens[n] = total. Attention is causal within each sequence only and
-  // positions restart at 0 per sequence; it costs O(sum len_i^2) (varlen_attention.h), not
+  // positions restart at 0 per sequence; it costs O(sum len_i^2) (verl/kernels/varlen_attention.h), not
   // O(total^2). Returns (total, vocab) logits or (total,) values.
   torch::Tensor forward_packed(const torch::Tensor& input_ids, const torch::Tensor& cu_seqlens);
   torch::Tensor hidden_states_packed(const torch::Tensor& input_ids, const torch::Tensor& cu_seqlens);

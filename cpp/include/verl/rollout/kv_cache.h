@@ -14,7 +14,7 @@
 
 #include "verl/core/export.h"
 #include "verl/model/transformer.h"
-#include "verl/model/varlen_attention.h"
+#include "verl/kernels/varlen_attention.h"
 
 namespace verl::rollout {
 
@@ -104,7 +104,7 @@ struct VERL_API PagedBatch {
   // - `token_rows`: every new token is a row of the paged-attention kernel, reading its sequence's blocks up to its
   //   position: block_tables (q, max_blocks) is its sequence's table, positions (q, 1) its position. Only where
   //   the kernel takes several query tokens per row (PagedKVCache::uses_kernel(2)).
-  std::shared_ptr<const model::VarlenLayout> prompts;
+  std::shared_ptr<const kernels::VarlenLayout> prompts;
   bool token_rows = false;
 };
 

@@ -1,5 +1,5 @@
 // Packed causal attention by equal-length groups (verl/model/varlen_attention.h).
-#include "verl/model/varlen_attention.h"
+#include "verl/kernels/varlen_attention.h"
 
 #include <algorithm>
 #include <array>
@@ -10,7 +10,7 @@
 #include "core/host_arrays.h"
 #include "verl/core/error.h"
 
-namespace verl::model {
+namespace verl::kernels {
 
 VarlenLayout VarlenLayout::build(const torch::Tensor& cu_seqlens, int64_t total, torch::Device device) {
   VERL_CHECK(cu_seqlens.dim() == 1 && cu_seqlens.size(0) >= 2,
@@ -146,4 +146,4 @@ torch::Tensor varlen_causal_attention(const torch::Tensor& q, const torch::Tenso
   return layout.inverse.defined() ? out.index_select(1, layout.inverse) : out;
 }
 
-}  // namespace verl::model
+}  // namespace verl::kernels

@@ -1,4 +1,4 @@
-// verl::model varlen attention: the equal-length grouping of VarlenLayout, and packed forwards
+// verl::kernels varlen attention: the equal-length grouping of VarlenLayout, and packed forwards
 // (values and gradients, with and without checkpointing) equal to per-sequence forwards for many
 // sequences of very different lengths, repeated lengths out of order and empty sequences.
 #include <catch2/catch.hpp>
@@ -11,9 +11,10 @@
 #include "verl/core/error.h"
 #include "verl/model/model_config.h"
 #include "verl/model/transformer.h"
-#include "verl/model/varlen_attention.h"
+#include "verl/kernels/varlen_attention.h"
 #include "tensor_compare.h"
 
+using namespace verl::kernels;
 using namespace verl::model;
 
 namespace {

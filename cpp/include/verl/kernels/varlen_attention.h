@@ -1,6 +1,7 @@
 // Causal attention over packed variable-length sequences (padding removed, boundaries given by
 // cumulative lengths) at O(sum len_i^2) cost instead of the O(total^2) of a block-diagonal mask.
-// Used by CausalLM::forward_packed (training's remove-padding path). On CUDA in bf16 / fp16 one
+// Used by CausalLM::forward_packed (training's remove-padding path) and the rollout's packed prefill. The kernel
+// layer's choice of implementation by device and dtype: On CUDA in bf16 / fp16 one
 // flash-attention varlen call (ATen's _flash_attention_forward, differentiable) does all sequences;
 // elsewhere plain ATen ops (SDPA per group of equal lengths, narrow, index_select), so it runs on any
 // device and is differentiable.
@@ -13,7 +14,7 @@
 
 #include "verl/core/export.h"
 
-namespace verl::model {
+namespace verl::kernels {
 
 // How packed sequences are batched for attention: sequences of equal length form one group and
 // go through one SDPA call as a (count, heads, length, head_dim) batch; every sequence is
@@ -49,4 +50,4 @@ struct VERL_API VarlenLayout {
 VERL_API torch::Tensor varlen_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                                const VarlenLayout& layout, double scale);
 
-}  // namespace verl::model
+}  // namespace verl::kernels
