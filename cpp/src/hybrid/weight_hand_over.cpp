@@ -106,4 +106,14 @@ void receive_units(dist::Communicator& pool, rollout::Engine& engine, int64_t tp
   if (failed) std::rethrow_exception(failed);
 }
 
+void ready_for_generation(rollout::Engine& engine, WeightHandOver* hand_over, bool pinned) {
+  if (engine.sleeping()) engine.wake_up();
+  // Weights written since the last hand-over (an update, a checkpoint load, a user's edit) reach the engine first.
+  if (hand_over != nullptr && !pinned) hand_over->refresh_and_hand_over();
+}
+
+void rest_after_generation(rollout::Engine& engine, const WeightHandOver* hand_over) {
+  engine.sleep(/*release_weights=*/hand_over != nullptr && hand_over->copy_of_shards());
+}
+
 }  // namespace verl::hybrid

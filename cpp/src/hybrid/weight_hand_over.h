@@ -46,6 +46,14 @@ class WeightHandOver {
   int64_t last_bytes_ = 0;
 };
 
+// The rollout engine around a generation, as verl's hybrid engine wakes and sleeps its rollout replicas.
+// Before: the engine awake (its KV cache allocated), and -- with a hand-over, unless `pinned` (a batch submitted
+// ahead generates from the weights handed over at its submission while the actor trains) -- the actor's latest
+// weights in it. After, when rollout.free_cache_engine: the KV cache freed for the updates, and under ZeRO-3 the
+// engine's copy of the weights too (gathered again from the shards at the next hand-over).
+void ready_for_generation(rollout::Engine& engine, WeightHandOver* hand_over, bool pinned);
+void rest_after_generation(rollout::Engine& engine, const WeightHandOver* hand_over);
+
 // The rollout pool's weight path (verl's one-step off-policy layout, trainer/rollout_pool.cpp): the controller
 // broadcasts the actor's compute weights over the pool's group a unit at a time, as its trainer ranks gather them
 // from their shards; each pool rank writes every tensor into its engine as it arrives (its TP shard when the pool

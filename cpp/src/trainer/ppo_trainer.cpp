@@ -760,7 +760,7 @@ DataProto PPOTrainer::generate_on_engine(const DataProto& rows, const rollout::S
   } catch (...) {
     if (settings_.free_cache_engine && !engine_->sleeping()) {
       try {
-        engine_->sleep(rollout_copy_of_shards());  // the failed call left no request in flight: memory back
+        hybrid::rest_after_generation(*engine_, hand_over_.get());  // the failed call left no request in flight
       } catch (...) {
       }
     }
@@ -768,7 +768,7 @@ DataProto PPOTrainer::generate_on_engine(const DataProto& rows, const rollout::S
   }
   // verl puts the rollout replicas to sleep after generation: the KV cache is freed for the updates -- and under
   // ZeRO-3 the rollout's copy of the weights too (the 3D-HybridEngine: the next hand-over gathers it from the shards).
-  if (settings_.free_cache_engine) engine_->sleep(/*release_weights=*/rollout_copy_of_shards());
+  if (settings_.free_cache_engine) hybrid::rest_after_generation(*engine_, hand_over_.get());
   return out;
 }
 
@@ -899,12 +899,9 @@ DataProto PPOTrainer::compute_rewards(DataProto batch) {
 Metrics PPOTrainer::optimize(DataProto batch) { return optimize_impl(std::move(batch), std::nullopt); }
 
 void PPOTrainer::ready_engine() {
-  if (engine_->sleeping()) engine_->wake_up();
-  if (pool_rank_) return;  // its weights come from the controller (hybrid::receive_units)
-  // submit_rollouts handed the weights over before its thread started; the actor's are being trained meanwhile.
-  if (rollout_in_flight_) return;
-  // Weights written since the last hand-over (a checkpoint load, a user's edit) reach the engine first.
-  if (hand_over_) hand_over_->refresh_and_hand_over();
+  // A pool rank has no hand-over: its weights come from the controller (hybrid::receive_units). While
+  // submit_rollouts' batch generates, the engine keeps the weights handed over at its submission.
+  hybrid::ready_for_generation(*engine_, hand_over_.get(), /*pinned=*/rollout_in_flight_);
 }
 
 bool PPOTrainer::rollout_copy_of_shards() const { return hand_over_ && hand_over_->copy_of_shards(); }
