@@ -423,29 +423,11 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
                   "actor_rollout_ref.hybrid_engine=false needs a rollout engine with weights of its own, but the "
                   "given engine generates from the actor's model");
   } else {
-    rollout::EngineConfig ec;
-    const std::string r = "actor_rollout_ref.rollout.";
-    ec.max_num_seqs = config_.get_as<int64_t>(r + "max_num_seqs");
-    ec.max_num_batched_tokens = config_.get_as<int64_t>(r + "max_num_batched_tokens");
-    Json max_model_len = config_.get(r + "max_model_len");
-    ec.max_model_len = max_model_len.is_null() ? settings_.prompt_length + settings_.response_length
-                                               : max_model_len.get<int64_t>();
+    rollout::EngineConfig ec = rollout::engine_config_from(config_);
     ec.eos_token_ids = options.eos_token_ids;
-    ec.seed = static_cast<uint64_t>(settings_.rollout_seed);
     // Agent loops send each turn as a new request holding the whole conversation: with the prefix cache its next
     // turn prefills only the new tokens (cleared before every generation: the weights change in place).
-    ec.enable_prefix_caching = rollout_fn_ && config_.get_as<bool>("actor_rollout_ref.rollout.enable_prefix_caching");
-    ec.enforce_eager = config_.get_as<bool>(r + "enforce_eager");
-    Json capture_sizes = config_.get(r + "cudagraph_capture_sizes");
-    if (!capture_sizes.is_null()) {
-      VERL_CHECK_AS(ConfigError, capture_sizes.is_array(), r, "cudagraph_capture_sizes must be null or a list of "
-                    "batch sizes, got ", capture_sizes.dump());
-      for (const Json& s : capture_sizes) {
-        VERL_CHECK_AS(ConfigError, s.is_number_integer() && s.get<int64_t>() >= 1, r,
-                      "cudagraph_capture_sizes: each size must be an integer >= 1, got ", s.dump());
-        ec.cudagraph_capture_sizes.push_back(s.get<int64_t>());
-      }
-    }
+    ec.enable_prefix_caching = ec.enable_prefix_caching && rollout_fn_;
     // The engine generates from the actor's compute-dtype weights (the actor module itself unless mixed
     // precision keeps a copy): the rollout log-probs and the actor's recomputation share weights and kernels.
     // Tensor-parallel generation runs on this rank's shard of them instead, re-made after every update.

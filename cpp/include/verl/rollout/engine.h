@@ -27,6 +27,7 @@
 
 #include <torch/torch.h>
 
+#include "verl/core/config.h"
 #include "verl/core/export.h"
 #include "verl/model/transformer.h"
 #include "verl/rollout/kv_cache.h"
@@ -70,6 +71,12 @@ struct VERL_API EngineConfig {
   // are admitted into a step launched ahead as into any other.
   std::optional<bool> async_scheduling;
 };
+
+// An engine's settings from verl's actor_rollout_ref.rollout keys: max_num_seqs, max_num_batched_tokens,
+// max_model_len (null: prompt_length + response_length), seed, enable_prefix_caching, enforce_eager,
+// cudagraph_capture_sizes (null or a list of integers >= 1). ConfigError naming a bad key. What the config does not
+// hold (the tokenizer's eos ids) is the caller's to add.
+VERL_API EngineConfig engine_config_from(const Config& config);
 
 struct VERL_API CompletionOutput {
   int64_t index = 0;               // sample index within the request
