@@ -30,7 +30,9 @@ void init_weights(CausalLM& model, uint64_t seed, std::optional<double> initiali
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   torch::NoGradGuard no_grad;
   for (auto& [name, param] : model.named_state()) {
-    if (name.ends_with("norm.weight")) {  // input/post_attention/final RMSNorm, qwen3's q_norm/k_norm
+    if (name.find(".lora_A.") != std::string::npos || name.find(".lora_B.") != std::string::npos) {
+      continue;  // LoRA adapters keep PEFT's initialisation (B zero: the model computes as its base)
+    } else if (name.ends_with("norm.weight")) {  // input/post_attention/final RMSNorm, qwen3's q_norm/k_norm
       param.fill_(1.0);
     } else if (name.ends_with(".bias")) {
       param.zero_();

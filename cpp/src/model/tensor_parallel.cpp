@@ -18,11 +18,14 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 ShardDim shard_dim(const std::string& name) {
   if (name == "model.embed_tokens.weight" || name == "lm_head.weight") return ShardDim::kVocab;
+  // A LoRA adapter (B A) of a column-parallel linear splits B's rows and keeps A whole; of a row-parallel one, A's
+  // input features, keeping B whole (each rank's B (A_r x_r) is a partial sum, added up with the base's).
+  const bool lora_a = name.find(".lora_A.") != std::string::npos, lora_b = name.find(".lora_B.") != std::string::npos;
   for (const char* column : {".q_proj.", ".k_proj.", ".v_proj.", ".gate_proj.", ".up_proj."}) {
-    if (name.find(column) != std::string::npos) return ShardDim::kColumn;
+    if (name.find(column) != std::string::npos) return lora_a ? ShardDim::kReplicated : ShardDim::kColumn;
   }
   for (const char* row : {".o_proj.", ".down_proj."}) {
-    if (name.find(row) != std::string::npos) return ShardDim::kRow;
+    if (name.find(row) != std::string::npos) return lora_b ? ShardDim::kReplicated : ShardDim::kRow;
   }
   return ShardDim::kReplicated;
 }

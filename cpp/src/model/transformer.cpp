@@ -3,7 +3,10 @@
 #include "verl/model/transformer.h"
 
 #include <cmath>
+#include <set>
 #include <sstream>
+
+#include <ATen/CPUGeneratorImpl.h>
 
 #include "core/host_arrays.h"
 #include "core/untrusted.h"
@@ -59,16 +62,7 @@ torch::Tensor rope_inv_freq(const ModelConfig& c) {
 
 namespace {
 
-torch::nn::Linear linear(int64_t in, int64_t out, bool bias) {
-  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
-}
-
-// at::linear, as torch.nn.Linear runs it. LibTorch's LinearImpl::forward (F::linear) computes
-// matmul and then adds the bias for >2-D inputs, rounding twice in bf16; at::linear fuses the
-// bias into the GEMM, which is what transformers' bf16 numbers are made of.
-torch::Tensor run_linear(const torch::nn::Linear& l, const torch::Tensor& x) {
-  return torch::linear(x, l->weight, l->bias);
-}
+std::shared_ptr<Linear> linear(int64_t in, int64_t out, bool bias) { return std::make_shared<Linear>(in, out, bias); }
 
 // Recomputes a decoder layer in backward (torch.utils.checkpoint's reentrant variant): forward
 // keeps only the layer input; backward reruns the layer with grad enabled and backpropagates
@@ -140,6 +134,13 @@ struct VarlenLayerCheckpoint : public torch::autograd::Function<VarlenLayerCheck
   }
 };
 
+// A recomputed layer's output needs a gradient only when its input has one (autograd::Function's rule), so with a frozen
+// embedding -- LoRA -- the checkpointed layers would hide their adapters from backward. transformers'
+// enable_input_require_grads() (which verl calls for LoRA) makes the embedding output require one; so does this.
+torch::Tensor input_requiring_grad(const torch::Tensor& h) {
+  return h.requires_grad() ? h : h.detach().requires_grad_(true);
+}
+
 // Names (already escaped) for an error message; past the first 20, counted rather than listed (a
 // config for 4096 layers against a 2-layer checkpoint misses tens of thousands).
 std::string join(const std::vector<std::string>& names) {
@@ -191,9 +192,9 @@ torch::Tensor Attention::forward(const torch::Tensor& x, const torch::Tensor& co
                                  const torch::Tensor& mask, AttentionCache* cache, int64_t layer) {
   const int64_t bs = x.size(0), q_len = x.size(1);
   // (bs, q, heads * d) -> (bs, q, heads, d); q/k norm act per head before the transpose, as HF.
-  torch::Tensor q = run_linear(q_proj, x).view({bs, q_len, heads_, head_dim_});
-  torch::Tensor k = run_linear(k_proj, x).view({bs, q_len, kv_heads_, head_dim_});
-  torch::Tensor v = run_linear(v_proj, x).view({bs, q_len, kv_heads_, head_dim_}).transpose(1, 2);
+  torch::Tensor q = q_proj->forward(x).view({bs, q_len, heads_, head_dim_});
+  torch::Tensor k = k_proj->forward(x).view({bs, q_len, kv_heads_, head_dim_});
+  torch::Tensor v = v_proj->forward(x).view({bs, q_len, kv_heads_, head_dim_}).transpose(1, 2);
   if (q_norm) {
     q = norm_for(*q_norm, q, cache);
     k = norm_for(*k_norm, k, cache);
@@ -201,7 +202,7 @@ torch::Tensor Attention::forward(const torch::Tensor& x, const torch::Tensor& co
   q = apply_rotary(q.transpose(1, 2), cos, sin);
   k = apply_rotary(k.transpose(1, 2), cos, sin);
   torch::Tensor out = cache != nullptr ? cache->attend(layer, q, k, v, mask) : grouped_attention(q, k, v, mask);
-  out = run_linear(o_proj, out.transpose(1, 2).reshape({bs, q_len, heads_ * head_dim_}));
+  out = o_proj->forward(out.transpose(1, 2).reshape({bs, q_len, heads_ * head_dim_}));
   if (tensor_parallel) tensor_parallel->all_reduce_sum_(out);
   return out;
 }
@@ -209,9 +210,9 @@ torch::Tensor Attention::forward(const torch::Tensor& x, const torch::Tensor& co
 torch::Tensor Attention::forward_varlen(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                         const VarlenLayout& layout) {
   const int64_t total = x.size(1);
-  torch::Tensor q = run_linear(q_proj, x).view({1, total, heads_, head_dim_});
-  torch::Tensor k = run_linear(k_proj, x).view({1, total, kv_heads_, head_dim_});
-  torch::Tensor v = run_linear(v_proj, x).view({1, total, kv_heads_, head_dim_}).transpose(1, 2);
+  torch::Tensor q = q_proj->forward(x).view({1, total, heads_, head_dim_});
+  torch::Tensor k = k_proj->forward(x).view({1, total, kv_heads_, head_dim_});
+  torch::Tensor v = v_proj->forward(x).view({1, total, kv_heads_, head_dim_}).transpose(1, 2);
   if (q_norm) {
     q = q_norm->forward(q);
     k = k_norm->forward(k);
@@ -220,7 +221,7 @@ torch::Tensor Attention::forward_varlen(const torch::Tensor& x, const torch::Ten
   k = apply_rotary(k.transpose(1, 2), cos, sin);
   torch::Tensor out = kernels::varlen_causal_attention(q.squeeze(0), k.squeeze(0), v.squeeze(0), layout,
                                                        1.0 / std::sqrt(static_cast<double>(head_dim_)));
-  out = run_linear(o_proj, out.transpose(0, 1).reshape({1, total, heads_ * head_dim_}));
+  out = o_proj->forward(out.transpose(0, 1).reshape({1, total, heads_ * head_dim_}));
   if (tensor_parallel) tensor_parallel->all_reduce_sum_(out);
   return out;
 }
@@ -232,7 +233,7 @@ MLP::MLP(const ModelConfig& c) {
 }
 
 torch::Tensor MLP::forward(const torch::Tensor& x) {
-  torch::Tensor out = run_linear(down_proj, F::silu(run_linear(gate_proj, x)) * run_linear(up_proj, x));
+  torch::Tensor out = down_proj->forward(F::silu(gate_proj->forward(x)) * up_proj->forward(x));
   if (tensor_parallel) tensor_parallel->all_reduce_sum_(out);
   return out;
 }
@@ -270,11 +271,20 @@ DecoderModel::DecoderModel(const ModelConfig& c) {
 // ---- parameter shapes --------------------------------------------------------------------------
 
 // Mirrors the constructors above, registration order included (a test compares the two).
-std::vector<std::pair<std::string, std::vector<int64_t>>> parameter_shapes(const ModelConfig& c, HeadKind head) {
+std::vector<std::pair<std::string, std::vector<int64_t>>> parameter_shapes(const ModelConfig& c, HeadKind head,
+                                                                           const LoraConfig* lora) {
   std::vector<std::pair<std::string, std::vector<int64_t>>> out;
+  std::set<std::string> adapted;
+  if (lora != nullptr) {
+    for (std::string& name : lora_target_modules(c, *lora)) adapted.insert(std::move(name));
+  }
   auto linear_shapes = [&](const std::string& name, int64_t in, int64_t features, bool bias) {
     out.push_back({name + ".weight", {features, in}});
     if (bias) out.push_back({name + ".bias", {features}});
+    if (adapted.count(name)) {
+      out.push_back({name + ".lora_A.weight", {lora->rank, in}});
+      out.push_back({name + ".lora_B.weight", {features, lora->rank}});
+    }
   };
   out.push_back({"model.embed_tokens.weight", {c.vocab_size, c.hidden_size}});
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
@@ -360,6 +370,7 @@ std::pair<torch::Tensor, torch::Tensor> CausalLM::rope(const torch::Tensor& posi
 torch::Tensor CausalLM::run_layers(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
                                    const torch::Tensor& mask) {
   const bool checkpoint = gradient_checkpointing_ && torch::GradMode::is_enabled();
+  if (checkpoint) h = input_requiring_grad(h);
   for (size_t i = 0; i < model->layer_ptrs.size(); ++i) {
     DecoderLayer* layer = model->layer_ptrs[i].get();
     auto forward = [&](const torch::Tensor& x) {
@@ -375,8 +386,8 @@ torch::Tensor CausalLM::run_layers(torch::Tensor h, const torch::Tensor& cos, co
 
 torch::Tensor CausalLM::apply_head(const torch::Tensor& hidden) {
   if (gathering_) gathering_->gather_root();
-  if (head_kind_ == HeadKind::kValue) return run_linear(score, hidden).squeeze(-1);
-  torch::Tensor logits = lm_head ? run_linear(lm_head, hidden) : F::linear(hidden, model->embed_tokens->weight);
+  if (head_kind_ == HeadKind::kValue) return score->forward(hidden).squeeze(-1);
+  torch::Tensor logits = lm_head ? lm_head->forward(hidden) : F::linear(hidden, model->embed_tokens->weight);
   if (!tensor_parallel_) return logits;
   // Every rank's vocabulary rows, gathered in rank order: (t, ..., rows) -> (..., t * rows), padding dropped.
   const int64_t t = tensor_parallel_size(), rows = shard_config_.vocab_size;
@@ -426,7 +437,10 @@ torch::Tensor CausalLM::run_layers_varlen(torch::Tensor h, const torch::Tensor& 
                                           const VarlenLayout& layout) {
   const bool checkpoint = gradient_checkpointing_ && torch::GradMode::is_enabled();
   c10::intrusive_ptr<SharedVarlenLayout> shared;
-  if (checkpoint) shared = c10::make_intrusive<SharedVarlenLayout>(layout);
+  if (checkpoint) {
+    shared = c10::make_intrusive<SharedVarlenLayout>(layout);
+    h = input_requiring_grad(h);
+  }
   for (size_t i = 0; i < model->layer_ptrs.size(); ++i) {
     DecoderLayer* layer = model->layer_ptrs[i].get();
     auto forward = [&](const torch::Tensor& x) {
@@ -529,10 +543,10 @@ void CausalLM::load_shard_state_dict(const std::map<std::string, torch::Tensor>&
 }
 
 void check_state_dict(const ModelConfig& config, HeadKind head, const std::map<std::string, torch::Tensor>& state,
-                      bool strict, const std::string& who) {
+                      bool strict, const std::string& who, const LoraConfig* lora) {
   // The whole model's names and shapes (a tensor-parallel rank's own are its shards' shapes).
   std::map<std::string, std::vector<int64_t>> whole_shapes;
-  for (auto& [name, shape] : parameter_shapes(config, head)) whole_shapes.emplace(name, std::move(shape));
+  for (auto& [name, shape] : parameter_shapes(config, head, lora)) whole_shapes.emplace(name, std::move(shape));
   std::vector<std::string> missing, unexpected, mismatched;
   for (const auto& [name, shape] : whole_shapes)
     if (state.find(name) == state.end()) missing.push_back(name);
@@ -559,7 +573,7 @@ void check_state_dict(const ModelConfig& config, HeadKind head, const std::map<s
 void CausalLM::load_state_dict(const std::map<std::string, torch::Tensor>& state, bool strict) {
   VERL_CHECK(!gathering_, "CausalLM.load_state_dict: the parameters are sharded over data-parallel ranks (ZeRO-3); "
              "load them with PPOTrainer::load_model_state (Python: verl.PPOTrainer.load_checkpoint())");
-  check_state_dict(config_, head_kind_, state, strict, "CausalLM.load_state_dict");
+  check_state_dict(config_, head_kind_, state, strict, "CausalLM.load_state_dict", lora_ ? &*lora_ : nullptr);
   auto params = named_parameters(true);
   torch::NoGradGuard no_grad;
   const int64_t t = tensor_parallel_size(), rank = tensor_parallel_ ? tensor_parallel_->rank() : 0;
@@ -568,6 +582,90 @@ void CausalLM::load_state_dict(const std::map<std::string, torch::Tensor>& state
     if (it == state.end()) continue;
     item.value().copy_(t == 1 ? it->second : tensor_parallel_shard(item.key(), it->second, rank, t));
   }
+}
+
+// ---- LoRA ------------------------------------------------------------------------------------
+
+namespace {
+
+// The decoder linears by HF name, in the model's order (this rank's shards under tensor parallelism).
+std::vector<std::pair<std::string, Linear*>> decoder_linears(const DecoderModel& body) {
+  std::vector<std::pair<std::string, Linear*>> out;
+  for (size_t i = 0; i < body.layer_ptrs.size(); ++i) {
+    const std::string layer = "model.layers." + std::to_string(i) + ".";
+    const DecoderLayer& l = *body.layer_ptrs[i];
+    for (const auto& [name, linear] : {std::pair<const char*, Linear*>{"self_attn.q_proj", l.self_attn->q_proj.get()},
+                                       {"self_attn.k_proj", l.self_attn->k_proj.get()},
+                                       {"self_attn.v_proj", l.self_attn->v_proj.get()},
+                                       {"self_attn.o_proj", l.self_attn->o_proj.get()},
+                                       {"mlp.gate_proj", l.mlp->gate_proj.get()},
+                                       {"mlp.up_proj", l.mlp->up_proj.get()},
+                                       {"mlp.down_proj", l.mlp->down_proj.get()}}) {
+      out.emplace_back(layer + name, linear);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> CausalLM::add_adapters(const LoraConfig& lora, uint64_t seed) {
+  VERL_CHECK(!lora_, "CausalLM.add_adapters: the model has LoRA adapters already");
+  VERL_CHECK(!gathering_, "CausalLM.add_adapters: add adapters before the parameters are sharded (ZeRO-3)");
+  VERL_CHECK_AS(ConfigError, lora.dropout == 0, lora.key, ": lora_dropout = ", lora.dropout,
+                " is not implemented (verl's adapters have no dropout); use 0");
+  const std::vector<std::string> targets = lora_target_modules(config_, lora);  // the whole model's, on every rank
+  const std::set<std::string> selected(targets.begin(), targets.end());
+  const double scaling = lora.scaling();
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  const int64_t t = tensor_parallel_size(), rank = tensor_parallel_ ? tensor_parallel_->rank() : 0;
+  for (const auto& [name, linear] : decoder_linears(*model)) {
+    if (!selected.count(name)) continue;
+    // kaiming_uniform_(a=sqrt(5)) on A (rank, in): bound = gain * sqrt(3 / fan_in) = 1 / sqrt(in), drawn in float32
+    // on the host for the whole model, so every device and every tensor-parallel layout starts from the same A.
+    const int64_t in = name.ends_with("o_proj") || name.ends_with("down_proj") ? linear->weight.size(1) * t
+                                                                               : linear->weight.size(1);
+    const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+    torch::Tensor a = at::empty({lora.rank, in}, torch::kFloat32).uniform_(-bound, bound, gen);
+    if (t > 1) a = tensor_parallel_shard(name + ".lora_A.weight", a, rank, t);
+    linear->add_adapter(lora.rank, scaling, a);
+  }
+  for (auto& item : named_parameters(true)) {
+    const std::string& name = item.key();
+    const bool trained = name.find(".lora_A.") != std::string::npos || name.find(".lora_B.") != std::string::npos ||
+                         (head_kind_ == HeadKind::kValue && name.starts_with("score."));
+    item.value().set_requires_grad(trained);
+  }
+  lora_ = lora;
+  adapters_enabled_ = true;
+  return targets;
+}
+
+void CausalLM::set_adapters_enabled(bool enabled) {
+  for (const auto& [name, linear] : decoder_linears(*model)) linear->set_adapter_enabled(enabled);
+  adapters_enabled_ = enabled;
+}
+
+std::map<std::string, torch::Tensor> CausalLM::adapter_state() const {
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& [name, linear] : decoder_linears(*model)) {
+    if (!linear->has_adapter()) continue;
+    out.emplace(name + ".lora_A.weight", linear->lora_A->weight);
+    out.emplace(name + ".lora_B.weight", linear->lora_B->weight);
+  }
+  return out;
+}
+
+std::map<std::string, torch::Tensor> CausalLM::merged_state() const {
+  std::map<std::string, torch::Tensor> out = named_state();
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, linear] : decoder_linears(*model)) {
+    if (!linear->has_adapter()) continue;
+    out.erase(name + ".lora_A.weight");
+    out.erase(name + ".lora_B.weight");
+    out[name + ".weight"] = linear->merged_weight();
+  }
+  return out;
 }
 
 }  // namespace verl::model

@@ -8,6 +8,7 @@ same C++ module (``verl._C.model.CausalLM``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from typing import Any, Mapping
@@ -120,6 +121,51 @@ class CausalLM:
         atomically: an existing ``path`` is replaced only once the new directory is complete. Without
         ``tokenizer_dir`` the tokenizer files already in ``path`` are kept. Returns the files written."""
         return write_pretrained(self._module, path, tokenizer_dir, max_shard_size)
+
+    # ---- LoRA (verl/model/lora.h: PEFT's semantics and names) ----
+
+    def add_adapters(self, lora_rank: int, lora_alpha: float = 16, target_modules: str | list[str] = "all-linear",
+                     exclude_modules: str | list[str] | None = None, use_rslora: bool = False,
+                     seed: int = 0) -> list[str]:
+        """LoRA adapters on the decoder linears ``target_modules`` selects (PEFT's rules: a list of module names
+        matched by whole name or suffix, a regex string matched whole, or ``all-linear``), ``exclude_modules`` checked
+        first. A is drawn from ``seed`` as PEFT draws it, B is zero, so outputs are unchanged; every other weight is
+        frozen (a ValueModel's score head keeps training). Returns the adapted modules' names."""
+        return self._module.add_adapters(int(lora_rank), float(lora_alpha), target_modules, exclude_modules,
+                                         bool(use_rslora), int(seed))
+
+    @property
+    def lora(self) -> dict[str, Any] | None:
+        """The adapters' settings (lora_rank, lora_alpha, target_modules, exclude_modules, use_rslora, scaling)."""
+        return self._module.lora
+
+    @contextlib.contextmanager
+    def disable_adapter(self):
+        """Within the block the model computes as its base model (PEFT's ``disable_adapter()``)."""
+        was = self._module.adapters_enabled
+        self._module.set_adapters_enabled(False)
+        try:
+            yield self
+        finally:
+            self._module.set_adapters_enabled(was)
+
+    def adapter_state_dict(self) -> dict[str, torch.Tensor]:
+        """The adapters' tensors (model.layers.N.self_attn.q_proj.lora_A.weight, ...), the live ones."""
+        return dict(self._module.adapter_state())
+
+    def merged_state_dict(self) -> dict[str, torch.Tensor]:
+        """The weights with every adapter folded in (W + (B A) * scaling): a plain model's state dict."""
+        return dict(self._module.merged_state())
+
+    def save_adapter(self, path: str | os.PathLike, base_model_name_or_path: str | None = None) -> list[str]:
+        """Writes the adapters as PEFT does (adapter_config.json + adapter_model.safetensors), atomically;
+        ``peft.PeftModel.from_pretrained(base, path)`` loads them. Returns the files written."""
+        base = base_model_name_or_path if base_model_name_or_path is not None else (self.name_or_path or "")
+        return _C.model.save_peft_adapter(self._module, os.fspath(path), base)
+
+    def load_adapter(self, path: str | os.PathLike) -> dict[str, Any]:
+        """Loads a PEFT LoRA adapter directory (adding its adapters if the model has none); returns its settings."""
+        return _C.model.load_peft_adapter_into(self._module, os.fspath(path))
 
     def gradient_checkpointing_enable(self) -> None:
         self._module.set_gradient_checkpointing(True)

@@ -15,6 +15,8 @@
 #include <torch/torch.h>
 
 #include "verl/core/export.h"
+#include "verl/model/linear.h"
+#include "verl/model/lora.h"
 #include "verl/model/model_config.h"
 #include "verl/kernels/varlen_attention.h"
 
@@ -80,7 +82,7 @@ class VERL_API Attention : public torch::nn::Module {
   // sequence of `layout` (verl/kernels/varlen_attention.h), no mask, no cache.
   torch::Tensor forward_varlen(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                const VarlenLayout& layout);
-  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  std::shared_ptr<Linear> q_proj, k_proj, v_proj, o_proj;
   std::shared_ptr<RMSNorm> q_norm, k_norm;  // qwen3 only
   // Tensor parallelism (verl/model/tensor_parallel.h): o_proj's partial outputs are summed over this group.
   std::shared_ptr<dist::Communicator> tensor_parallel;
@@ -94,7 +96,7 @@ class VERL_API MLP : public torch::nn::Module {
   explicit MLP(const ModelConfig& c);
   // SwiGLU: down(silu(gate(x)) * up(x)).
   torch::Tensor forward(const torch::Tensor& x);
-  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  std::shared_ptr<Linear> gate_proj, up_proj, down_proj;
   // Tensor parallelism: down_proj's partial outputs are summed over this group.
   std::shared_ptr<dist::Communicator> tensor_parallel;
 };
@@ -200,6 +202,23 @@ class VERL_API CausalLM : public torch::nn::Module {
   void set_parameter_gathering(std::shared_ptr<ParameterGathering> gathering) { gathering_ = std::move(gathering); }
   const std::shared_ptr<ParameterGathering>& parameter_gathering() const { return gathering_; }
 
+  // LoRA (verl/model/lora.h): adapters on the decoder linears `lora` selects (lora_target_modules), A drawn from
+  // `seed` as PEFT draws it and B zero, so the model computes what it computed before. Every other parameter is frozen
+  // (requires_grad false) except a value head, which a critic trains in full. The adapters join named_state() (and
+  // every copy of the model made from it) as <module>.lora_A.weight / .lora_B.weight. ConfigError from the selection;
+  // InvalidArgument when the model has adapters already. Returns the adapted modules' names.
+  std::vector<std::string> add_adapters(const LoraConfig& lora, uint64_t seed);
+  // The adapters' config (null without adapters); a copy of the model adds the same before loading named_state().
+  const std::optional<LoraConfig>& lora() const { return lora_; }
+  // While disabled, the model computes as its base (the LoRA reference policy: verl's ref_in_actor).
+  void set_adapters_enabled(bool enabled);
+  bool adapters_enabled() const { return adapters_enabled_; }
+  // The adapters' parameters by name (the live tensors).
+  std::map<std::string, torch::Tensor> adapter_state() const;
+  // named_state() with every adapter folded into its linear's weight (W + (B A) * scaling) and the adapters left out:
+  // the plain model's weights (python -m verl.model_merger's output).
+  std::map<std::string, torch::Tensor> merged_state() const;
+
   // Recompute each decoder layer in backward instead of keeping its activations.
   void set_gradient_checkpointing(bool enabled) { gradient_checkpointing_ = enabled; }
   bool gradient_checkpointing() const { return gradient_checkpointing_; }
@@ -208,8 +227,8 @@ class VERL_API CausalLM : public torch::nn::Module {
   torch::Device device() const;
 
   std::shared_ptr<DecoderModel> model;
-  torch::nn::Linear lm_head{nullptr};  // untied LM head only
-  torch::nn::Linear score{nullptr};    // value head only
+  std::shared_ptr<Linear> lm_head;  // untied LM head only
+  std::shared_ptr<Linear> score;    // value head only
 
  private:
   // cos/sin (bs, q, head_dim) in `dtype` for positions (bs, q); computed in float32 as HF does.
@@ -238,13 +257,32 @@ class VERL_API CausalLM : public torch::nn::Module {
   };
   mutable DeviceCopy inv_freq_device_;
   bool gradient_checkpointing_ = false;
+  std::optional<LoraConfig> lora_;
+  bool adapters_enabled_ = true;
+};
+
+// Disables a model's LoRA adapters for a scope: the passes of the LoRA reference policy, the base model.
+class VERL_API AdaptersDisabled {
+ public:
+  explicit AdaptersDisabled(CausalLM& model) : model_(model), was_(model.adapters_enabled()) {
+    model_.set_adapters_enabled(false);
+  }
+  ~AdaptersDisabled() { model_.set_adapters_enabled(was_); }
+  AdaptersDisabled(const AdaptersDisabled&) = delete;
+  AdaptersDisabled& operator=(const AdaptersDisabled&) = delete;
+
+ private:
+  CausalLM& model_;
+  bool was_;
 };
 
 // CheckpointError (message starting with `who`) when `state`, by HF name, does not fit the whole model of `config` and
 // `head`: names missing or unexpected (when `strict`; a tied model accepts, and ignores, lm_head.weight) and shapes
 // that differ (always). CausalLM::load_state_dict's check, also applied to weights loaded into ZeRO-3 shards.
+// With `lora`, the adapters' names and shapes are part of the model.
 VERL_API void check_state_dict(const ModelConfig& config, HeadKind head,
-                               const std::map<std::string, torch::Tensor>& state, bool strict, const std::string& who);
+                               const std::map<std::string, torch::Tensor>& state, bool strict, const std::string& who,
+                               const LoraConfig* lora = nullptr);
 
 // The llama3-scaled (or plain) RoPE inverse frequencies (head_dim / 2,) float32.
 VERL_API torch::Tensor rope_inv_freq(const ModelConfig& c);
@@ -253,7 +291,9 @@ VERL_API torch::Tensor rope_inv_freq(const ModelConfig& c);
 // from the config alone (nothing allocated): load_pretrained compares them with a checkpoint's
 // headers before building the model, so a config.json that does not fit its weights fails
 // without first allocating the model it describes.
+// With `lora`, the adapters follow their linear's weight (and bias), as the model registers them.
 VERL_API std::vector<std::pair<std::string, std::vector<int64_t>>> parameter_shapes(const ModelConfig& c,
-                                                                                    HeadKind head);
+                                                                                    HeadKind head,
+                                                                                    const LoraConfig* lora = nullptr);
 
 }  // namespace verl::model
