@@ -12,8 +12,8 @@ An entry names a leaf or a map (then every leaf below it shares the class).
 >>> from verl import config_keys
 >>> config_keys.find("actor_rollout_ref.model.use_liger").cls
 'no effect'
->>> print(config_keys.explain("actor_rollout_ref.model.lora_rank"))  # doctest: +ELLIPSIS
-actor_rollout_ref.model.lora_rank = 0 (default 0)
+>>> print(config_keys.explain("actor_rollout_ref.model.lora.rank"))  # doctest: +ELLIPSIS
+actor_rollout_ref.model.lora.rank = 0 (default 0)
   refused: ...
 
 ``python -m verl.config_keys > docs/config.md`` writes the reference page (a test keeps it in step).

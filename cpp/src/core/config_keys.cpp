@@ -24,7 +24,9 @@ constexpr const char* kParallel = "pipeline, expert and separate rollout data pa
                                   "(training is data parallel over trainer.nnodes x trainer.n_gpus_per_node ranks; "
                                   "generation tensor parallel by rollout.tensor_model_parallel_size)";
 constexpr const char* kUlysses = "Ulysses sequence parallelism is not implemented";
-constexpr const char* kLora = "LoRA adapters are not implemented (full fine-tuning only)";
+constexpr const char* kLoraMegatron = "the Megatron backend's LoRA section; verl-cpp reads the FSDP backend's keys "
+                                      "(model.lora_rank, lora_alpha, target_modules, exclude_modules, "
+                                      "lora_adapter_path)";
 constexpr const char* kMtp = "multi-token prediction (MTP) heads are not implemented";
 constexpr const char* kQat = "quantization-aware training is not implemented";
 constexpr const char* kQuant = "quantized generation is not implemented";
@@ -170,17 +172,19 @@ std::vector<KeyEntry> model(const std::string& p, bool actor) {
       H(p + ".enable_gradient_checkpointing"),
       R(p + ".enable_activation_offload", kOffload),
       H(p + ".use_remove_padding", "packed (padding-free) forward passes"),
-      R(p + ".lora_rank", kLora),
-      R(p + ".lora_alpha", kLora),
-      R(p + ".target_modules", kLora),
-      R(p + ".exclude_modules", kLora),
-      R(p + ".lora_adapter_path", kLora),
+      H(p + ".lora_rank", actor ? "LoRA adapters of this rank (0: full fine-tuning); the reference policy is the base "
+                                  "model, adapters disabled"
+                                : "LoRA adapters of this rank (0: full fine-tuning); the value head is trained in full"),
+      H(p + ".lora_alpha", "adapter scaling alpha / r"),
+      H(p + ".target_modules", "PEFT's rules: all-linear, module names (whole or last parts), or a regex"),
+      H(p + ".exclude_modules", "PEFT's rules, checked before target_modules"),
+      H(p + ".lora_adapter_path", "a PEFT adapter directory to start from (its adapter_config.json's settings)"),
       N(p + ".use_liger", kLiger),
       N(p + ".use_fused_kernels", kFusedKernels),
       N(p + ".fused_kernel_options", kFusedKernels),
       N(p + ".tiled_mlp", kTiledMlp),
       R(p + ".mtp", kMtp),
-      R(p + ".lora", kLora),
+      R(p + ".lora", kLoraMegatron),
   };
   return out;
 }

@@ -94,6 +94,13 @@ std::vector<Rule> build_rules() {
       {"trainer.device", K::kString, {}, {}, false, {"cuda", "cpu"}},
       {"trainer.logger", K::kStringOrList},
       {"trainer.log_val_generations", K::kInt, 0.0},
+      // LoRA (issue 42): target_modules is a string (all-linear, a regex) or a list of module names, as in PEFT.
+      {"actor_rollout_ref.model.lora_rank", K::kInt, 0.0},
+      {"actor_rollout_ref.model.lora_alpha", K::kNumber, 0.0, {}, true},
+      {"actor_rollout_ref.model.target_modules", K::kStringOrList},
+      {"critic.model.lora_rank", K::kInt, 0.0},
+      {"critic.model.lora_alpha", K::kNumber, 0.0, {}, true},
+      {"critic.model.target_modules", K::kStringOrList},
       {"trainer.max_actor_ckpt_to_keep", K::kInt, 1.0, {}, false, {}, true},
       {"trainer.max_critic_ckpt_to_keep", K::kInt, 1.0, {}, false, {}, true},
   };

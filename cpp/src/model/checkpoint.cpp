@@ -211,9 +211,19 @@ std::vector<fs::path> save_pretrained(const CausalLM& model, const fs::path& dir
   done(config_path);
 
   if (options.write_weights) {
-    // Registration order is transformers' state_dict order, so shards split where HF's would.
+    // Registration order is transformers' state_dict order, so shards split where HF's would. A model with LoRA
+    // adapters is written merged (W + (B A) * scaling, PEFT's merge_and_unload): the plain model transformers loads;
+    // the adapters themselves go to PEFT's files (verl/model/peft_adapter.h).
+    const std::map<std::string, torch::Tensor> merged =
+        model.lora() ? model.merged_state() : std::map<std::string, torch::Tensor>();
     NamedTensors tensors;
-    for (const auto& item : model.named_parameters(true)) tensors.emplace_back(item.key(), item.value().detach());
+    for (const auto& item : model.named_parameters(true)) {
+      if (!model.lora()) {
+        tensors.emplace_back(item.key(), item.value().detach());
+      } else if (auto it = merged.find(item.key()); it != merged.end()) {
+        tensors.emplace_back(item.key(), it->second.detach());
+      }
+    }
     try {
       for (const fs::path& file : save_sharded(staging.path, tensors, options.max_shard_bytes)) done(file);
     } catch (const InvalidArgument& e) {

@@ -12,10 +12,6 @@
 namespace verl::model {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // The model's other modules, as transformers names them: a target that selects one of them is refused rather than
 // skipped (PEFT would adapt the head or the embedding, or refuse a norm or a container).
 std::vector<std::string> other_module_names(const ModelConfig& c) {
@@ -43,16 +39,23 @@ bool ModuleSelector::matches(const std::string& module_name) const {
     }
   }
   for (const std::string& n : names) {
-    if (module_name == n || ends_with(module_name, "." + n)) return true;
+    if (module_name == n) return true;
+    // ".<n>" ends the name: whole trailing components only ("proj" does not select q_proj)
+    const size_t cut = module_name.size() - n.size();
+    if (module_name.size() > n.size() && module_name.compare(cut, n.size(), n) == 0 && module_name[cut - 1] == '.')
+      return true;
   }
   return false;
 }
 
 std::string ModuleSelector::describe() const {
   if (all_linear) return "all-linear";
-  if (regex) return "'" + untrusted::escape(*regex) + "'";
-  if (names.empty()) return "null";
   std::ostringstream s;
+  if (regex) {
+    s << "'" << untrusted::escape(*regex) << "'";
+    return s.str();
+  }
+  if (names.empty()) return "null";
   s << "[";
   for (size_t i = 0; i < names.size(); ++i) s << (i ? ", " : "") << untrusted::escape(names[i]);
   s << "]";

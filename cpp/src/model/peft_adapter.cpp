@@ -21,6 +21,13 @@ bool is_lora_factor(const std::string& name) {
   return name.ends_with(".lora_A.weight") || name.ends_with(".lora_B.weight");
 }
 
+// A value model's head, trained in full beside the adapters: PEFT's modules_to_save of a TOKEN_CLS model, saved under
+// its own name.
+bool is_value_head(const std::string& name) { return name == "score.weight" || name == "score.bias"; }
+
+// The modules PEFT's TOKEN_CLS task saves whole by default; a value model's head is the one it has.
+const std::set<std::string> kHeadModules = {"classifier", "score", "pre_classifier"};
+
 std::string last_component(const std::string& name) { return name.substr(name.rfind('.') + 1); }
 
 // The adapted modules as adapter_config.json's target_modules: their last names when those select exactly them (the
@@ -70,6 +77,7 @@ std::vector<fs::path> save_peft_adapter(const CausalLM& model, const fs::path& d
                 ec.message());
 
   const std::vector<std::string> adapted = lora_target_modules(model.config(), lora);
+  const bool value = model.head_kind() == HeadKind::kValue;
   Json config = {
       {"peft_type", "LORA"},
       {"task_type", model.head_kind() == HeadKind::kValue ? "TOKEN_CLS" : "CAUSAL_LM"},
@@ -84,7 +92,7 @@ std::vector<fs::path> save_peft_adapter(const CausalLM& model, const fs::path& d
       {"use_dora", false},
       {"init_lora_weights", true},
       {"inference_mode", true},
-      {"modules_to_save", nullptr},
+      {"modules_to_save", value ? Json(std::vector<std::string>{"classifier", "score", "pre_classifier"}) : Json()},
       {"layers_to_transform", nullptr},
       {"layers_pattern", nullptr},
       {"rank_pattern", Json::object()},
@@ -99,6 +107,10 @@ std::vector<fs::path> save_peft_adapter(const CausalLM& model, const fs::path& d
   }
   std::map<std::string, torch::Tensor> tensors;
   for (const auto& [name, tensor] : model.adapter_state()) tensors.emplace(kPeftPrefix + name, tensor.detach());
+  if (value) {  // the value head, trained in full (PEFT's modules_to_save)
+    tensors.emplace(std::string(kPeftPrefix) + "score.weight", model.score->weight.detach());
+    if (model.score->bias.defined()) tensors.emplace(std::string(kPeftPrefix) + "score.bias", model.score->bias.detach());
+  }
 
   detail::StagingGuard staging{detail::sibling(dir, "tmp")};
   fs::create_directory(staging.path, ec);
@@ -136,7 +148,15 @@ PeftAdapter load_peft_adapter(const fs::path& dir) {
   require_off(config, "layer_replication", shown, "layer replication");
   require_off(config, "target_parameters", shown, "adapters on parameters");
   require_off(config, "trainable_token_indices", shown, "trainable tokens");
-  require_off(config, "modules_to_save", shown, "fully trained copies of modules (modules_to_save)");
+  if (config.contains("modules_to_save") && config.at("modules_to_save").is_array()) {
+    for (const Json& m : config.at("modules_to_save")) {
+      VERL_CHECK_AS(ConfigError, m.is_string() && kHeadModules.count(m.get<std::string>()), shown,
+                    ": modules_to_save = ", untrusted::quote(config.at("modules_to_save")), ": only a value model's "
+                    "head (score) is trained in full beside the adapters in verl-cpp");
+    }
+  } else {
+    require_off(config, "modules_to_save", shown, "fully trained copies of modules (modules_to_save)");
+  }
 
   PeftAdapter out;
   LoraConfig& lora = out.config;
@@ -165,10 +185,10 @@ PeftAdapter load_peft_adapter(const fs::path& dir) {
                 " (adapter_model.bin, the pickle format, is not read: save with safe_serialization)");
   const std::string prefix = kPeftPrefix;
   for (auto& [key, tensor] : load_file(weights_path)) {
-    const bool ours = key.starts_with(prefix) && is_lora_factor(key);
+    const bool ours = key.starts_with(prefix) && (is_lora_factor(key) || is_value_head(key.substr(prefix.size())));
     VERL_CHECK_AS(CheckpointError, ours, "'", untrusted::display_path(weights_path), "': tensor '",
                   untrusted::escape(key), "' is not a LoRA factor of a linear module (", prefix,
-                  "<module>.lora_A.weight / .lora_B.weight)");
+                  "<module>.lora_A.weight / .lora_B.weight) or a value head (", prefix, "score.weight)");
     out.state.emplace(key.substr(prefix.size()), std::move(tensor));
   }
   return out;
@@ -186,6 +206,14 @@ LoraConfig load_peft_adapter_into(CausalLM& model, const fs::path& dir) {
                 ") does not fit the model's adapters (r = ", lora.rank, ", target_modules = ",
                 lora.target_modules.describe(), ")");
   std::map<std::string, torch::Tensor> own = model.adapter_state();
+  if (model.head_kind() == HeadKind::kValue) {
+    // The head travels with the adapters when it was trained with them (our files and PEFT's TOKEN_CLS ones); an
+    // adapter trained on a language model brings none, and the head keeps its values.
+    for (const char* name : {"score.weight", "score.bias"}) {
+      const torch::Tensor& t = std::string(name) == "score.weight" ? model.score->weight : model.score->bias;
+      if (t.defined() && adapter.state.count(name)) own.emplace(name, t);
+    }
+  }
   std::vector<std::string> bad;
   for (const auto& [name, tensor] : own) {
     auto it = adapter.state.find(name);

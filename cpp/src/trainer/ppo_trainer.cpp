@@ -39,6 +39,7 @@
 #include "trainer/balance_batch.h"
 #include "trainer/one_step_off_policy.h"
 #include "trainer/reference_policy.h"
+#include "verl/workers/lora.h"
 #include "trainer/streaming_reward.h"
 
 namespace verl::trainer {
@@ -344,8 +345,15 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
   // (given the pool, no trainer ranks), or another trainer rank; the trainer's ranks generate nothing.
   const bool pooled = settings_.rollout_pool_ranks > 0;
   const bool trains_for_pool = pooled && !pool_rank_;
+  // LoRA (actor_rollout_ref.model.lora_*): adapters on the actor before its engine is built, on every rank (a pool
+  // rank's model is the rollout's copy, which generates with them unmerged).
+  if (const auto lora = workers::lora_settings(config_, "actor_rollout_ref.model"))
+    workers::apply_lora(*models_.actor, *lora, options.init_seed);
   if (!pool_rank_) actor_ = std::make_unique<workers::ActorWorker>(config_, models_.actor, workers::PolicyRole::kActor);
-  if (settings_.use_reference && !pool_rank_) {
+  // With LoRA the reference policy is the actor's base model, its adapters disabled for the pass (verl's
+  // ref_in_actor): no second copy of the weights. A reference model the caller gives keeps a worker of its own.
+  reference_in_actor_ = settings_.use_reference && !pool_rank_ && !models_.ref && models_.actor->lora();
+  if (settings_.use_reference && !pool_rank_ && !reference_in_actor_) {
     if (!models_.ref) models_.ref = copy_as_reference(*models_.actor);
     VERL_CHECK(models_.ref->head_kind() == model::HeadKind::kLanguageModel,
                "PPOTrainer: the reference model must have the LM head");
@@ -355,6 +363,9 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     if (!models_.critic) models_.critic = critic_from_actor(*models_.actor, options.init_seed);
     VERL_CHECK(models_.critic->head_kind() == model::HeadKind::kValue,
                "PPOTrainer: the critic model must have the value head");
+    // critic.model.lora_*: adapters on the critic's decoder, its value head trained in full.
+    if (const auto lora = workers::lora_settings(config_, "critic.model"))
+      workers::apply_lora(*models_.critic, *lora, options.init_seed + 1);
     critic_ = std::make_unique<workers::CriticWorker>(config_, models_.critic);
   }
   cost_fn_ = std::move(options.cost_fn);
@@ -388,6 +399,8 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
     if (!models_.cost_critic) models_.cost_critic = critic_from_actor(*models_.actor, options.init_seed + 1);
     VERL_CHECK(models_.cost_critic->head_kind() == model::HeadKind::kValue,
                "PPOTrainer: the cost critic model must have the value head");
+    if (const auto lora = workers::lora_settings(config_, "critic.model"))
+      workers::apply_lora(*models_.cost_critic, *lora, options.init_seed + 2);
     cost_critic_ = std::make_unique<workers::CriticWorker>(config_, models_.cost_critic);
   }
   // A model given for a role the config does not use would be saved and restored as if it were trained.
@@ -455,6 +468,7 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
       rollout_model = std::make_shared<model::CausalLM>(compute.config(), model::HeadKind::kLanguageModel,
                                                         mesh.tensor_parallel);
       rollout_model->to(compute.device(), dtype);
+      if (compute.lora()) rollout_model->add_adapters(*compute.lora(), /*seed=*/0);  // the hand-over fills them
       rollout_model->eval();
       for (auto& p : rollout_model->parameters()) p.set_requires_grad(false);
       // A pool rank keeps its shard only: the whole actor goes (models().actor is null there).
@@ -472,6 +486,12 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
 
   workers_ = dist::make_worker_group(mesh.trainer);
   if (workers_->world_size() > 1) {
+    for (const auto& [model, key] : {std::pair{models_.actor, "actor_rollout_ref.model.lora_rank"},
+                                     std::pair{models_.critic, "critic.model.lora_rank"}}) {
+      VERL_CHECK_AS(ConfigError, !model || !model->lora(), key, ": LoRA over ", workers_->world_size(),
+                    " trainer ranks (ZeRO-3 / HSDP) is not implemented yet; run it in one process "
+                    "(trainer.n_gpus_per_node=1)");
+    }
     settings_.n_gpus = workers_->world_size();
     const workers::detail::DataParallel dp(mesh.trainer);
     // As verl's workers assert at start-up: every mini-batch splits equally over the ranks (a ConfigError now, not
@@ -539,7 +559,7 @@ void PPOTrainer::register_worker_methods() {
       },
       dist::Dispatch::kBroadcast);
   if (actor_) {
-    actor_->register_methods(*workers_);
+    actor_->register_methods(*workers_, reference_in_actor_);
     actor_->engine().register_methods(*workers_, "actor");
   }
   if (ref_) ref_->register_methods(*workers_);
@@ -950,7 +970,7 @@ Metrics PPOTrainer::optimize_impl(DataProto batch, std::optional<double> step_se
     if (settings_.calculate_sum_pi_squared) batch.set_tensor("sum_pi_squared", out.tensor("sum_pi_squared").to(torch::kFloat));
     merge(metrics, old_log_prob_metrics(batch, out.tensor("entropys")));
   }
-  if (ref_) {
+  if (ref_ || reference_in_actor_) {
     StageTimer timer(timing, "ref");
     DataProto out = dispatch("compute_ref_log_prob", worker_input(batch, kLogProbInputs));
     batch.set_tensor("ref_log_prob", out.tensor("ref_log_prob").to(response_mask.device()));

@@ -240,15 +240,22 @@ DataProto ActorWorker::compute_log_prob(const DataProto& data, std::optional<boo
   return log_prob_pass(data, entropy, "old_log_probs", with_sum_pi_squared);
 }
 
-DataProto ActorWorker::compute_ref_log_prob(const DataProto& data) { return log_prob_pass(data, false, "ref_log_prob"); }
+DataProto ActorWorker::compute_ref_log_prob(const DataProto& data) {
+  if (role_ == PolicyRole::kReference) return log_prob_pass(data, false, "ref_log_prob");
+  const std::shared_ptr<model::CausalLM> model = engine_->compute_model();
+  VERL_CHECK(model->lora().has_value(), "compute_ref_log_prob: the actor is its own reference only with LoRA adapters "
+             "(its base model); give the reference policy a worker of its own");
+  model::AdaptersDisabled base(*model);
+  return log_prob_pass(data, false, "ref_log_prob");
+}
 
-void ActorWorker::register_methods(dist::WorkerGroup& group) {
+void ActorWorker::register_methods(dist::WorkerGroup& group, bool reference_in_actor) {
   // A log-prob pass costs only time for a duplicated row: its rows are padded to the ranks; an update's split.
-  if (role_ == PolicyRole::kReference) {
+  if (role_ == PolicyRole::kReference || reference_in_actor) {
     group.register_method(
         "compute_ref_log_prob", [this](const DataProto& chunk) { return compute_ref_log_prob(chunk); },
         dist::Dispatch::kPadSplit);
-    return;
+    if (role_ == PolicyRole::kReference) return;
   }
   group.register_method(
       "compute_log_prob", [this](const DataProto& chunk) { return compute_log_prob(chunk, /*calculate_entropy=*/true); },

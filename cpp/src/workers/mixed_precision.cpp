@@ -114,6 +114,7 @@ MixedPrecision::MixedPrecision(std::shared_ptr<model::CausalLM> master, torch::D
   }
   compute_ = std::make_shared<model::CausalLM>(master_->config(), master_->head_kind());
   compute_->to(master_->device(), dtype);
+  if (master_->lora()) compute_->add_adapters(*master_->lora(), /*seed=*/0);  // refresh() copies the master's values
   compute_->set_gradient_checkpointing(master_->gradient_checkpointing());
   master_params_ = master_->parameters();
   compute_params_ = compute_->parameters();
@@ -152,6 +153,9 @@ void MixedPrecision::refresh() {
              master_params_.size(), " parameters, its compute copy ", compute_params_.size());
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < master_params_.size(); ++i) {
+    // Only what changed: under LoRA the frozen base is copied once, the adapters after every step.
+    if (i < synced_versions_.size() && synced_versions_.size() == versions.size() && versions[i] == synced_versions_[i])
+      continue;
     VERL_CHECK(master_params_[i].device() == compute_params_[i].device(),
                "MixedPrecision: the model moved to ", master_params_[i].device(),
                " after its compute copy was made on ", compute_params_[i].device());

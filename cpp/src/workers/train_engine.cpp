@@ -122,6 +122,7 @@ std::shared_ptr<model::CausalLM> TrainEngine::gather_model() {
   std::map<std::string, torch::Tensor> state = precision_->sharding()->full_state();  // every rank takes part
   auto whole = std::make_shared<model::CausalLM>(model_->config(), model_->head_kind());
   whole->to(model_->device(), precision_->sharding()->master_dtype());
+  if (model_->lora()) whole->add_adapters(*model_->lora(), /*seed=*/0);
   torch::NoGradGuard no_grad;
   whole->load_state_dict(state, /*strict=*/true);
   return whole;

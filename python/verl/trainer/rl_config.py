@@ -96,6 +96,12 @@ SHORT_NAMES: dict[str, tuple[str, ...]] = {
     "filter_overlong_prompts": ("data.filter_overlong_prompts",),
     "shuffle": ("data.shuffle",),
     "reward_manager": ("reward.reward_manager.name",),
+    # LoRA on the actor (PEFT's semantics; the reference policy is then the base model)
+    "lora_rank": ("actor_rollout_ref.model.lora_rank",),
+    "lora_alpha": ("actor_rollout_ref.model.lora_alpha",),
+    "target_modules": ("actor_rollout_ref.model.target_modules",),
+    "exclude_modules": ("actor_rollout_ref.model.exclude_modules",),
+    "lora_adapter_path": ("actor_rollout_ref.model.lora_adapter_path",),
     # trainer
     "epochs": ("trainer.total_epochs",),
     "total_epochs": ("trainer.total_epochs",),

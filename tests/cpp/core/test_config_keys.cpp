@@ -41,7 +41,7 @@ TEST_CASE("config_keys: every default leaf of both trees has exactly one entry")
 }
 
 TEST_CASE("config_keys: a refused key with another value is a ConfigError naming it") {
-  CHECK_THROWS_AS(Config::load("", {"actor_rollout_ref.model.lora_rank=8"}), verl::ConfigError);
+  CHECK_THROWS_AS(Config::load("", {"actor_rollout_ref.model.lora.rank=8"}), verl::ConfigError);
   CHECK_THROWS_WITH(Config::load("", {"actor_rollout_ref.rollout.multi_turn.use_inference_chat_template=true"}),
                     Catch::Contains("'actor_rollout_ref.rollout.multi_turn.use_inference_chat_template' = true") &&
                         Catch::Contains("not supported by verl-cpp yet"));
@@ -54,7 +54,7 @@ TEST_CASE("config_keys: a refused key with another value is a ConfigError naming
 }
 
 TEST_CASE("config_keys: defaults, no-effect keys and same_as values are accepted") {
-  CHECK_NOTHROW(Config::load("", {"actor_rollout_ref.model.lora_rank=0", "actor_rollout_ref.rollout.name=native",
+  CHECK_NOTHROW(Config::load("", {"actor_rollout_ref.model.lora.rank=0", "actor_rollout_ref.rollout.name=native",
                                   "actor_rollout_ref.model.use_liger=true", "actor_rollout_ref.actor.use_torch_compile=false"}));
   CHECK_NOTHROW(Config::load("", {"actor_rollout_ref.model.path=/m", "critic.model.path=/m",
                                   "actor_rollout_ref.actor.fsdp_config.dtype=float32",

@@ -53,13 +53,18 @@ def test_refused_and_no_effect_entries_say_why(sft):
 def test_counts_and_the_keys_the_issue_names():
     """The keys verl users set most often land where they should."""
     find = config_keys.find
-    for key in ["actor_rollout_ref.model.lora_rank", "actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts",
+    for key in ["actor_rollout_ref.model.lora.rank", "actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts",
                 "actor_rollout_ref.actor.fsdp_config.offload_policy",
                 "actor_rollout_ref.actor.ulysses_sequence_parallel_size", "critic.model.path"]:
         assert find(key).cls == config_keys.REFUSED, key
     for key in ["actor_rollout_ref.actor.use_torch_compile", "actor_rollout_ref.model.use_liger",
                 "actor_rollout_ref.rollout.gpu_memory_utilization", "ray_kwargs.ray_init.num_cpus"]:
         assert find(key).cls == config_keys.NO_EFFECT, key
+    for key in ["actor_rollout_ref.model.lora_rank", "actor_rollout_ref.model.lora_alpha",
+                "actor_rollout_ref.model.target_modules", "actor_rollout_ref.model.exclude_modules",
+                "actor_rollout_ref.model.lora_adapter_path", "critic.model.lora_rank",
+                "critic.model.target_modules"]:  # LoRA (issue 42)
+        assert find(key).cls == config_keys.HONOURED, key
     # rollout.name: native, vllm and sglang select verl-cpp's engine (issue 16 item 5); hf is not a choice
     for key in ["algorithm.adv_estimator", "actor_rollout_ref.rollout.n", "data.train_batch_size",
                 "actor_rollout_ref.actor.optim.lr", "trainer.default_local_dir", "actor_rollout_ref.rollout.name",
@@ -124,16 +129,16 @@ def test_refused_key_with_another_value_is_a_config_error_naming_it(sft, key):
 
 def test_every_refused_key_is_named_in_one_error():
     with pytest.raises(verl.ConfigError) as info:
-        load_config(overrides=["actor_rollout_ref.model.lora_rank=8",
+        load_config(overrides=["actor_rollout_ref.model.lora.rank=8",
                                "actor_rollout_ref.ref.fsdp_config.offload_policy=true"])
     message = str(info.value)
     assert "2 settings are refused" in message
-    assert "'actor_rollout_ref.model.lora_rank' = 8" in message
+    assert "'actor_rollout_ref.model.lora.rank' = 8" in message
     assert "'actor_rollout_ref.ref.fsdp_config.offload_policy' = true" in message
 
 
 def test_refused_key_at_its_default_value_or_interpolation_is_fine():
-    load_config(overrides=["actor_rollout_ref.model.lora_rank=0", "actor_rollout_ref.rollout.name=native",
+    load_config(overrides=["actor_rollout_ref.model.lora.rank=0", "actor_rollout_ref.rollout.name=native",
                            "actor_rollout_ref.rollout.tensor_model_parallel_size=1", "trainer.n_gpus_per_node=1",
                            # set to what its interpolation gives: not a change
                            "actor_rollout_ref.ref.ulysses_sequence_parallel_size=1"])
@@ -152,10 +157,10 @@ def test_refused_key_with_same_as_accepts_that_keys_value():
 
 
 def test_refusal_is_raised_by_every_way_of_loading():
-    with pytest.raises(verl.ConfigError, match="actor_rollout_ref.model.lora_rank"):
-        verl.RLConfig(algorithm="grpo", overrides=["actor_rollout_ref.model.lora_rank=8"])
-    with pytest.raises(verl.ConfigError, match="actor_rollout_ref.model.lora_rank"):
-        verl.RLConfig({"actor_rollout_ref": {"model": {"lora_rank": 8}}})
+    with pytest.raises(verl.ConfigError, match="actor_rollout_ref.model.lora.rank"):
+        verl.RLConfig(algorithm="grpo", overrides=["actor_rollout_ref.model.lora.rank=8"])
+    with pytest.raises(verl.ConfigError, match="actor_rollout_ref.model.lora.rank"):
+        verl.RLConfig({"actor_rollout_ref": {"model": {"lora": {"rank": 8}}}})
 
 
 def test_no_effect_keys_are_accepted():
@@ -173,12 +178,12 @@ def _run(module, *args):
 
 def test_explain_prints_class_reason_value_and_default():
     result = _run("verl.trainer.main_ppo", "--print-config", "--explain", "actor_rollout_ref.model.use_liger",
-                  "--explain=actor_rollout_ref.model.lora_rank", "actor_rollout_ref.model.use_liger=true")
+                  "--explain=actor_rollout_ref.model.lora.rank", "actor_rollout_ref.model.use_liger=true")
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "actor_rollout_ref.model.use_liger = true (default false)" in out
     assert "no effect" in out and "Liger" in out
-    assert "actor_rollout_ref.model.lora_rank = 0 (default 0)" in out
+    assert "actor_rollout_ref.model.lora.rank = 0 (default 0)" in out
     assert "refused" in out and "LoRA" in out
     assert "algorithm:" not in out  # the explanation, not the whole config
 

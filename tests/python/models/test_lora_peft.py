@@ -319,3 +319,36 @@ def test_a_saved_adapter_replaces_the_directory_whole(tmp_path):
     (tmp_path / "a" / "stale.bin").write_text("old")
     ours.save_adapter(tmp_path / "a")
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["adapter_config.json", "adapter_model.safetensors"]
+
+
+def test_a_value_model_adapter_carries_its_head_and_loads_in_peft(tmp_path):
+    """A critic's adapters train beside a fully trained value head: our files name it as PEFT's TOKEN_CLS task does
+    (modules_to_save), PEFT loads them onto the base with the same values, and ours takes them back."""
+    from verl.models.transformer import ValueModel
+
+    torch.manual_seed(0)
+    cfg = hf_config("qwen2", num_labels=1)
+    hf = transformers.AutoModelForTokenClassification.from_config(cfg, attn_implementation="sdpa").eval()
+    perturb_(hf)
+    base_state = {k: v.clone() for k, v in hf.state_dict().items()}
+    ours = ValueModel(cfg.to_dict())
+    ours.load_state_dict(base_state)
+    ours.add_adapters(RANK, ALPHA)
+    assert ours.state_dict()["score.weight"].requires_grad  # the head is trained in full
+    randomise_adapters_(ours)
+    with torch.no_grad():
+        ours.state_dict()["score.weight"].add_(0.5)
+    ours.save_adapter(tmp_path / "critic")
+    config = json.loads((tmp_path / "critic" / "adapter_config.json").read_text())
+    assert config["task_type"] == "TOKEN_CLS" and "score" in config["modules_to_save"]
+
+    pm = peft.PeftModel.from_pretrained(hf, tmp_path / "critic")
+    ids = torch.randint(0, 96, (2, 10), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        values = ours(ids)
+        torch.testing.assert_close(pm(input_ids=ids).logits.squeeze(-1), values, rtol=2e-5, atol=2e-5)
+    again = ValueModel(cfg.to_dict())
+    again.load_state_dict(base_state)
+    again.load_adapter(tmp_path / "critic")
+    with torch.no_grad():
+        torch.testing.assert_close(again(ids), values, rtol=0, atol=0)

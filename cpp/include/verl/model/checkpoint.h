@@ -63,6 +63,7 @@ struct VERL_API SaveOptions {
 // Qwen2ForTokenClassification with id2label {"0": "LABEL_0"}), torch_dtype/dtype of its parameters.
 VERL_API Json pretrained_config_json(const CausalLM& model);
 
+// A model with LoRA adapters is written merged (CausalLM::merged_state): a plain checkpoint of the adapted model.
 // Writes config.json, the safetensors weights (unless !options.write_weights) (HF names, the parameters' dtype; no lm_head.weight
 // when embeddings are tied, as transformers) and the tokenizer files into a temporary sibling of
 // `dir`, fsyncs them, then swaps it in for `dir` (renameat2 RENAME_EXCHANGE where the filesystem

@@ -359,6 +359,7 @@ class VERL_API PPOTrainer {
   int64_t pad_token_id_ = 0;
   std::unique_ptr<workers::ActorWorker> actor_;
   std::unique_ptr<workers::ActorWorker> ref_;
+  bool reference_in_actor_ = false;  // LoRA: the reference policy is the actor with its adapters disabled
   std::unique_ptr<workers::CriticWorker> critic_;
   std::unique_ptr<workers::CriticWorker> cost_critic_;  // Safe-RLHF with a critic
   RewardFn cost_fn_;

@@ -106,7 +106,8 @@ class VERL_API ActorWorker {
   // log_prob_micro_batch_size_per_gpu or the log_prob_max_token_len_per_gpu budget, results in input
   // order. Padding slots hold 0. meta_info["metrics"]["mfu"] is verl's forward-only MFU of the pass.
   DataProto compute_log_prob(const DataProto& data, std::optional<bool> calculate_entropy = std::nullopt);
-  // Same pass, output key `ref_log_prob` (verl's compute_ref_log_prob).
+  // Same pass, output key `ref_log_prob` (verl's compute_ref_log_prob). On the actor of a LoRA model, the pass runs
+  // with the adapters disabled: the reference policy is the base model (verl's ref_in_actor), no second copy.
   DataProto compute_ref_log_prob(const DataProto& data);
 
   // ppo_epochs x mini-batches (ppo_mini_batch_size * rollout.n rows, verl's DataLoader order) x
@@ -147,8 +148,9 @@ class VERL_API ActorWorker {
 
   // This worker's methods on `group`, each with its dispatch mode (verl's @register): the actor's compute_log_prob
   // (rows padded to the ranks), update_actor and update_actor_on_policy (rows split; metrics back); the reference's
-  // compute_ref_log_prob. Every rank registers them before the controller's first call.
-  void register_methods(dist::WorkerGroup& group);
+  // compute_ref_log_prob -- also the actor's with `reference_in_actor` (a LoRA actor's base model is the reference).
+  // Every rank registers them before the controller's first call.
+  void register_methods(dist::WorkerGroup& group, bool reference_in_actor = false);
 
   const ActorConfig& config() const { return config_; }
   PolicyRole role() const { return role_; }
