@@ -184,8 +184,17 @@ std::vector<KeyEntry> model(const std::string& p, bool actor) {
       N(p + ".fused_kernel_options", kFusedKernels),
       N(p + ".tiled_mlp", kTiledMlp),
       R(p + ".mtp", kMtp),
-      R(p + ".lora", kLoraMegatron),
   };
+  // The Megatron backend's LoRA section, leaf by leaf: verl's FSDP engine reads lora.merge too (the actor's rollout).
+  out.push_back(actor ? H(p + ".lora.merge", "with LoRA, the adapters folded into the rollout engine's own copy of the "
+                                             "weights at every hand-over (faster generation, one more copy); false: the "
+                                             "engine runs them unmerged, as the trainer")
+                      : R(p + ".lora.merge", kLoraMegatron));
+  for (const char* leaf : {"type", "rank", "alpha", "dropout", "target_modules", "exclude_modules", "dropout_position",
+                           "lora_A_init_method", "lora_B_init_method", "a2a_experimental", "dtype", "adapter_path",
+                           "freeze_vision_model", "freeze_vision_projection", "freeze_language_model"}) {
+    out.push_back(R(p + ".lora." + leaf, kLoraMegatron));
+  }
   return out;
 }
 

@@ -32,6 +32,13 @@ void WeightHandOver::hand_over() {
   if (version == handed_over_version_ && !engine_->weights_released()) return;
   torch::NoGradGuard no_grad;
   const auto& sharding = precision.sharding();
+  if (const auto compute = actor_.compute_model(); !sharding && compute->lora() && !engine_->model()->lora()) {
+    // actor_rollout_ref.model.lora.merge: the engine's plain copy takes the adapters folded into the weights.
+    engine_->update_weights(compute->merged_state());
+    last_bytes_ = 0;
+    handed_over_version_ = version;
+    return;
+  }
   if (sharding && sharding->generation_tp() > 1) {
     // The 3D-HybridEngine: this rank's tensor-parallel shards from the ranks that keep its slice, never a whole weight.
     last_bytes_ = sharding->for_each_unit_tp_shard(
