@@ -220,3 +220,16 @@ def test_one_command_starts_the_trainer_and_the_pool(job_files, tmp_path):
         steps = [row for row in map(json.loads, f) if "training/global_step" in row["data"]]
     assert [s["data"]["training/global_step"] for s in steps] == list(range(1, STEPS + 1))
     assert "timing_s/sync_rollout_weights" in steps[1]["data"]
+
+
+def test_rollout_pool_with_lora_takes_the_steps_of_one_process(job_files):
+    """LoRA over a pool (issue 42): the controller sends the adapters with the weights, each pool rank generates with
+    them unmerged, and the pooled run takes the one-process LoRA run's steps."""
+    lora = ("actor_rollout_ref.model.lora_rank=8", "actor_rollout_ref.actor.optim.lr=0.05")
+    single_steps, (single,) = run_job(job_files, 1, 0, *lora)
+    steps, ranks = run_job(job_files, 1, 1, *lora)
+    assert_same_steps(single_steps, steps)
+    assert any(".lora_B." in name for name in single["state"])
+    for name, weight in single["state"].items():
+        torch.testing.assert_close(ranks[0]["state"][name], weight, rtol=1e-5, atol=1e-5, msg=name)
+        assert torch.equal(ranks[1]["state"][name], ranks[0]["state"][name]), name
