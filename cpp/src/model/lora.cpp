@@ -48,19 +48,7 @@ bool ModuleSelector::matches(const std::string& module_name) const {
   return false;
 }
 
-std::string ModuleSelector::describe() const {
-  if (all_linear) return "all-linear";
-  std::ostringstream s;
-  if (regex) {
-    s << "'" << untrusted::escape(*regex) << "'";
-    return s.str();
-  }
-  if (names.empty()) return "null";
-  s << "[";
-  for (size_t i = 0; i < names.size(); ++i) s << (i ? ", " : "") << untrusted::escape(names[i]);
-  s << "]";
-  return s.str();
-}
+std::string ModuleSelector::describe() const { return untrusted::quote(module_selector_json(*this), 200); }
 
 ModuleSelector parse_module_selector(const Json& value, bool targets) {
   ModuleSelector out;

@@ -623,8 +623,8 @@ std::vector<std::string> CausalLM::add_adapters(const LoraConfig& lora, uint64_t
     if (!selected.count(name)) continue;
     // kaiming_uniform_(a=sqrt(5)) on A (rank, in): bound = gain * sqrt(3 / fan_in) = 1 / sqrt(in), drawn in float32
     // on the host for the whole model, so every device and every tensor-parallel layout starts from the same A.
-    const int64_t in = name.ends_with("o_proj") || name.ends_with("down_proj") ? linear->weight.size(1) * t
-                                                                               : linear->weight.size(1);
+    const bool row_parallel = shard_dim(name + ".weight") == ShardDim::kRow;  // its input features are split
+    const int64_t in = row_parallel ? linear->weight.size(1) * t : linear->weight.size(1);
     const double bound = 1.0 / std::sqrt(static_cast<double>(in));
     torch::Tensor a = at::empty({lora.rank, in}, torch::kFloat32).uniform_(-bound, bound, gen);
     if (t > 1) a = tensor_parallel_shard(name + ".lora_A.weight", a, rank, t);

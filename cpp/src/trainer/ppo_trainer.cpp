@@ -478,13 +478,7 @@ PPOTrainer::PPOTrainer(Config config, PPOTrainerModels models, RewardFn reward_f
         config_.get_as<bool>("actor_rollout_ref.model.lora.merge")) {
       // verl's lora.merge: the engine generates from a plain copy with the adapters folded in, refreshed at every
       // hand-over -- no adapter GEMMs per token, one more copy of the weights.
-      const auto& compute = *actor_->compute_model();
-      torch::NoGradGuard no_grad;
-      rollout_model = std::make_shared<model::CausalLM>(compute.config(), model::HeadKind::kLanguageModel);
-      rollout_model->to(compute.device(), compute.dtype());
-      rollout_model->load_state_dict(compute.merged_state(), /*strict=*/true);
-      rollout_model->eval();
-      for (auto& p : rollout_model->parameters()) p.set_requires_grad(false);
+      rollout_model = copy_as_reference(*actor_->compute_model(), /*merge_adapters=*/true);
     } else if (tp == 1 && !pool_rank_ && (!settings_.hybrid_engine || world > 1)) {
       // The rollout's own weights: generation reads them while the actor's are being updated (one-step
       // off-policy); or the actor is about to be sharded over the ranks (ZeRO-3), and each rank decodes its rows on a

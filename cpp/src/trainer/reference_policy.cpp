@@ -5,12 +5,13 @@
 
 namespace verl::trainer::detail {
 
-std::shared_ptr<model::CausalLM> copy_as_reference(const model::CausalLM& policy) {
+std::shared_ptr<model::CausalLM> copy_as_reference(const model::CausalLM& policy, bool merge_adapters) {
   auto ref = std::make_shared<model::CausalLM>(policy.config(), model::HeadKind::kLanguageModel);
   ref->to(policy.device(), policy.dtype());
-  if (policy.lora()) ref->add_adapters(*policy.lora(), /*seed=*/0);  // the policy's values are copied in below
+  const bool adapters = policy.lora() && !merge_adapters;
+  if (adapters) ref->add_adapters(*policy.lora(), /*seed=*/0);  // the policy's values are copied in below
   torch::NoGradGuard no_grad;
-  ref->load_state_dict(policy.named_state(), /*strict=*/true);
+  ref->load_state_dict(policy.lora() && !adapters ? policy.merged_state() : policy.named_state(), /*strict=*/true);
   for (auto& p : ref->parameters()) p.set_requires_grad(false);
   return ref;
 }

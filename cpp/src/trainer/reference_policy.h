@@ -8,7 +8,8 @@
 
 namespace verl::trainer::detail {
 
-// A copy of `policy`'s weights (LM head, same device and dtype) whose parameters do not require gradients.
-std::shared_ptr<model::CausalLM> copy_as_reference(const model::CausalLM& policy);
+// A copy of `policy`'s weights (LM head, same device and dtype) whose parameters do not require gradients; its LoRA
+// adapters copied as adapters, or with `merge_adapters` folded into a plain model (CausalLM::merged_state).
+std::shared_ptr<model::CausalLM> copy_as_reference(const model::CausalLM& policy, bool merge_adapters = false);
 
 }  // namespace verl::trainer::detail

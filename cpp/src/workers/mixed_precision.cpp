@@ -152,10 +152,10 @@ void MixedPrecision::refresh() {
   VERL_CHECK(master_params_.size() == compute_params_.size(), "MixedPrecision: the model now has ",
              master_params_.size(), " parameters, its compute copy ", compute_params_.size());
   torch::NoGradGuard no_grad;
+  // Only what changed: under LoRA the frozen base is copied once, the adapters after every step.
+  const bool same_parameters = synced_versions_.size() == versions.size();
   for (size_t i = 0; i < master_params_.size(); ++i) {
-    // Only what changed: under LoRA the frozen base is copied once, the adapters after every step.
-    if (i < synced_versions_.size() && synced_versions_.size() == versions.size() && versions[i] == synced_versions_[i])
-      continue;
+    if (same_parameters && versions[i] == synced_versions_[i]) continue;
     VERL_CHECK(master_params_[i].device() == compute_params_[i].device(),
                "MixedPrecision: the model moved to ", master_params_[i].device(),
                " after its compute copy was made on ", compute_params_[i].device());

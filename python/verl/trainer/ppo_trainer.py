@@ -846,7 +846,7 @@ class PPOTrainer:
                 self._trainer.load_model_shards(role, role_dir)
                 continue
             adapter_dir = os.path.join(role_dir, LORA_ADAPTER_DIR)
-            module = self._trainer.model_for_checkpoint(role)
+            module = self._role_model(role)  # the live (master) module: no gather just to read its settings
             if module.lora is not None:
                 # LoRA: the base model is the one the trainer started from (frozen); the adapters come back.
                 if not os.path.isdir(adapter_dir):
@@ -869,6 +869,11 @@ class PPOTrainer:
         self.epoch = int(state.get("epoch", 0))
         if state.get("dataloader") is not None and self.train_dataloader is not None:
             self.train_dataloader.load_state_dict(state["dataloader"])
+
+    def _role_model(self, role: str) -> Any:
+        """The role's own module (its master weights; this rank's shards under ZeRO-3)."""
+        return {"actor": self._trainer.actor_model, "critic": self._trainer.critic_model,
+                "cost_critic": self._trainer.cost_critic_model}[role]
 
     def _trained_roles(self) -> list[str]:
         """The models a checkpoint holds, in its directory names."""

@@ -248,3 +248,32 @@ def test_lora_merge_generates_from_a_merged_copy(untied_model_dir, toy_data, tmp
     merged = actor.merged_state()
     for name, tensor in engine_model.state_dict().items():
         torch.testing.assert_close(tensor, merged[name], rtol=0, atol=0, msg=name)
+
+
+@pytest.mark.parametrize("cpu_bf16", ["0", "1"])
+def test_lora_on_the_default_dtypes(untied_model_dir, toy_data, tmp_path, monkeypatch, cpu_bf16):
+    """No dtype pinned (fsdp_config.dtype=auto), both resolutions of auto: bf16 compute copies (with their adapters,
+    refreshed from the fp32 masters after every step) on a CPU with bf16 units, fp32 without. The actor and the critic
+    train their adapters; the fp32 master of the base stays bit for bit."""
+    monkeypatch.setenv("VERL_CPU_BF16", cpu_bf16)
+    overrides = [o for o in toy_overrides(untied_model_dir, str(tmp_path), "gae", 2) if "dtype=" not in o]
+    cfg = RLConfig(overrides=[*overrides, *LORA, "critic.model.lora_rank=4", "actor_rollout_ref.actor.optim.lr=0.1",
+                              "actor_rollout_ref.actor.use_kl_loss=true"])
+    trainer = PPOTrainer(config=cfg, reward_fn=digit_fraction, train_dataset=toy_data["train"])
+    actor = trainer._trainer.actor_model
+    assert trainer._trainer.engine.model.dtype == ("bfloat16" if cpu_bf16 == "1" else "float32")
+    base = verl.models.load_model(untied_model_dir).state_dict()
+    loader = batches(trainer)
+    for _ in range(2):
+        metrics = trainer.step(next(loader))
+        for key in ("actor/grad_norm", "critic/grad_norm", "actor/kl_loss", "training/rollout_probs_diff_max"):
+            assert math.isfinite(metrics[key]), (key, metrics[key])
+    assert metrics["actor/kl_loss"] > 0  # the reference (adapters off) and the adapted policy differ
+    state = actor.state_dict()
+    assert state["model.layers.0.self_attn.q_proj.weight"].dtype == torch.float32
+    for name, tensor in base.items():
+        assert torch.equal(state[name], tensor), name
+    # The engine generates from the compute copy, whose adapters are the masters' after the last update.
+    engine = trainer._trainer.engine.model.adapter_state()
+    for name, master in actor.adapter_state().items():
+        torch.testing.assert_close(engine[name].float(), master.to(engine[name].dtype).float(), rtol=0, atol=0)
