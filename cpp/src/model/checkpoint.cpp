@@ -118,6 +118,14 @@ void check_weights_fit_config(const SafeTensorsDir& weights, const ModelConfig& 
 std::shared_ptr<CausalLM> load_pretrained(const fs::path& dir, std::optional<torch::Dtype> dtype, torch::Device device,
                                           HeadKind head) {
   std::error_code ec;  // non-throwing: a symlink loop is "does not exist", not a filesystem_error
+  if (fs::is_regular_file(dir, ec)) {
+    // Python converts a GGUF file itself (verl.models.gguf_checkpoint); C++ reads checkpoint directories only.
+    const bool gguf = dir.extension() == ".gguf";
+    VERL_FAIL(CheckpointError, "checkpoint '", display_path(dir), "' is a file, not a checkpoint directory",
+               gguf ? "; convert the GGUF file first: python -m verl.models.from_gguf FILE.gguf OUT_DIR (the Python "
+                      "API and verl's CLI accept the .gguf path and convert it themselves)"
+                    : "");
+  }
   VERL_CHECK_AS(CheckpointError, fs::is_directory(dir, ec), "checkpoint directory '", display_path(dir),
                 "' does not exist");
   const fs::path config_path = dir / kConfigName;

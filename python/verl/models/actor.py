@@ -22,6 +22,7 @@ import torch
 
 from ..errors import CheckpointError, InvalidArgumentError
 from .checkpoint import load_model
+from .gguf_checkpoint import checkpoint_dir, is_gguf
 from .transformer import CausalLM
 
 __all__ = ["get_actor_model", "HFActor", "as_actor", "resolve_model_dir", "resolve_device", "resolve_dtype"]
@@ -54,12 +55,15 @@ def _cached_snapshot(name: str) -> str | None:
 
 
 def resolve_model_dir(model_name: str | os.PathLike) -> str:
-    """A local checkpoint directory for ``model_name``: the directory itself, or a Hub name's snapshot in the
-    local Hugging Face cache. ``verl.CheckpointError`` otherwise (verl-cpp does not download)."""
+    """A local checkpoint directory for ``model_name``: the directory itself, a GGUF file's converted directory
+    (``verl.models.gguf_checkpoint``), or a Hub name's snapshot in the local Hugging Face cache.
+    ``verl.CheckpointError`` otherwise (verl-cpp does not download)."""
     if not isinstance(model_name, (str, os.PathLike)):
         raise InvalidArgumentError(f"model_name must be a checkpoint directory (str or path), got "
                                    f"{type(model_name).__name__}")
     path = os.path.expanduser(os.fspath(model_name))
+    if is_gguf(path):
+        return checkpoint_dir(path)
     if os.path.isdir(path):
         return path
     if _HUB_NAME.fullmatch(os.fspath(model_name)):

@@ -16,6 +16,7 @@ import torch
 
 from verl import _C
 
+from .gguf_checkpoint import local_checkpoint
 from .checkpoint_writer import DEFAULT_MAX_SHARD_SIZE, parse_shard_size, write_pretrained
 from .transformer import CausalLM, ValueModel
 
@@ -39,11 +40,12 @@ def load_model(path: PathLike, dtype: Union[str, torch.dtype] = "float32", devic
     """The model saved in ``path`` as a :class:`CausalLM` (or :class:`ValueModel` with ``value_head=True``,
     from a checkpoint of ``AutoModelForTokenClassification(num_labels=1)``).
 
-    ``dtype``: ``torch.float32`` / ``"bfloat16"`` / ... or ``"auto"`` (the config's ``torch_dtype``).
-    Tensor names are checked strictly; a missing, corrupt or inconsistent file raises
+    ``path`` may name a GGUF file instead (``verl.models.gguf_checkpoint``: dequantized once into a cached
+    checkpoint directory). ``dtype``: ``torch.float32`` / ``"bfloat16"`` / ... or ``"auto"`` (the config's
+    ``torch_dtype``). Tensor names are checked strictly; a missing, corrupt or inconsistent file raises
     ``verl.CheckpointError`` naming it (``verl.ConfigError`` for an unsupported config.json).
     """
-    module = _C.model.load_pretrained(os.fspath(path), _dtype_name(dtype), str(torch.device(device)), bool(value_head))
+    module = _C.model.load_pretrained(local_checkpoint(path), _dtype_name(dtype), str(torch.device(device)), bool(value_head))
     return (ValueModel if value_head else CausalLM)._from_module(module)
 
 

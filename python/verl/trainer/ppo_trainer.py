@@ -34,6 +34,7 @@ import torch
 from .. import _C
 from ..config import Config, load_config
 from ..errors import CheckpointError, ConfigError, DataError
+from ..models.gguf_checkpoint import resolve_gguf_paths
 from ..protocol import DataProto
 from ..workers.reward_manager import build_reward_manager
 from . import distributed
@@ -52,6 +53,13 @@ __all__ = ["PPOTrainer", "as_config"]
 
 _DTYPES = {"fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,
            "fp16": torch.float16, "float16": torch.float16, "fp64": torch.float64, "float64": torch.float64}
+
+
+# The keys that name a model or tokenizer directory; a GGUF file there is converted once and the key then names the
+# converted directory (verl.models.gguf_checkpoint).
+MODEL_PATH_KEYS = ("actor_rollout_ref.model.path", "actor_rollout_ref.model.tokenizer_path", "critic.model.path",
+                   "critic.model.tokenizer_path", "reward_model.model.path", "reward_model.model.input_tokenizer",
+                   "algorithm.safe_rlhf.cost_model_path")
 
 
 def as_config(config: Any) -> Config:
@@ -200,6 +208,7 @@ class PPOTrainer:
             if value is not None:
                 cfg[key] = value
         cfg.validate()
+        resolve_gguf_paths(cfg, MODEL_PATH_KEYS)
         self.env = env
         model = self._given_model(model, actor, env)
         if env is not None:

@@ -33,6 +33,7 @@ from typing import Any
 from .. import _C
 from ..config import Config, load_sft_config
 from ..errors import CheckpointError, ConfigError, DataError
+from ..models.gguf_checkpoint import resolve_gguf_paths
 from ..protocol import DataProto
 from ..utils.dataset.dataloader import ResumableDataLoader
 from ..utils.dataset.sft_dataset import SFTDataset, collate_sft
@@ -100,6 +101,7 @@ class SFTTrainer:
     def __init__(self, config: Any = None, model: Any = None, tokenizer: Any = None, train_dataset: Any = None,
                  val_dataset: Any = None) -> None:
         self.config = cfg = as_sft_config(config)
+        resolve_gguf_paths(cfg, ("model.path", "model.tokenizer_path"))
         self.device = _device(cfg)
         if model is None:
             model = self._load_model()

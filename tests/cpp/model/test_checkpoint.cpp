@@ -234,6 +234,11 @@ TEST_CASE("load_pretrained errors name the file", "[model]") {
   auto m = tiny_model("qwen2", false);
   const fs::path dir = tmp.path / "ckpt";
   CHECK_THROWS_WITH(load_pretrained(dir), Catch::Contains(dir.string()));
+  // A file where a directory belongs; a GGUF file gets the command that converts it.
+  write_text(tmp.path / "model.gguf", "GGUF");
+  CHECK_THROWS_AS(load_pretrained(tmp.path / "model.gguf"), verl::CheckpointError);
+  CHECK_THROWS_WITH(load_pretrained(tmp.path / "model.gguf"), Catch::Contains("python -m verl.models.from_gguf"));
+  CHECK_THROWS_WITH(load_pretrained(tmp.path / "model.gguf"), Catch::Contains("is a file, not a checkpoint directory"));
   save_pretrained(*m, dir);
 
   fs::rename(dir / "config.json", tmp.path / "config.json");
