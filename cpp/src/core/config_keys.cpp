@@ -649,6 +649,14 @@ std::vector<KeyEntry> build_sft() {
   }
   for (const char* leaf : {"path", "tokenizer_path", "enable_gradient_checkpointing", "use_remove_padding", "dtype"})
     t.push_back(H(std::string("model.") + leaf));
+  add(t, {
+             H("model.lora_rank", "LoRA adapters of this rank (0: full fine-tuning); DPO's reference is the base model, "
+                                  "adapters disabled"),
+             H("model.lora_alpha", "adapter scaling alpha / r"),
+             H("model.target_modules", "PEFT's rules: all-linear, module names (whole or last parts), or a regex"),
+             H("model.exclude_modules", "PEFT's rules, checked before target_modules"),
+             H("model.lora_adapter_path", "a PEFT adapter directory to start from (its adapter_config.json's settings)"),
+         });
   add(t, optim("optim"));
   for (const char* leaf : {"default_local_dir", "project_name", "experiment_name", "total_epochs",
                            "total_training_steps", "logger"}) {

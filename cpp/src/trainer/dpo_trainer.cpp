@@ -193,17 +193,23 @@ DPOTrainer::DPOTrainer(DPOConfig config, std::shared_ptr<model::CausalLM> policy
   VERL_CHECK(policy_->head_kind() == model::HeadKind::kLanguageModel,
              "DPOTrainer: the model must have the LM head (got a value-head model)");
   config_.validate();
-  if (!reference_) reference_ = detail::copy_as_reference(*policy_);
-  VERL_CHECK(reference_ != policy_, "DPOTrainer: the reference must be a separate model (it stays frozen)");
-  VERL_CHECK(reference_->head_kind() == model::HeadKind::kLanguageModel,
-             "DPOTrainer: the reference model must have the LM head");
-  VERL_CHECK(reference_->config().vocab_size == policy_->config().vocab_size, "DPOTrainer: the reference's vocab_size ",
-             reference_->config().vocab_size, " differs from the policy's ", policy_->config().vocab_size);
-  VERL_CHECK(reference_->device() == policy_->device(), "DPOTrainer: the reference is on ", reference_->device(),
-             ", the policy on ", policy_->device());
-  for (auto& p : reference_->parameters()) p.set_requires_grad(false);
-  reference_->eval();
-  reference_engine_ = make_reference_engine();
+  // LoRA (model.lora_rank): the adapters go on before the engine is built; the reference is then the policy's own
+  // base with its adapters disabled (verl's ref_in_actor), no second copy of the weights -- unless one is given.
+  if (config_.step.lora) workers::apply_lora(*policy_, *config_.step.lora, config_.step.lora_seed);
+  if (!reference_ && !policy_->lora()) reference_ = detail::copy_as_reference(*policy_);
+  if (reference_) {
+    VERL_CHECK(reference_ != policy_, "DPOTrainer: the reference must be a separate model (it stays frozen)");
+    VERL_CHECK(reference_->head_kind() == model::HeadKind::kLanguageModel,
+               "DPOTrainer: the reference model must have the LM head");
+    VERL_CHECK(reference_->config().vocab_size == policy_->config().vocab_size,
+               "DPOTrainer: the reference's vocab_size ", reference_->config().vocab_size, " differs from the policy's ",
+               policy_->config().vocab_size);
+    VERL_CHECK(reference_->device() == policy_->device(), "DPOTrainer: the reference is on ", reference_->device(),
+               ", the policy on ", policy_->device());
+    for (auto& p : reference_->parameters()) p.set_requires_grad(false);
+    reference_->eval();
+    reference_engine_ = make_reference_engine();
+  }
   workers::TrainEngineOptions options = engine_options(config_.step);
   options.optim = config_.step.optim;
   options.optim_key = "optim";
@@ -221,10 +227,15 @@ DPOTrainer::~DPOTrainer() = default;
 void DPOTrainer::set_data_parallel(std::shared_ptr<dist::Communicator> communicator,
                                    const workers::ShardGroups& groups) {
   // Models built on each rank start from rank 0's weights, before the policy is sharded.
+  VERL_CHECK_AS(ConfigError, !policy_->lora() || !communicator || communicator->world_size() == 1,
+                "model.lora_rank: LoRA over several ranks is not supported yet (the sharded engine does not take "
+                "adapters); train with one process");
   const workers::detail::DataParallel dp(communicator);
   dp.broadcast_model_from_controller(*policy_);
-  dp.broadcast_model_from_controller(*reference_);
-  reference_engine_ = make_reference_engine();  // its compute copy from the broadcast weights
+  if (reference_) {
+    dp.broadcast_model_from_controller(*reference_);
+    reference_engine_ = make_reference_engine();  // its compute copy from the broadcast weights
+  }
   engine_->shard_over(std::move(communicator), /*generation_tp=*/1, groups);
 }
 
@@ -242,7 +253,7 @@ std::map<std::string, double> DPOTrainer::train_step(const DataProto& data) {
 
   // The reference's log-probs once per batch, before the policy changes anything.
   std::vector<torch::Tensor> ref_logps;
-  reference_engine_->infer_batch(micro.size(), [&](model::CausalLM& reference, size_t i) {
+  reference_passes(micro.size(), [&](model::CausalLM& reference, size_t i) {
     ref_logps.push_back(sequence_sums(reference, micro[i], remove_padding));
   });
 
@@ -272,7 +283,7 @@ DPOMetricSums DPOTrainer::evaluate(const DataProto& data) {
   // The whole batch on every rank: the same passes everywhere (ZeRO-3 gathers weights in each), the global sums.
   const std::vector<PairMicroBatch> micro = pair_micro_batches(config_.step, *engine_, b, longest_pair(b));
   std::vector<torch::Tensor> ref_logps;
-  reference_engine_->infer_batch(micro.size(), [&](model::CausalLM& reference, size_t i) {
+  reference_passes(micro.size(), [&](model::CausalLM& reference, size_t i) {
     ref_logps.push_back(sequence_sums(reference, micro[i], remove_padding));
   });
   DPOMetricSums sums;
@@ -288,12 +299,28 @@ torch::Tensor DPOTrainer::sequence_log_probs(const DataProto& data, bool referen
   check_pairs(b);
   torch::Tensor out = torch::zeros({b.input_ids.size(0)}, b.input_ids.options().dtype(torch::kDouble));
   const std::vector<PairMicroBatch> micro = pair_micro_batches(config_.step, *engine_, b, longest_pair(b));
-  (reference ? *reference_engine_ : *engine_).infer_batch(micro.size(), [&](model::CausalLM& model, size_t i) {
+  const auto pass = [&](model::CausalLM& model, size_t i) {
     // dynamic micro-batches regroup the pairs: every row goes back to its place
     torch::Tensor rows = torch::tensor(micro[i].batch_rows, torch::kLong).to(out.device());
     out.index_copy_(0, rows, sequence_sums(model, micro[i], config_.step.use_remove_padding).to(torch::kDouble));
-  });
+  };
+  if (reference) {
+    reference_passes(micro.size(), pass);
+  } else {
+    engine_->infer_batch(micro.size(), pass);
+  }
   return out;
+}
+
+void DPOTrainer::reference_passes(size_t count, const std::function<void(model::CausalLM&, size_t)>& pass) {
+  if (reference_engine_) {
+    reference_engine_->infer_batch(count, pass);
+    return;
+  }
+  engine_->infer_batch(count, [&](model::CausalLM& policy, size_t i) {
+    model::AdaptersDisabled base(policy);
+    pass(policy, i);
+  });
 }
 
 }  // namespace verl::trainer

@@ -37,6 +37,8 @@ SFTConfig SFTConfig::from_config(const Config& config_in, std::optional<int64_t>
   c.reshard_after_forward = get_or(config, "engine.reshard_after_forward", c.reshard_after_forward);
   c.forward_prefetch = get_or(config, "engine.forward_prefetch", c.forward_prefetch);
   c.optim = workers::OptimConfig::from_config(config, "optim");
+  c.lora = workers::lora_settings(config, "model");
+  c.lora_seed = static_cast<uint64_t>(get_or<int64_t>(config, "data.seed", 0));
   c.validate();
   return c;
 }
@@ -106,6 +108,8 @@ SFTTrainer::SFTTrainer(SFTConfig config, std::shared_ptr<model::CausalLM> model)
   VERL_CHECK(model_->head_kind() == model::HeadKind::kLanguageModel,
              "SFTTrainer: the model must have the LM head (got a value-head model)");
   config_.validate();
+  // Before the engine: its optimizer and mixed-precision copy are made for the trainable parameters it finds.
+  if (config_.lora) workers::apply_lora(*model_, *config_.lora, config_.lora_seed);
   workers::TrainEngineOptions options;
   options.dtype = config_.dtype;
   options.dtype_key = "engine.dtype";
@@ -121,6 +125,9 @@ SFTTrainer::~SFTTrainer() = default;
 
 void SFTTrainer::set_data_parallel(std::shared_ptr<dist::Communicator> communicator,
                                    const workers::ShardGroups& groups) {
+  VERL_CHECK_AS(ConfigError, !model_->lora() || !communicator || communicator->world_size() == 1,
+                "model.lora_rank: LoRA over several ranks is not supported yet (the sharded engine does not take "
+                "adapters); train with one process");
   // A model built on each rank starts from rank 0's weights, before it is sharded.
   workers::detail::DataParallel(communicator).broadcast_model_from_controller(*model_);
   engine_->shard_over(std::move(communicator), /*generation_tp=*/1, groups);

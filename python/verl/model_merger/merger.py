@@ -7,7 +7,9 @@ layout in its metadata) beside rank 0's config.json, and ``merge`` joins them (v
 ``load_sharded_pretrained``, the trainer's own layout code). A one-process checkpoint is already a Hugging Face
 directory; ``merge`` then reads it through verl-cpp's checked loader. Either way every tensor name and shape is
 checked against config.json, and the output is a clean Hugging Face directory -- weights, config.json,
-generation_config.json and the tokenizer files -- without the optimizer state. ``test`` compares a checkpoint with a reference Hugging Face
+generation_config.json and the tokenizer files -- without the optimizer state. A LoRA checkpoint's weights are already
+the base with the adapters merged in (``W + alpha/r B A``, what PEFT's ``merge_and_unload`` gives); ``merge`` writes
+them and, as verl's merger does, the adapter itself in PEFT's format as ``target_dir/lora_adapter/``. ``test`` compares a checkpoint with a reference Hugging Face
 directory (``--test_hf_dir``), tensor by tensor, as verl's ``test`` operation does.
 
 The arguments are verl 0.9.1's (verl/model_merger/base_model_merger.py). ``--backend megatron`` (verl-cpp writes no
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..errors import CheckpointError, ConfigError
+from ..trainer.checkpointing import LORA_ADAPTER_DIR
 
 # Files of a Hugging Face model directory that travel with the weights.
 _SIDE_FILES = ("generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
@@ -100,11 +103,18 @@ def merge(config: ModelMergerConfig) -> str:
     if os.path.abspath(config.local_dir) == target:
         raise ConfigError(f"--target_dir {config.target_dir} is the checkpoint directory itself")
     model = _load(config.local_dir, config.is_value_model)
+    adapter = os.path.join(config.local_dir, LORA_ADAPTER_DIR)
+    if os.path.isdir(adapter):
+        # Read strictly (onto a throwaway copy) before anything is written: a damaged adapter is an error here, not
+        # a surprise in PEFT later.
+        _load(config.local_dir, config.is_value_model).load_adapter(adapter)
     save_pretrained(model, target)
     for name in _SIDE_FILES:
         src = os.path.join(config.local_dir, name)
         if os.path.isfile(src):
             shutil.copyfile(src, os.path.join(target, name))
+    if os.path.isdir(adapter):
+        shutil.copytree(adapter, os.path.join(target, LORA_ADAPTER_DIR), dirs_exist_ok=True)
     return target
 
 

@@ -30,9 +30,12 @@ from typing import Any
 from ..errors import CheckpointError, ConfigError
 from ..utils.dataset.reader import read_json_file
 
-__all__ = ["CheckpointDirectory", "write_atomic", "read_json", "write_json", "tokenizer_dir", "ITERATION_FILE"]
+__all__ = ["CheckpointDirectory", "write_atomic", "read_json", "write_json", "tokenizer_dir", "ITERATION_FILE",
+           "LORA_ADAPTER_DIR", "save_lora_adapter", "restore_lora_adapter"]
 
 ITERATION_FILE = "latest_checkpointed_iteration.txt"
+#: verl's directory, inside a role's checkpoint (global_step_N/actor/), of its LoRA adapters in PEFT's format
+LORA_ADAPTER_DIR = "lora_adapter"
 _STEP_PREFIX = "global_step_"
 
 
@@ -43,6 +46,36 @@ def tokenizer_dir(*candidates: Any) -> str | None:
         if path and os.path.exists(os.path.join(os.path.expanduser(str(path)), "tokenizer.json")):
             return os.path.expanduser(str(path))
     return None
+
+
+def save_lora_adapter(module: Any, role_dir: str, base_model_path: Any) -> None:
+    """A LoRA-trained role's adapters (``module``: a ``verl._C.model.CausalLM``) in PEFT's files in
+    ``role_dir/lora_adapter/`` beside the merged model: what a resume loads onto the base model, and what
+    ``peft.PeftModel.from_pretrained(base, dir)`` reads. Nothing for a model without adapters."""
+    if module.lora is not None:
+        from .. import _C
+
+        _C.model.save_peft_adapter(module, os.path.join(role_dir, LORA_ADAPTER_DIR), str(base_model_path or ""))
+
+
+def restore_lora_adapter(module: Any, role_dir: str, lora_keys: str) -> bool:
+    """Resuming a role from ``role_dir``: with LoRA (``module`` has adapters) its adapters come back from
+    ``lora_adapter/`` onto the base the run started from, and True says the merged weights beside them are not to be
+    loaded; without LoRA, False (load the weights). A checkpoint of the other kind is a CheckpointError naming
+    ``lora_keys`` (the settings to resume with)."""
+    adapter_dir = os.path.join(role_dir, LORA_ADAPTER_DIR)
+    if module.lora is None:
+        if os.path.isdir(adapter_dir):
+            raise CheckpointError(f"{role_dir} holds LoRA adapters ({LORA_ADAPTER_DIR}/) and merged weights: resume it "
+                                  f"with the same {lora_keys} settings")
+        return False
+    if not os.path.isdir(adapter_dir):
+        raise CheckpointError(f"{role_dir}: no {LORA_ADAPTER_DIR}/ for the LoRA adapters (a checkpoint of full "
+                              f"fine-tuning cannot resume a LoRA run; {lora_keys})")
+    from .. import _C
+
+    _C.model.load_peft_adapter_into(module, adapter_dir)
+    return True
 
 
 def write_atomic(path: str, text: str) -> None:

@@ -33,21 +33,19 @@ import torch
 
 from .. import _C
 from ..config import Config, load_config
-from ..errors import CheckpointError, ConfigError, DataError
+from ..errors import ConfigError, DataError
 from ..models.gguf_checkpoint import resolve_gguf_paths
 from ..protocol import DataProto
 from ..workers.reward_manager import build_reward_manager
 from . import distributed
 from .agent_rollout import AgentRollout, agent_rollout_enabled, check_agent_rollout_config
 from .batch_defaults import fill_batch_defaults
-from .checkpointing import CheckpointDirectory, read_json, tokenizer_dir, write_json
+from .checkpointing import (CheckpointDirectory, read_json, restore_lora_adapter, save_lora_adapter, tokenizer_dir,
+                            write_json)
 from .ppo.metric_utils import validation_metric_dict
 from .ppo.reward import compute_reward, get_custom_reward_fn_path, load_reward_manager, reward_max_concurrent
 from .rl_config import RLConfig
 from .step_result import StepResult
-
-#: verl's directory, beside a role's checkpoint, of its LoRA adapters in PEFT's format
-LORA_ADAPTER_DIR = "lora_adapter"
 
 __all__ = ["PPOTrainer", "as_config"]
 
@@ -812,11 +810,7 @@ class PPOTrainer:
                     continue
                 module = self._trainer.model_for_checkpoint(role)
                 self._write_model(module, role_dir, tok_dir)
-                if module.lora is not None:
-                    # The adapters in PEFT's files (the directory above holds the merged model): what a resume loads
-                    # onto the base model, and what peft.PeftModel.from_pretrained(base, dir) reads.
-                    _C.model.save_peft_adapter(module, os.path.join(role_dir, LORA_ADAPTER_DIR),
-                                               str(self.config.get("actor_rollout_ref.model.path") or ""))
+                save_lora_adapter(module, role_dir, self.config.get("actor_rollout_ref.model.path"))
                 self._trainer.save_optimizer(role, os.path.join(role_dir, "optim.pt"))
             write_json(os.path.join(tmp, "trainer_state.json"), {
                 "global_step": step, "epoch": self.epoch, "kl_coef": self._trainer.kl_coef,
@@ -854,18 +848,9 @@ class PPOTrainer:
                 # slice.
                 self._trainer.load_model_shards(role, role_dir)
                 continue
-            adapter_dir = os.path.join(role_dir, LORA_ADAPTER_DIR)
             module = self._role_model(role)  # the live (master) module: no gather just to read its settings
-            if module.lora is not None:
-                # LoRA: the base model is the one the trainer started from (frozen); the adapters come back.
-                if not os.path.isdir(adapter_dir):
-                    raise CheckpointError(f"{role_dir}: no {LORA_ADAPTER_DIR}/ for the {role}'s LoRA adapters (a "
-                                          "checkpoint of full fine-tuning cannot resume a LoRA run)")
-                _C.model.load_peft_adapter_into(module, adapter_dir)
-            else:
-                if os.path.isdir(adapter_dir):
-                    raise CheckpointError(f"{role_dir} holds LoRA adapters ({LORA_ADAPTER_DIR}/) and merged weights: "
-                                          "resume it with the same actor_rollout_ref.model.lora_* settings")
+            lora_keys = "critic.model.lora_*" if role == "critic" else "actor_rollout_ref.model.lora_*"
+            if not restore_lora_adapter(module, role_dir, lora_keys):
                 # Every rank reads the whole weights and keeps what it holds (its shards over several ranks).
                 self._trainer.load_model_state(role, safetensors.load_checkpoint_dir(role_dir))
             self._trainer.load_optimizer(role, os.path.join(role_dir, "optim.pt"))

@@ -38,7 +38,8 @@ from ..protocol import DataProto
 from ..utils.dataset.dataloader import ResumableDataLoader
 from ..utils.dataset.sft_dataset import SFTDataset, collate_sft
 from . import distributed
-from .checkpointing import CheckpointDirectory, read_json, tokenizer_dir, write_json
+from .checkpointing import (CheckpointDirectory, read_json, restore_lora_adapter, save_lora_adapter, tokenizer_dir,
+                            write_json)
 from .ppo_trainer import _DTYPES, _device, _load_model
 from .rl_config import _set_tree
 
@@ -315,9 +316,10 @@ class SFTTrainer:
 
         def write(tmp: str) -> None:
             actor = os.path.join(tmp, "actor")
-            models.save_pretrained(self.model, actor, tokenizer_dir=tokenizer_dir)
+            models.save_pretrained(self.model, actor, tokenizer_dir=tokenizer_dir)  # merged, with LoRA
             if tokenizer_dir is None and callable(getattr(self.tokenizer, "save_pretrained", None)):
                 self.tokenizer.save_pretrained(actor)  # a transformers tokenizer without a local directory
+            save_lora_adapter(self.model._module, actor, self.config.get("model.path"))
             engine.save_checkpoint(actor)  # optim.pt
             self._write_trainer_state(tmp)
 
@@ -376,7 +378,10 @@ class SFTTrainer:
         """Restores the weights, the optimizer and scheduler states, the step and the dataloader position (every
         rank; a sharded checkpoint at any number of ranks)."""
         actor = os.path.join(path, "actor")
-        self._trainer.engine.load_checkpoint(actor)
+        if restore_lora_adapter(self.model._module, actor, "model.lora_*"):
+            self._trainer.load_optimizer(os.path.join(actor, "optim.pt"))
+        else:
+            self._trainer.engine.load_checkpoint(actor)
         state = read_json(os.path.join(path, "trainer_state.json"))
         try:
             self.global_steps = int(state["global_step"])

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from trainer_helpers import TOKENIZER_DIR, write_rows, write_tiny_model
+from trainer_helpers import TOKENIZER_DIR, write_rows, write_tiny_model, write_untied_model
 
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> str:
     return write_tiny_model(str(tmp_path_factory.mktemp("tiny_qwen2")))
+
+
+@pytest.fixture(scope="session")
+def untied_model_dir(tmp_path_factory) -> str:
+    """The tiny model with an untied std-0.5 head, which LoRA on the decoder can steer (trainer_helpers)."""
+    return write_untied_model(str(tmp_path_factory.mktemp("untied")))
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
+import shutil
 
 import pytest
 import torch
@@ -18,7 +18,7 @@ from verl import PPOTrainer, RLConfig
 from verl.utils.tracking import read_metrics
 
 from test_ppo_trainer import digit_fraction, same, wall_clock_dependent
-from trainer_helpers import toy_overrides, write_tiny_model
+from trainer_helpers import toy_overrides
 
 LORA = ["actor_rollout_ref.model.lora_rank=8", "actor_rollout_ref.model.lora_alpha=16"]
 #: merged weights round differently from the unmerged expression the trainer computes; measured on this test's model
@@ -40,28 +40,6 @@ def batches(trainer):
 
 def adapter_parameter_count(model) -> int:
     return sum(t.numel() for t in model.adapter_state().values())
-
-
-@pytest.fixture(scope="module")
-def untied_model_dir(tmp_path_factory) -> str:
-    """The tiny model with an untied lm_head of std 0.5. Adapters on the decoder cannot touch the head or the final
-    norm, and the norm fixes |h| (sqrt(hidden)), so a token's logit can move by at most |h| |w_token|: with the tied
-    0.02-std embedding that is 0.64 and no token can be made likely (the digit fraction stays near 0.02 whatever the
-    adapters do); with head rows of norm ~2.8 the digits can take the distribution over."""
-    from verl.models import safetensors
-
-    path = write_tiny_model(str(tmp_path_factory.mktemp("untied")))
-    config_path = os.path.join(path, "config.json")
-    with open(config_path) as f:
-        config = json.load(f)
-    config["tie_word_embeddings"] = False
-    with open(config_path, "w") as f:
-        json.dump(config, f)
-    weights = safetensors.load_file(os.path.join(path, "model.safetensors"))
-    weights["lm_head.weight"] = 0.5 * torch.randn(config["vocab_size"], config["hidden_size"],
-                                                  generator=torch.Generator().manual_seed(0))
-    safetensors.save_file(weights, os.path.join(path, "model.safetensors"))
-    return path
 
 
 def test_grpo_with_lora_learns_and_trains_the_adapters_only(untied_model_dir, toy_data, tmp_path):
@@ -197,6 +175,22 @@ def test_checkpoints_hold_peft_files_and_resume_exactly(tiny_model_dir, toy_data
     with torch.no_grad():
         torch.testing.assert_close(merged(input_ids=ids).logits, with_adapter(input_ids=ids).logits,
                                    rtol=1e-5, atol=1e-5)
+    # verl's model merger: the merged weights as a Hugging Face directory, the adapter beside them as it was.
+    from verl.model_merger.merger import main as model_merger
+
+    assert model_merger(["merge", "--backend", "fsdp", "--local_dir", str(actor), "--target_dir",
+                         str(tmp_path / "merged")]) == 0
+    written = verl.models.load_model(tmp_path / "merged").state_dict()
+    for name, tensor in verl.models.load_model(actor).state_dict().items():
+        assert torch.equal(written[name], tensor), name
+    for name in ("adapter_config.json", "adapter_model.safetensors"):
+        assert (tmp_path / "merged" / "lora_adapter" / name).read_bytes() == (adapter / name).read_bytes()
+    damaged = tmp_path / "damaged"
+    shutil.copytree(actor, damaged)
+    (damaged / "lora_adapter" / "adapter_model.safetensors").write_bytes(b"\0" * 16)
+    assert model_merger(["merge", "--backend", "fsdp", "--local_dir", str(damaged), "--target_dir",
+                         str(tmp_path / "merged2")]) == 2  # refused before anything is written
+    assert not (tmp_path / "merged2").exists()
 
     resumed = fit(tiny_model_dir, toy_data, tmp_path / "b", 4, ["trainer.experiment_name=b"])
     assert resumed.global_steps == 4

@@ -47,6 +47,27 @@ def write_tiny_model(path: str, seed: int = 0, max_position_embeddings: int = 12
     return path
 
 
+def write_untied_model(path: str) -> str:
+    """The tiny model with an untied lm_head of std 0.5: what LoRA tests train. Adapters on the decoder cannot touch
+    the head or the final norm, and the norm fixes |h| (sqrt(hidden)), so a token's logit can move by at most
+    |h| |w_token|: with the tied 0.02-std embedding that is 0.64 and no token can be made likely (GRPO's digit fraction
+    stays near 0.02 whatever the adapters do); with head rows of norm ~2.8 the digits can take the distribution over."""
+    from verl.models import safetensors
+
+    write_tiny_model(path)
+    config_path = os.path.join(path, "config.json")
+    with open(config_path) as f:
+        config = json.load(f)
+    config["tie_word_embeddings"] = False
+    with open(config_path, "w") as f:
+        json.dump(config, f)
+    weights = safetensors.load_file(os.path.join(path, "model.safetensors"))
+    weights["lm_head.weight"] = 0.5 * torch.randn(config["vocab_size"], config["hidden_size"],
+                                                  generator=torch.Generator().manual_seed(0))
+    safetensors.save_file(weights, os.path.join(path, "model.safetensors"))
+    return path
+
+
 def write_rows(path: str, n: int, offset: int = 0) -> str:
     with open(path, "w") as f:
         for i in range(n):

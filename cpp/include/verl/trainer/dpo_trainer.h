@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -84,18 +85,21 @@ class VERL_API DPOTrainer {
   workers::TrainEngine& engine() { return *engine_; }
   const DPOConfig& config() const { return config_; }
   std::shared_ptr<model::CausalLM> model() const { return policy_; }
+  // The separate reference model; null with LoRA and no reference given (the policy's base, adapters disabled).
   std::shared_ptr<model::CausalLM> reference() const { return reference_; }
   int64_t global_step() const { return global_step_; }
   void set_global_step(int64_t step) { global_step_ = step; }
 
  private:
   std::unique_ptr<workers::TrainEngine> make_reference_engine() const;
+  // Forward passes of the reference: its own engine, or the policy's engine with the adapters disabled.
+  void reference_passes(size_t count, const std::function<void(model::CausalLM&, size_t)>& pass);
 
   DPOConfig config_;
   std::shared_ptr<model::CausalLM> policy_;
   std::shared_ptr<model::CausalLM> reference_;
   std::unique_ptr<workers::TrainEngine> engine_;            // the policy's
-  std::unique_ptr<workers::TrainEngine> reference_engine_;  // the reference's: forwards only
+  std::unique_ptr<workers::TrainEngine> reference_engine_;  // the reference's: forwards only (null: see reference())
   int64_t global_step_ = 0;
 };
 

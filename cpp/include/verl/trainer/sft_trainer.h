@@ -26,6 +26,7 @@
 #include "verl/core/export.h"
 #include "verl/data/data_proto.h"
 #include "verl/model/transformer.h"
+#include "verl/workers/lora.h"
 #include "verl/workers/mixed_precision.h"
 #include "verl/workers/optim.h"
 
@@ -52,6 +53,10 @@ struct VERL_API SFTConfig {
   bool reshard_after_forward = true;      // engine.reshard_after_forward (ZeRO-3 over several ranks)
   bool forward_prefetch = false;          // engine.forward_prefetch
   workers::OptimConfig optim;             // optim.*
+  // model.lora_rank / lora_alpha / target_modules / exclude_modules / lora_adapter_path: adapters put on the model
+  // before the engine is built (its optimizer then holds theirs alone); nullopt: full fine-tuning.
+  std::optional<workers::LoraSettings> lora;
+  uint64_t lora_seed = 0;                 // data.seed: the draw of new adapters' A matrices
 
   // Reads a Config::load_sft() tree. `total_training_steps` (the trainer's count: every batch of every
   // epoch, or trainer.total_training_steps) replaces optim.total_training_steps, as verl's SFT trainer
