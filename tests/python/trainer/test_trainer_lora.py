@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 
 import pytest
@@ -140,6 +141,17 @@ def test_gae_with_a_lora_critic_trains_its_adapters_and_its_value_head(tiny_mode
     other.load_checkpoint(path)
     for name, tensor in other._trainer.critic_model.state_dict().items():
         assert torch.equal(tensor, state[name]), name
+
+    # A reward model scores with the LoRA-trained value checkpoint (its merged weights): the trained critic's values.
+    from verl.workers import RewardModelWorker
+
+    scorer = RewardModelWorker({"reward_model.enable": True, "reward_model.model.path": os.path.join(path, "critic"),
+                                "reward_model.micro_batch_size_per_gpu": 2})
+    sequences = [torch.tensor([5, 17, 40, 20, 21]), torch.tensor([100, 7, 8, 30]), torch.tensor([3, 44, 45, 46])]
+    with torch.no_grad():
+        values = [critic.forward_packed(seq, torch.tensor([0, seq.numel()], dtype=torch.int32))[-1] for seq in sequences]
+    torch.testing.assert_close(scorer.score_sequences(sequences), torch.stack(values).float().reshape(-1),
+                               rtol=1e-5, atol=1e-5)
 
 
 def test_a_bad_target_is_a_config_error(tiny_model_dir, toy_data, tmp_path):
