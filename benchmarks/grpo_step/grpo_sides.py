@@ -19,6 +19,17 @@ toy reward on token ids, and write per-step records:
                    verl-cpp: timing_s/update_actor + timing_s/update_weights)
     reward_mean    mean toy reward of the step's P * n responses (recorded by the reward function itself)
     seqlens        prompt + response tokens of each sample (the FLOP estimate's input)
+
+Optional spec keys (benchmarks/lora/bench_lora_grpo.py; absent, each side runs as bench_grpo_step.py wants it):
+
+    vocab_size       the toy reward's vocabulary when ``model`` is not one of grpo_common.MODELS (a real checkpoint)
+    lora_rank, lora_alpha, target_modules
+                     LoRA adapters (verl-cpp: actor_rollout_ref.model.lora_*; TRL: peft.LoraConfig, task CAUSAL_LM)
+    ignore_eos       generate exactly max_tokens per sample on a real model (verl-cpp: actor_rollout_ref.rollout.
+                     ignore_eos=true; TRL: generation_kwargs min_new_tokens = max_tokens, which masks the EOS ids)
+    verl_overrides   more RLConfig overrides for the verl-cpp side
+
+and the result then also holds ``trainable_params`` and ``optimizer_state_bytes`` (AdamW's exp_avg + exp_avg_sq).
 """
 
 from __future__ import annotations
@@ -36,6 +47,11 @@ def _record_rewards(records: list, rewards: list[float], seqlens: list[int]) -> 
     records.append({"reward_mean": sum(rewards) / len(rewards), "seqlens": seqlens})
 
 
+def _vocab_size(spec: dict) -> int:
+    """The toy reward's vocabulary: the spec's ``vocab_size`` (a real checkpoint) or the benchmark model's."""
+    return spec["vocab_size"] if "vocab_size" in spec else common.MODELS[spec["model"]]["vocab_size"]
+
+
 # ---- verl-cpp ----------------------------------------------------------------------------------------------------
 
 def run_verl(spec: dict) -> dict:
@@ -48,7 +64,7 @@ def run_verl(spec: dict) -> dict:
     from verl.workers.reward_manager.abstract import AbstractRewardManager, place_scores
 
     torch.set_num_threads(spec["threads"])
-    vocab = common.MODELS[spec["model"]]["vocab_size"]
+    vocab = _vocab_size(spec)
     tokenizer = verl.load_tokenizer(spec["checkpoint"])
     prompt_ids = tokenizer.batch_encode(spec["prompts"], add_special_tokens=False)
     pad = tokenizer.pad_token_id
@@ -110,8 +126,14 @@ def run_verl(spec: dict) -> dict:
             by_dtype[dtype].append(record)
             print(f"[verl-cpp {dtype}] step {k + 1}/{total_steps}: {step_s:.2f} s, reward {record['reward_mean']:.3f}",
                   file=sys.stderr, flush=True)
-    return {"side": "verl", "steps": by_dtype[compute_dtypes[0]], "by_dtype": by_dtype,
-            "prompt_tokens": [len(p) for p in prompt_ids]}
+    out = {"side": "verl", "steps": by_dtype[compute_dtypes[0]], "by_dtype": by_dtype,
+           "prompt_tokens": [len(p) for p in prompt_ids]}
+    trainer = trainers[compute_dtypes[0]]._trainer
+    module = trainer.actor_model
+    out["trainable_params"] = (sum(t.numel() for t in module.adapter_state().values()) if spec.get("lora_rank")
+                               else sum(t.numel() for t in module.state_dict().values()))
+    out["optimizer_state_bytes"] = int(trainer.optimizer_state_bytes("actor"))
+    return out
 
 
 def _verl_config(spec: dict, width: int, total_steps: int, compute_dtype: str):
@@ -145,7 +167,19 @@ def _verl_config(spec: dict, width: int, total_steps: int, compute_dtype: str):
             "trainer.total_epochs=1", f"trainer.total_training_steps={total_steps}", "trainer.save_freq=-1",
             "trainer.test_freq=-1", "trainer.val_before_train=false", "trainer.resume_mode=disable",
             "trainer.logger=[]", f"trainer.device={spec.get('device', 'cpu')}",
-            f"actor_rollout_ref.actor.fsdp_config.dtype={compute_dtype}"])
+            f"actor_rollout_ref.actor.fsdp_config.dtype={compute_dtype}", *_verl_extra_overrides(spec)])
+
+
+def _verl_extra_overrides(spec: dict) -> list[str]:
+    """The optional spec keys' overrides (none for bench_grpo_step.py's specs)."""
+    out = []
+    if spec.get("lora_rank"):
+        out += [f"actor_rollout_ref.model.lora_rank={spec['lora_rank']}",
+                f"actor_rollout_ref.model.lora_alpha={spec.get('lora_alpha', 2 * spec['lora_rank'])}",
+                f"actor_rollout_ref.model.target_modules={spec.get('target_modules', 'all-linear')}"]
+    if spec.get("ignore_eos"):
+        out.append("actor_rollout_ref.rollout.ignore_eos=true")
+    return out + list(spec.get("verl_overrides", []))
 
 
 # ---- TRL ---------------------------------------------------------------------------------------------------------
@@ -158,7 +192,7 @@ def run_trl(spec: dict) -> dict:
 
     assert "verl" not in sys.modules, "the TRL side must not import verl-cpp"
     torch.set_num_threads(spec["threads"])
-    vocab = common.MODELS[spec["model"]]["vocab_size"]
+    vocab = _vocab_size(spec)
     tokenizer = transformers.AutoTokenizer.from_pretrained(spec["checkpoint"])
     model = transformers.AutoModelForCausalLM.from_pretrained(spec["checkpoint"], dtype=torch.float32,
                                                               attn_implementation="sdpa")
@@ -186,9 +220,19 @@ def run_trl(spec: dict) -> dict:
         learning_rate=spec["lr"], lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0,
         max_grad_norm=1.0, beta=0.0, epsilon=0.2, loss_type="dapo", scale_rewards="group",
         gradient_checkpointing=False, logging_steps=1, report_to="none", save_strategy="no",
-        disable_tqdm=True, dataloader_num_workers=0, log_completions=False)
+        disable_tqdm=True, dataloader_num_workers=0, log_completions=False,
+        # ignore_eos: MinNewTokensLengthLogitsProcessor masks every EOS id until max_tokens, so no completion ends early
+        generation_kwargs={"min_new_tokens": spec["max_tokens"]} if spec.get("ignore_eos") else None)
+    peft_config = None
+    if spec.get("lora_rank"):
+        import peft
+
+        peft_config = peft.LoraConfig(r=spec["lora_rank"], lora_alpha=spec.get("lora_alpha", 2 * spec["lora_rank"]),
+                                      target_modules=spec.get("target_modules", "all-linear"), lora_dropout=0.0,
+                                      task_type="CAUSAL_LM")
     trainer = GRPOTrainer(model=model, reward_funcs=toy_reward, args=args,
-                          train_dataset=Dataset.from_dict({"prompt": prompts}), processing_class=tokenizer)
+                          train_dataset=Dataset.from_dict({"prompt": prompts}), processing_class=tokenizer,
+                          **({"peft_config": peft_config} if peft_config is not None else {}))
 
     acc = {"generation": 0.0, "log_prob": 0.0, "prepare": 0.0}
     in_loss = [False]
@@ -237,7 +281,12 @@ def run_trl(spec: dict) -> dict:
     trainer.add_callback(StepTimer())
     trainer.train()
     assert len(reward_calls) == total_steps, f"TRL generated {len(reward_calls)} times in {total_steps} steps"
-    return {"side": "trl", "steps": steps, "prompt_tokens": [len(p) for p in prompt_ids]}
+    out = {"side": "trl", "steps": steps, "prompt_tokens": [len(p) for p in prompt_ids]}
+    out["trainable_params"] = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
+    state = trainer.optimizer.state  # AdamW's moments (its scalar step counters left out, as verl-cpp counts)
+    out["optimizer_state_bytes"] = sum(t.numel() * t.element_size() for per_param in state.values()
+                                       for key, t in per_param.items() if key in ("exp_avg", "exp_avg_sq"))
+    return out
 
 
 def main() -> None:

@@ -49,6 +49,7 @@ std::string architecture_prefix(const std::string& model_type) {
   if (model_type == "qwen2") return "Qwen2";
   if (model_type == "qwen3") return "Qwen3";
   if (model_type == "llama") return "Llama";
+  if (model_type == "mistral") return "Mistral";
   VERL_FAIL(InvalidArgument, "no transformers architecture for model_type '", model_type, "'");
 }
 

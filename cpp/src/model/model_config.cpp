@@ -171,9 +171,11 @@ ModelConfig ModelConfig::from_json(const Json& j, const std::string& source_name
   Reader rd{j, source};
   ModelConfig c;
   c.model_type = rd.string("model_type");
-  VERL_CHECK_AS(ConfigError, c.model_type == "qwen2" || c.model_type == "qwen3" || c.model_type == "llama",
+  VERL_CHECK_AS(ConfigError,
+                c.model_type == "qwen2" || c.model_type == "qwen3" || c.model_type == "llama" ||
+                    c.model_type == "mistral",
                 "model config ", source, ": unknown model_type ", untrusted::quote(Json(c.model_type)),
-                " (supported: qwen2, qwen3, llama)");
+                " (supported: qwen2, qwen3, llama, mistral)");
   c.vocab_size = rd.bounded(kVocabSize);
   c.hidden_size = rd.bounded(kHiddenSize);
   c.intermediate_size = rd.bounded(kIntermediateSize);
@@ -191,8 +193,9 @@ ModelConfig ModelConfig::from_json(const Json& j, const std::string& source_name
                 rd.has(kHeadDim.name) ? "" : " (hidden_size / num_attention_heads)");
   check_total_size(c, source);
   c.rms_norm_eps = rd.number("rms_norm_eps", 1e-6, /*allow_zero=*/true);
-  c.max_position_embeddings =
-      rd.integer("max_position_embeddings", 1, kMaxPositions, c.model_type == "llama" ? 2048 : 32768);
+  // transformers' defaults: LlamaConfig 2048, MistralConfig 4096 * 32, Qwen2/Qwen3Config 32768.
+  const int64_t default_positions = c.model_type == "llama" ? 2048 : c.model_type == "mistral" ? 131072 : 32768;
+  c.max_position_embeddings = rd.integer("max_position_embeddings", 1, kMaxPositions, default_positions);
   c.rope_theta = rd.number("rope_theta", 10000.0);
   if (rd.has("rope_parameters")) parse_rope(rd.at("rope_parameters"), "rope_parameters", source, c);
   if (rd.has("rope_scaling")) parse_rope(rd.at("rope_scaling"), "rope_scaling", source, c);
@@ -208,6 +211,20 @@ ModelConfig ModelConfig::from_json(const Json& j, const std::string& source_name
     c.o_bias = attention_bias;
   }
   if (c.model_type == "llama") c.mlp_bias = rd.boolean("mlp_bias", false);
+  if (c.model_type == "mistral") {
+    // Mistral is Llama's decoder (no biases) with sliding-window attention, which only changes anything where a
+    // sequence outgrows the window: a window of null (Mistral 7B v0.2 and later, NeMo) or no shorter than the context
+    // is plain causal attention. MistralConfig's default is 4096.
+    c.qkv_bias = c.o_bias = false;
+    const auto window = j.find("sliding_window");  // null (no window) differs from absent (4096) here
+    if (window == j.end() || !window->is_null()) {
+      const int64_t w = rd.integer("sliding_window", 1, kMaxPositions, 4096);
+      VERL_CHECK_AS(ConfigError, w >= c.max_position_embeddings, "model config ", source, ": sliding_window = ", w,
+                    " is shorter than max_position_embeddings = ", c.max_position_embeddings,
+                    ": sliding-window attention is not supported yet (a Mistral checkpoint with sliding_window null "
+                    "-- Mistral 7B v0.2 and later, Mistral NeMo -- loads)");
+    }
+  }
   if (c.model_type == "qwen3") {
     c.qk_norm = true;
     VERL_CHECK_AS(ConfigError, !rd.boolean("use_sliding_window", false), "model config ", source,
@@ -252,7 +269,8 @@ ModelConfig ModelConfig::from_file(const std::string& path) {
 
 Json ModelConfig::to_json() const {
   static const std::map<std::string, std::string> architectures = {
-      {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}, {"llama", "LlamaForCausalLM"}};
+      {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}, {"llama", "LlamaForCausalLM"},
+      {"mistral", "MistralForCausalLM"}};
   Json j = source_json.is_object() ? source_json : Json::object();
   if (!j.contains("architectures") || !j["architectures"].is_array() || j["architectures"].empty())
     j["architectures"] = Json::array({architectures.at(model_type)});
@@ -282,9 +300,10 @@ Json ModelConfig::to_json() const {
   j["rope_parameters"] = std::move(rope_parameters);
   j["max_position_embeddings"] = max_position_embeddings;
   j["tie_word_embeddings"] = tie_word_embeddings;
-  if (model_type != "qwen2") j["attention_bias"] = qkv_bias;
+  if (model_type == "qwen3" || model_type == "llama") j["attention_bias"] = qkv_bias;
   if (model_type == "llama") j["mlp_bias"] = mlp_bias;
-  if (model_type != "llama") j["use_sliding_window"] = false;
+  if (model_type == "qwen2" || model_type == "qwen3") j["use_sliding_window"] = false;
+  if (model_type == "mistral" && !j.contains("sliding_window")) j["sliding_window"] = nullptr;
   if (!score_bias) j["token_classification_bias"] = false;
   j["bos_token_id"] = bos_token_id ? Json(*bos_token_id) : Json(nullptr);
   if (eos_token_ids.empty())

@@ -1,5 +1,5 @@
 """verl.models.load_model / save_pretrained against transformers' save_pretrained / from_pretrained:
-identical logits both ways for Qwen2 / Qwen3 / Llama (llama3 rope), tied and untied, sharded, bf16,
+identical logits both ways for Qwen2 / Qwen3 / Llama / Mistral (llama3 rope), tied and untied, sharded, bf16,
 the value head (AutoModelForTokenClassification), tokenizer files, errors and atomic replacement."""
 
 import json
@@ -16,7 +16,7 @@ from verl.models.checkpoint import parse_shard_size  # noqa: E402
 from verl.models.safetensors import safe_open  # noqa: E402
 
 VOCAB = 96
-FAMILIES = ["qwen2", "qwen3", "llama"]
+FAMILIES = ["qwen2", "qwen3", "llama", "mistral"]
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 # A real tokenizer directory that ships with the repository (so this test never depends on fixtures).
 TOKENIZER_DIR = os.path.join(REPO_ROOT, "examples", "arith", "tokenizer")
@@ -30,6 +30,9 @@ def hf_config(family, tied=False, **extra):
         return transformers.Qwen2Config(num_key_value_heads=2, rope_theta=10000.0, **common)
     if family == "qwen3":
         return transformers.Qwen3Config(num_key_value_heads=2, head_dim=24, rope_theta=1000000.0, **common)
+    if family == "mistral":
+        return transformers.MistralConfig(num_key_value_heads=2, head_dim=24, rope_theta=1000000.0,
+                                          sliding_window=None, **common)
     return transformers.LlamaConfig(
         num_key_value_heads=1, rope_theta=500000.0,
         rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,

@@ -1,4 +1,4 @@
-"""verl.models.transformer against transformers' Qwen2 / Qwen3 / Llama with the same weights:
+"""verl.models.transformer against transformers' Qwen2 / Qwen3 / Llama / Mistral with the same weights:
 fp32 logits, bf16 argmax, left padding, packing, decoding in the rollout engine, the value head, tied
 embeddings."""
 
@@ -21,6 +21,9 @@ def hf_config(family: str, tied: bool = False, vocab: int = VOCAB, **extra):
         return transformers.Qwen2Config(num_key_value_heads=2, rope_theta=10000.0, **common)
     if family == "qwen3":  # q/k norm, explicit head_dim != hidden / heads
         return transformers.Qwen3Config(num_key_value_heads=2, head_dim=24, rope_theta=1000000.0, **common)
+    if family == "mistral":  # Llama's decoder under MistralConfig: no window (null), explicit head_dim (as NeMo)
+        return transformers.MistralConfig(num_key_value_heads=2, head_dim=24, rope_theta=1000000.0,
+                                          sliding_window=None, **common)
     if family == "llama":  # llama3 rope scaling (original context short enough to hit all bands), GQA 4:1
         return transformers.LlamaConfig(
             num_key_value_heads=1, rope_theta=500000.0,
@@ -55,7 +58,7 @@ def hf_logits(hf, ids, mask=None, pos=None):
         return hf(input_ids=ids, attention_mask=mask, position_ids=pos).logits
 
 
-FAMILIES = ["qwen2", "qwen3", "llama"]
+FAMILIES = ["qwen2", "qwen3", "llama", "mistral"]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -209,6 +212,13 @@ def test_errors():
         CausalLM({"model_type": "gpt2", "vocab_size": 8})
     with pytest.raises(verl.ConfigError, match="hidden_size"):
         load_model_config({"model_type": "llama", "vocab_size": 8})
+    # Mistral with a window shorter than its context (Mistral 7B v0.1; MistralConfig's default 4096): refused by name.
+    with pytest.raises(verl.ConfigError, match="sliding_window = 64 is shorter than max_position_embeddings = 256"):
+        CausalLM({**hf_config("mistral").to_dict(), "sliding_window": 64})
+    window = {k: v for k, v in hf_config("mistral").to_dict().items() if k != "sliding_window"}
+    with pytest.raises(verl.ConfigError, match="sliding_window = 4096 is shorter than max_position_embeddings = 8192"):
+        CausalLM({**window, "max_position_embeddings": 8192})
+    assert load_model_config({**window, "sliding_window": 256})["sliding_window"] == 256  # never binds: plain causal
     cfg = load_model_config(hf_config("llama").to_dict())
     assert cfg["rope_scaling"]["rope_type"] == "llama3"
     # Our config.json loads back into transformers as the same architecture.

@@ -11,7 +11,7 @@
 
 namespace verl::model {
 
-// Overwrites every parameter as transformers' from_config does for the Qwen2 / Qwen3 / Llama families:
+// Overwrites every parameter as transformers' from_config does for the Qwen2 / Qwen3 / Llama / Mistral families:
 // Linear and Embedding weights ~ N(0, initializer_range), biases 0, RMSNorm weights 1, and the embedding
 // row of pad_token_id (the padding_idx) 0. initializer_range: the argument, else config.json's
 // "initializer_range" (ModelConfig::source_json), else transformers' default 0.02.

@@ -1,4 +1,4 @@
-// verl::model::ModelConfig: the architecture of a Qwen2 / Qwen3 / Llama decoder, read from and
+// verl::model::ModelConfig: the architecture of a Qwen2 / Qwen3 / Llama / Mistral decoder, read from and
 // written to a Hugging Face config.json. Used by CausalLM (transformer.h), checkpoint I/O and rollout.
 #pragma once
 

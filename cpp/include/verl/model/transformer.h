@@ -1,4 +1,4 @@
-// verl::model::CausalLM: the Qwen2 / Qwen3 / Llama decoder in LibTorch, with HF state-dict names,
+// verl::model::CausalLM: the Qwen2 / Qwen3 / Llama / Mistral decoder in LibTorch, with HF state-dict names,
 // used by training (padded / packed forward, value head) and by rollout (KV-cache decode) alike.
 #pragma once
 
