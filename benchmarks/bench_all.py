@@ -47,6 +47,9 @@ def benchmarks(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
                        "--results-md", f"{HERE}/grpo_step/RESULTS.md", *threads]),
         ("dpo", [py, f"{HERE}/dpo/bench_dpo.py", "--trl-python", args.trl_python,
                  "--results-md", f"{HERE}/dpo/RESULTS.md", *threads]),
+        # GRPO with LoRA r=32 on the real SmolLM2-135M vs full fine-tuning and TRL + PEFT (2 x 8 x 128, ~10-15 min)
+        ("lora_grpo", [py, f"{HERE}/lora/bench_lora_grpo.py", "--trl-python", args.trl_python,
+                       "--results-md", f"{HERE}/lora/RESULTS.md", *threads]),
         ("dist", [py, f"{HERE}/dist/bench_dp.py", "--ranks", "2"]),  # one thread per process by design
         ("agent", [py, f"{HERE}/agent/bench_async_rollout.py", *threads]),
         ("one_step", [py, f"{HERE}/one_step/bench_one_step_off.py", *threads]),
@@ -158,7 +161,7 @@ def main() -> int:
     parser.add_argument("--ref-python", default=os.path.expanduser("~/.cache/verl-cpp/verl-ref-venv/bin/python"),
                         help="python of the verl 0.9.1 reference venv (core_algos)")
     parser.add_argument("--trl-python", default=os.path.expanduser("~/.cache/verl-cpp/trl-venv/bin/python"),
-                        help="python of the TRL venv (grpo_step, dpo; benchmarks/grpo_step/setup_trl_venv.sh)")
+                        help="python of the TRL venv (grpo_step, dpo, lora_grpo; benchmarks/grpo_step/setup_trl_venv.sh)")
     parser.add_argument("--only", nargs="+", help="run only these benchmarks (names as in RESULTS.md)")
     parser.add_argument("--workdir", default=os.path.join(REPO, "build", "bench"), help="JSON and logs go here")
     parser.add_argument("--results-md", help="default: benchmarks/RESULTS.md for a full run, <workdir>/RESULTS.partial.md "

@@ -11,7 +11,7 @@ namespace verl::kernels {
 
 TORCH_LIBRARY(verl, m) {
   m.def("paged_attention(Tensor q, Tensor k_pool, Tensor v_pool, Tensor block_tables, Tensor positions, "
-        "float scale, bool allow_simd=True) -> Tensor");
+        "float scale, bool allow_simd=True, int sliding_window=0) -> Tensor");
   m.def("kv_cache_write(Tensor(a!) pool, Tensor slots, Tensor x) -> ()");
   m.def("sample(Tensor logits, float[] temperature, int[] top_k, float[] top_p, float[] min_p, float[] uniform, "
         "bool allow_simd=True) -> (Tensor, Tensor)");
@@ -43,12 +43,12 @@ using BelowAutograd = at::AutoDispatchBelowADInplaceOrView;
 
 torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& k_pool, const torch::Tensor& v_pool,
                               const torch::Tensor& block_tables, const torch::Tensor& positions, double scale,
-                              bool allow_simd) {
+                              bool allow_simd, int64_t sliding_window) {
   static const auto handle = op<torch::Tensor(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                                              const torch::Tensor&, const torch::Tensor&, double, bool)>(
+                                              const torch::Tensor&, const torch::Tensor&, double, bool, int64_t)>(
       "verl::paged_attention");
   BelowAutograd guard;
-  return handle.call(q, k_pool, v_pool, block_tables, positions, scale, allow_simd);
+  return handle.call(q, k_pool, v_pool, block_tables, positions, scale, allow_simd, sliding_window);
 }
 
 void kv_cache_write(torch::Tensor& pool, const torch::Tensor& slots, const torch::Tensor& x) {

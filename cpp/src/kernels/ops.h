@@ -31,10 +31,12 @@ namespace verl::kernels {
 // positions (bs, q). Query t of row i attends to the row's tokens 0..positions[i, t] (clamped to
 // the table's capacity), head h to kv head h / (heads / kv_heads). Softmax in float32 (float64 for
 // double). Returns (bs, heads, q, d), a permuted view of a (bs, q, heads, d) tensor.
-// allow_simd = false forces the CPU's portable loop (the reference of its AVX2 kernel).
+// allow_simd = false forces the CPU's portable loop (the reference of its AVX2 kernel). sliding_window > 0: query t
+// of row i attends to positions (positions[i, t] - sliding_window, positions[i, t]] only.
 VERL_API torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& k_pool,
                                        const torch::Tensor& v_pool, const torch::Tensor& block_tables,
-                                       const torch::Tensor& positions, double scale, bool allow_simd = true);
+                                       const torch::Tensor& positions, double scale, bool allow_simd = true,
+                                       int64_t sliding_window = 0);
 
 // pool (num_blocks, block_size, kv_heads, d) contiguous: the slot slots[i * q + t] (flat over
 // blocks x block_size) <- token t of row i of x (bs, kv_heads, q, d), converted to the pool's

@@ -89,19 +89,22 @@ bool flash_shapes(const torch::Tensor& q) {
 }
 
 // One flash-attention varlen call over the packed sequences: q (heads, total, d) as (total, heads, d) views.
+// A sliding window of w keys is flash attention's window (w - 1 to the left, none to the right).
 torch::Tensor flash_varlen(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                           const VarlenLayout& layout, double scale) {
+                           const VarlenLayout& layout, double scale, int64_t sliding_window) {
+  const std::optional<int64_t> left = sliding_window > 0 ? std::optional<int64_t>(sliding_window - 1) : std::nullopt;
+  const std::optional<int64_t> right = sliding_window > 0 ? std::optional<int64_t>(0) : std::nullopt;
   auto out = at::_flash_attention_forward(q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1),
                                           layout.cu_seqlens_device, layout.cu_seqlens_device, layout.max_length,
                                           layout.max_length, /*dropout_p=*/0.0, /*is_causal=*/true,
-                                          /*return_debug_mask=*/false, scale);
+                                          /*return_debug_mask=*/false, scale, left, right);
   return std::get<0>(out).transpose(0, 1);
 }
 
 }  // namespace
 
 torch::Tensor varlen_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                      const VarlenLayout& layout, double scale) {
+                                      const VarlenLayout& layout, double scale, int64_t sliding_window) {
   VERL_CHECK(q.dim() == 3 && k.dim() == 3 && v.dim() == 3 && q.size(1) == layout.total &&
                  k.size(1) == layout.total && v.size(1) == layout.total && k.sizes() == v.sizes() &&
                  q.size(2) == k.size(2) && k.size(0) > 0 && q.size(0) % k.size(0) == 0,
@@ -111,10 +114,10 @@ torch::Tensor varlen_causal_attention(const torch::Tensor& q, const torch::Tenso
   if (layout.groups.empty()) return q.new_empty({heads, 0, d});
   if (layout.cu_seqlens_device.defined() && flash_shapes(q)) {
     std::atomic<int>& state = flash_state[static_cast<size_t>(q.get_device())];
-    if (state.load() == kYes) return flash_varlen(q, k, v, layout, scale);
+    if (state.load() == kYes) return flash_varlen(q, k, v, layout, scale, sliding_window);
     if (state.load() == kUnknown) {
       try {
-        torch::Tensor out = flash_varlen(q, k, v, layout, scale);
+        torch::Tensor out = flash_varlen(q, k, v, layout, scale, sliding_window);
         state.store(kYes);
         return out;
       } catch (const c10::OutOfMemoryError&) {
@@ -137,8 +140,15 @@ torch::Tensor varlen_causal_attention(const torch::Tensor& q, const torch::Tenso
                                         : x.index_select(1, g.token_index);
       return rows.reshape({x.size(0), g.count, g.length, d}).transpose(0, 1);
     };
-    torch::Tensor out = at::scaled_dot_product_attention(batch(q), batch(k), batch(v), std::nullopt, 0.0,
-                                                         /*is_causal=*/true, scale,
+    // A window shorter than the group's sequences: an explicit band mask (causal within the window).
+    std::optional<torch::Tensor> band;
+    if (sliding_window > 0 && sliding_window < g.length) {
+      torch::Tensor idx = torch::arange(g.length, torch::dtype(torch::kLong).device(q.device()));
+      torch::Tensor distance = idx.unsqueeze(1) - idx.unsqueeze(0);
+      band = (distance >= 0).logical_and(distance < sliding_window);
+    }
+    torch::Tensor out = at::scaled_dot_product_attention(batch(q), batch(k), batch(v), band, 0.0,
+                                                         /*is_causal=*/!band.has_value(), scale,
                                                          /*enable_gqa=*/kv_heads != heads);
     outputs.push_back(out.transpose(0, 1).reshape({heads, g.count * g.length, d}));
   }

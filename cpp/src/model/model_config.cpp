@@ -1,6 +1,7 @@
 // ModelConfig <-> HF config.json.
 #include "verl/model/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -162,6 +163,39 @@ void parse_rope(const Json& r, const char* field, const std::string& source, Mod
   c.rope_scaling = s;
 }
 
+// The layers' sliding windows as transformers' MistralConfig / Qwen2Config / Qwen3Config decide them. Mistral: every
+// layer has sliding_window (absent: MistralConfig's 4096; null: none). Qwen2 / Qwen3: none unless use_sliding_window;
+// then sliding_window (absent: 4096; null: none) on the layers layer_types calls "sliding_attention", or without
+// layer_types on the layers from max_window_layers (default 28) on. Llama has no window.
+void parse_sliding_windows(const Json& j, const Reader& rd, const std::string& source, ModelConfig& c) {
+  const bool mistral = c.model_type == "mistral";
+  if (!mistral && !(c.model_type == "qwen2" || c.model_type == "qwen3")) return;
+  if (!mistral && !rd.boolean("use_sliding_window", false)) return;
+  const auto window = j.find("sliding_window");  // null (no window) differs from absent (4096) here
+  if (window != j.end() && window->is_null()) return;
+  const int64_t w = rd.integer("sliding_window", 1, kMaxPositions, 4096);
+  const int64_t layers = c.num_hidden_layers;
+  std::vector<int64_t> windows(static_cast<size_t>(layers), w);
+  if (!mistral) {
+    if (rd.has("layer_types")) {
+      const Json& types = rd.at("layer_types");
+      VERL_CHECK_AS(ConfigError, types.is_array() && static_cast<int64_t>(types.size()) == layers, "model config ",
+                    source, ": layer_types must list one entry per layer (", layers, ")");
+      for (int64_t i = 0; i < layers; ++i) {
+        const Json& t = types[static_cast<size_t>(i)];
+        VERL_CHECK_AS(ConfigError, t == "sliding_attention" || t == "full_attention", "model config ", source,
+                      ": layer_types[", i, "] is ", untrusted::quote(t),
+                      " (supported: sliding_attention, full_attention)");
+        if (t == "full_attention") windows[static_cast<size_t>(i)] = 0;
+      }
+    } else {
+      const int64_t first = rd.integer("max_window_layers", 0, kMaxPositions, 28);
+      for (int64_t i = 0; i < std::min(first, layers); ++i) windows[static_cast<size_t>(i)] = 0;
+    }
+  }
+  if (std::any_of(windows.begin(), windows.end(), [](int64_t x) { return x > 0; })) c.sliding_windows = windows;
+}
+
 }  // namespace
 
 ModelConfig ModelConfig::from_json(const Json& j, const std::string& source_name) {
@@ -204,32 +238,14 @@ ModelConfig ModelConfig::from_json(const Json& j, const std::string& source_name
   if (c.model_type == "qwen2") {
     c.qkv_bias = true;
     c.o_bias = false;
-    VERL_CHECK_AS(ConfigError, !rd.boolean("use_sliding_window", false), "model config ", source,
-                  ": use_sliding_window=true is not supported");
   } else {
     c.qkv_bias = attention_bias;
     c.o_bias = attention_bias;
   }
   if (c.model_type == "llama") c.mlp_bias = rd.boolean("mlp_bias", false);
-  if (c.model_type == "mistral") {
-    // Mistral is Llama's decoder (no biases) with sliding-window attention, which only changes anything where a
-    // sequence outgrows the window: a window of null (Mistral 7B v0.2 and later, NeMo) or no shorter than the context
-    // is plain causal attention. MistralConfig's default is 4096.
-    c.qkv_bias = c.o_bias = false;
-    const auto window = j.find("sliding_window");  // null (no window) differs from absent (4096) here
-    if (window == j.end() || !window->is_null()) {
-      const int64_t w = rd.integer("sliding_window", 1, kMaxPositions, 4096);
-      VERL_CHECK_AS(ConfigError, w >= c.max_position_embeddings, "model config ", source, ": sliding_window = ", w,
-                    " is shorter than max_position_embeddings = ", c.max_position_embeddings,
-                    ": sliding-window attention is not supported yet (a Mistral checkpoint with sliding_window null "
-                    "-- Mistral 7B v0.2 and later, Mistral NeMo -- loads)");
-    }
-  }
-  if (c.model_type == "qwen3") {
-    c.qk_norm = true;
-    VERL_CHECK_AS(ConfigError, !rd.boolean("use_sliding_window", false), "model config ", source,
-                  ": use_sliding_window=true is not supported");
-  }
+  if (c.model_type == "mistral") c.qkv_bias = c.o_bias = false;  // Llama's decoder without biases
+  parse_sliding_windows(j, rd, source, c);
+  if (c.model_type == "qwen3") c.qk_norm = true;
   // transformers' XForSequenceClassification (reward models) has score = Linear(hidden, num_labels, bias=False);
   // XForTokenClassification (critics) has a bias unless token_classification_bias=false.
   c.score_bias = rd.boolean("token_classification_bias", !is_sequence_classifier(j));
@@ -302,8 +318,18 @@ Json ModelConfig::to_json() const {
   j["tie_word_embeddings"] = tie_word_embeddings;
   if (model_type == "qwen3" || model_type == "llama") j["attention_bias"] = qkv_bias;
   if (model_type == "llama") j["mlp_bias"] = mlp_bias;
-  if (model_type == "qwen2" || model_type == "qwen3") j["use_sliding_window"] = false;
-  if (model_type == "mistral" && !j.contains("sliding_window")) j["sliding_window"] = nullptr;
+  const auto windowed = std::find_if(sliding_windows.begin(), sliding_windows.end(), [](int64_t w) { return w > 0; });
+  const Json window = windowed == sliding_windows.end() ? Json(nullptr) : Json(*windowed);
+  if (model_type == "mistral") j["sliding_window"] = window;
+  if (model_type == "qwen2" || model_type == "qwen3") {
+    j["use_sliding_window"] = !window.is_null();
+    if (!window.is_null()) {
+      j["sliding_window"] = window;
+      Json types = Json::array();
+      for (int64_t w : sliding_windows) types.push_back(w > 0 ? "sliding_attention" : "full_attention");
+      j["layer_types"] = std::move(types);
+    }
+  }
   if (!score_bias) j["token_classification_bias"] = false;
   j["bos_token_id"] = bos_token_id ? Json(*bos_token_id) : Json(nullptr);
   if (eos_token_ids.empty())

@@ -39,6 +39,16 @@ torch::Tensor grouped_attention(const torch::Tensor& q, const torch::Tensor& k_i
                                           /*enable_gqa=*/causal_only && kv_heads != heads);
 }
 
+torch::Tensor sliding_window_mask(const torch::Tensor& mask, int64_t length, int64_t window, torch::Device device) {
+  if (window <= 0) return mask;
+  torch::Tensor idx = torch::arange(length, torch::dtype(torch::kLong).device(device));
+  torch::Tensor distance = idx.unsqueeze(1) - idx.unsqueeze(0);  // (q, k): i - j
+  torch::Tensor band = (distance >= 0).logical_and(distance < window).view({1, 1, length, length});
+  if (!mask.defined()) return band;
+  // Padding queries keep seeing themselves (the diagonal is in every band), as the causal mask lets them.
+  return mask.logical_and(band);
+}
+
 // ---- RoPE ------------------------------------------------------------------------------------
 
 torch::Tensor rope_inv_freq(const ModelConfig& c) {
@@ -176,8 +186,11 @@ torch::Tensor norm_for(RMSNorm& norm, const torch::Tensor& x, const AttentionCac
 
 }  // namespace
 
-Attention::Attention(const ModelConfig& c)
-    : heads_(c.num_attention_heads), kv_heads_(c.num_key_value_heads), head_dim_(c.head_dim) {
+Attention::Attention(const ModelConfig& c, int64_t layer)
+    : heads_(c.num_attention_heads),
+      kv_heads_(c.num_key_value_heads),
+      head_dim_(c.head_dim),
+      sliding_window_(c.sliding_window(layer)) {
   q_proj = register_module("q_proj", linear(c.hidden_size, c.q_size(), c.qkv_bias));
   k_proj = register_module("k_proj", linear(c.hidden_size, c.kv_size(), c.qkv_bias));
   v_proj = register_module("v_proj", linear(c.hidden_size, c.kv_size(), c.qkv_bias));
@@ -201,7 +214,9 @@ torch::Tensor Attention::forward(const torch::Tensor& x, const torch::Tensor& co
   }
   q = apply_rotary(q.transpose(1, 2), cos, sin);
   k = apply_rotary(k.transpose(1, 2), cos, sin);
-  torch::Tensor out = cache != nullptr ? cache->attend(layer, q, k, v, mask) : grouped_attention(q, k, v, mask);
+  torch::Tensor out = cache != nullptr
+                          ? cache->attend(layer, q, k, v, mask, sliding_window_)
+                          : grouped_attention(q, k, v, sliding_window_mask(mask, q_len, sliding_window_, x.device()));
   out = o_proj->forward(out.transpose(1, 2).reshape({bs, q_len, heads_ * head_dim_}));
   if (tensor_parallel) tensor_parallel->all_reduce_sum_(out);
   return out;
@@ -220,7 +235,8 @@ torch::Tensor Attention::forward_varlen(const torch::Tensor& x, const torch::Ten
   q = apply_rotary(q.transpose(1, 2), cos, sin);  // (1, heads, total, d)
   k = apply_rotary(k.transpose(1, 2), cos, sin);
   torch::Tensor out = kernels::varlen_causal_attention(q.squeeze(0), k.squeeze(0), v.squeeze(0), layout,
-                                                       1.0 / std::sqrt(static_cast<double>(head_dim_)));
+                                                       1.0 / std::sqrt(static_cast<double>(head_dim_)),
+                                                       sliding_window_);
   out = o_proj->forward(out.transpose(0, 1).reshape({1, total, heads_ * head_dim_}));
   if (tensor_parallel) tensor_parallel->all_reduce_sum_(out);
   return out;
@@ -238,8 +254,8 @@ torch::Tensor MLP::forward(const torch::Tensor& x) {
   return out;
 }
 
-DecoderLayer::DecoderLayer(const ModelConfig& c) {
-  self_attn = register_module("self_attn", std::make_shared<Attention>(c));
+DecoderLayer::DecoderLayer(const ModelConfig& c, int64_t layer) {
+  self_attn = register_module("self_attn", std::make_shared<Attention>(c, layer));
   mlp = register_module("mlp", std::make_shared<MLP>(c));
   input_layernorm = register_module("input_layernorm", std::make_shared<RMSNorm>(c.hidden_size, c.rms_norm_eps));
   post_attention_layernorm =
@@ -262,7 +278,7 @@ DecoderModel::DecoderModel(const ModelConfig& c) {
   embed_tokens = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size, c.hidden_size));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    layer_ptrs.push_back(std::make_shared<DecoderLayer>(c));
+    layer_ptrs.push_back(std::make_shared<DecoderLayer>(c, i));
     layers->push_back(layer_ptrs.back());
   }
   norm = register_module("norm", std::make_shared<RMSNorm>(c.hidden_size, c.rms_norm_eps));

@@ -236,7 +236,7 @@ void PagedKVCache::set_batch(PagedBatch batch) {
 }
 
 torch::Tensor PagedKVCache::attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k_new,
-                                   const torch::Tensor& v_new, const torch::Tensor& mask) {
+                                   const torch::Tensor& v_new, const torch::Tensor& mask, int64_t sliding_window) {
   VERL_CHECK(allocated(), "PagedKVCache: the KV cache is released (sleep); call wake_up() first");
   const int64_t bs = q.size(0), heads = q.size(1), q_len = q.size(2), d = q.size(3);
   const int64_t groups = heads / kv_heads_;
@@ -246,14 +246,17 @@ torch::Tensor PagedKVCache::attend(int64_t layer, const torch::Tensor& q, const 
   kernels::kv_cache_write(v_[layer], batch_.slot_mapping, v_new);
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
   if (batch_.prompts)  // (1, heads, total, d): the packed chunks attend within themselves
-    return kernels::varlen_causal_attention(q[0], k_new[0], v_new[0], *batch_.prompts, scale).unsqueeze(0);
+    return kernels::varlen_causal_attention(q[0], k_new[0], v_new[0], *batch_.prompts, scale, sliding_window)
+        .unsqueeze(0);
   if (batch_.token_rows) {  // (1, heads, total, d) -> total rows of one query token each, and back
     const torch::Tensor out = kernels::paged_attention(q[0].transpose(0, 1).unsqueeze(2), k_[layer], v_[layer],
-                                                       batch_.block_tables, batch_.positions, scale);
+                                                       batch_.block_tables, batch_.positions, scale,
+                                                       /*allow_simd=*/true, sliding_window);
     return out.squeeze(2).transpose(0, 1).unsqueeze(0);
   }
   if (uses_kernel(q_len))
-    return kernels::paged_attention(q, k_[layer], v_[layer], batch_.block_tables, batch_.positions, scale);
+    return kernels::paged_attention(q, k_[layer], v_[layer], batch_.block_tables, batch_.positions, scale,
+                                    /*allow_simd=*/true, sliding_window);
   // Read: each row's blocks in order -> (bs, kv_heads, ctx, d).
   const int64_t max_blocks = batch_.block_tables.size(1), ctx = max_blocks * block_size_;
   torch::Tensor flat = batch_.block_tables.reshape({-1});
@@ -263,6 +266,11 @@ torch::Tensor PagedKVCache::attend(int64_t layer, const torch::Tensor& q, const 
   // become extra query rows of that kv head (exact: each query row attends independently).
   torch::Tensor qg = q.reshape({bs, kv_heads_, groups * q_len, d});
   torch::Tensor m = mask;
+  if (sliding_window > 0) {  // slot c of the gathered context holds position c
+    const torch::Tensor pos = batch_.positions.to(m.device(), torch::kLong);  // (bs, q)
+    const torch::Tensor slot = torch::arange(ctx, pos.options()).view({1, 1, ctx});
+    m = m.logical_and((slot > pos.unsqueeze(-1) - sliding_window).unsqueeze(1));  // (bs, 1, q, ctx)
+  }
   if (groups > 1 && q_len > 1)
     m = mask.unsqueeze(2).expand({bs, 1, groups, q_len, ctx}).reshape({bs, 1, groups * q_len, ctx});
   torch::Tensor out = at::scaled_dot_product_attention(qg, k, v, m, 0.0, false, scale);

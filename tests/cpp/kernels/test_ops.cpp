@@ -81,6 +81,47 @@ TEST_CASE("kernels: every op has a CPU kernel and an ATen composition; CUDA kern
   CHECK_THROWS_AS(ops::has_kernel("no_such_op", c10::DispatchKey::CPU), c10::Error);
 }
 
+TEST_CASE("kernels: paged_attention with a sliding window", "[kernels]") {
+  // Each query sees its last `window` positions: the CPU kernel (its portable loop, from the window's first key) and,
+  // on CUDA, the composition it falls back to, against the gather + SDPA composition under the band mask; a window
+  // no shorter than the context is no window at all.
+  torch::manual_seed(22);
+  const PagedInputs in = paged_inputs(torch::kFloat, 4, 2, 16, 4, 3, 40);
+  const double scale = 0.25;
+  const torch::Tensor full = ops::paged_attention(in.q, in.k_pool, in.v_pool, in.tables, in.positions, scale, false);
+  for (int64_t window : {1, 3, 7, 16}) {
+    INFO("window " << window);
+    const torch::Tensor want =
+        aten_ops::paged_attention(in.q, in.k_pool, in.v_pool, in.tables, in.positions, scale, true, window);
+    for (bool simd : {true, false}) {
+      const torch::Tensor got =
+          ops::paged_attention(in.q, in.k_pool, in.v_pool, in.tables, in.positions, scale, simd, window);
+      CHECK(max_abs_diff(got, want) <= 2e-6);
+    }
+    CHECK(max_abs_diff(want, full) > 1e-3);  // the window changes the result
+    if (window == 1) {  // one key, the query's own: the output is the value stored at its position
+      const int64_t block_size = in.k_pool.size(1), group = in.q.size(1) / in.k_pool.size(2);
+      for (int64_t i = 0; i < in.q.size(0); ++i)
+        for (int64_t t = 0; t < in.q.size(2); ++t)
+          for (int64_t h = 0; h < in.q.size(1); ++h) {
+            const int64_t pos = in.positions[i][t].item<int64_t>();
+            const int64_t block = in.tables[i][pos / block_size].item<int64_t>();
+            const torch::Tensor value = in.v_pool[block][pos % block_size][h / group];
+            CHECK(max_abs_diff(want[i][h][t], value) <= 1e-6);
+          }
+    }
+    if (cuda_or_skip("paged_attention")) {
+      const torch::Tensor gpu = ops::paged_attention(in.q.cuda(), in.k_pool.cuda(), in.v_pool.cuda(), in.tables.cuda(),
+                                                     in.positions.cuda(), scale, true, window);
+      CHECK(max_abs_diff(gpu.cpu(), want) <= 1e-5);
+    }
+  }
+  const int64_t capacity = in.tables.size(1) * in.k_pool.size(1);
+  const torch::Tensor wide =
+      ops::paged_attention(in.q, in.k_pool, in.v_pool, in.tables, in.positions, scale, false, capacity);
+  CHECK(torch::equal(wide, full));
+}
+
 TEST_CASE("kernels: paged_attention on each device against the gather + SDPA composition", "[kernels]") {
   torch::manual_seed(21);
   struct Case {
@@ -100,7 +141,7 @@ TEST_CASE("kernels: paged_attention on each device against the gather + SDPA com
                   << " q " << c.q_len << " context " << c.context);
     const PagedInputs in = paged_inputs(c.dtype, c.heads, c.kv_heads, c.d, c.block_size, c.q_len, c.context);
     const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
-    const torch::Tensor want = aten_ops::paged_attention(in.q, in.k_pool, in.v_pool, in.tables, in.positions, scale, true);
+    const torch::Tensor want = aten_ops::paged_attention(in.q, in.k_pool, in.v_pool, in.tables, in.positions, scale, true, 0);
     for (bool simd : {true, false}) {
       const torch::Tensor got = ops::paged_attention(in.q, in.k_pool, in.v_pool, in.tables, in.positions, scale, simd);
       CHECK(got.sizes() == want.sizes());
@@ -118,7 +159,7 @@ TEST_CASE("kernels: paged_attention on each device against the gather + SDPA com
       CHECK(((a - b).abs() <= std::ldexp(1.0, -7) * b.abs() + 1e-6).all().item<bool>());
       // and both against the float64 composition on the same bf16 inputs, within bf16's resolution
       const torch::Tensor exact = aten_ops::paged_attention(q16.to(torch::kDouble), k16.to(torch::kDouble),
-                                                            v16.to(torch::kDouble), in.tables, in.positions, scale, true);
+                                                            v16.to(torch::kDouble), in.tables, in.positions, scale, true, 0);
       CHECK(((a - exact).abs() <= std::ldexp(1.0, -7) * exact.abs() + 1e-4).all().item<bool>());
     }
     if (!cuda_or_skip("paged_attention")) continue;

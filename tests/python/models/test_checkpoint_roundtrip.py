@@ -16,7 +16,7 @@ from verl.models.checkpoint import parse_shard_size  # noqa: E402
 from verl.models.safetensors import safe_open  # noqa: E402
 
 VOCAB = 96
-FAMILIES = ["qwen2", "qwen3", "llama", "mistral"]
+FAMILIES = ["qwen2", "qwen3", "llama", "mistral", "mistral_window", "qwen2_window"]
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 # A real tokenizer directory that ships with the repository (so this test never depends on fixtures).
 TOKENIZER_DIR = os.path.join(REPO_ROOT, "examples", "arith", "tokenizer")
@@ -33,6 +33,11 @@ def hf_config(family, tied=False, **extra):
     if family == "mistral":
         return transformers.MistralConfig(num_key_value_heads=2, head_dim=24, rope_theta=1000000.0,
                                           sliding_window=None, **common)
+    if family == "mistral_window":  # windows shorter than the 80-token test sequences
+        return transformers.MistralConfig(num_key_value_heads=2, rope_theta=10000.0, sliding_window=7, **common)
+    if family == "qwen2_window":
+        return transformers.Qwen2Config(num_key_value_heads=2, rope_theta=10000.0, use_sliding_window=True,
+                                        sliding_window=5, max_window_layers=1, **common)
     return transformers.LlamaConfig(
         num_key_value_heads=1, rope_theta=500000.0,
         rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,

@@ -24,6 +24,16 @@ def hf_config(family: str, tied: bool = False, vocab: int = VOCAB, **extra):
     if family == "mistral":  # Llama's decoder under MistralConfig: no window (null), explicit head_dim (as NeMo)
         return transformers.MistralConfig(num_key_value_heads=2, head_dim=24, rope_theta=1000000.0,
                                           sliding_window=None, **common)
+    # Sliding windows shorter than the tests' sequences (up to 80 tokens, decoding past 9-token prompts):
+    if family == "mistral_window":  # Mistral 7B v0.1's form: every layer windowed
+        return transformers.MistralConfig(num_key_value_heads=2, rope_theta=10000.0, sliding_window=5, **common)
+    if family == "qwen2_window":  # Qwen2's use_sliding_window: the layers from max_window_layers on
+        return transformers.Qwen2Config(num_key_value_heads=2, rope_theta=10000.0, use_sliding_window=True,
+                                        sliding_window=6, max_window_layers=1, **common)
+    if family == "qwen3_window":  # transformers 5's layer_types, the windowed layer first
+        return transformers.Qwen3Config(num_key_value_heads=2, head_dim=24, rope_theta=1000000.0,
+                                        use_sliding_window=True, sliding_window=4,
+                                        layer_types=["sliding_attention", "full_attention"], **common)
     if family == "llama":  # llama3 rope scaling (original context short enough to hit all bands), GQA 4:1
         return transformers.LlamaConfig(
             num_key_value_heads=1, rope_theta=500000.0,
@@ -58,7 +68,7 @@ def hf_logits(hf, ids, mask=None, pos=None):
         return hf(input_ids=ids, attention_mask=mask, position_ids=pos).logits
 
 
-FAMILIES = ["qwen2", "qwen3", "llama", "mistral"]
+FAMILIES = ["qwen2", "qwen3", "llama", "mistral", "mistral_window", "qwen2_window", "qwen3_window"]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -213,12 +223,17 @@ def test_errors():
     with pytest.raises(verl.ConfigError, match="hidden_size"):
         load_model_config({"model_type": "llama", "vocab_size": 8})
     # Mistral with a window shorter than its context (Mistral 7B v0.1; MistralConfig's default 4096): refused by name.
-    with pytest.raises(verl.ConfigError, match="sliding_window = 64 is shorter than max_position_embeddings = 256"):
-        CausalLM({**hf_config("mistral").to_dict(), "sliding_window": 64})
-    window = {k: v for k, v in hf_config("mistral").to_dict().items() if k != "sliding_window"}
-    with pytest.raises(verl.ConfigError, match="sliding_window = 4096 is shorter than max_position_embeddings = 8192"):
-        CausalLM({**window, "max_position_embeddings": 8192})
-    assert load_model_config({**window, "sliding_window": 256})["sliding_window"] == 256  # never binds: plain causal
+    # Sliding windows as transformers reads them: Mistral's absent key is its 4096, null none; Qwen's layer_types.
+    mistral = {k: v for k, v in hf_config("mistral").to_dict().items() if k not in ("sliding_window", "layer_types")}
+    assert load_model_config(mistral)["sliding_window"] == 4096
+    assert load_model_config({**mistral, "sliding_window": None})["sliding_window"] is None
+    qwen = load_model_config(hf_config("qwen2_window").to_dict())
+    assert qwen["use_sliding_window"] and qwen["layer_types"] == ["full_attention", "sliding_attention"]
+    assert not load_model_config(hf_config("qwen2").to_dict())["use_sliding_window"]
+    with pytest.raises(verl.ConfigError, match=r"layer_types\[1\] is \"chunked_attention\""):
+        CausalLM({**hf_config("qwen3_window").to_dict(), "layer_types": ["full_attention", "chunked_attention"]})
+    with pytest.raises(verl.ConfigError, match="one entry per layer"):
+        CausalLM({**hf_config("qwen3_window").to_dict(), "layer_types": ["full_attention"]})
     cfg = load_model_config(hf_config("llama").to_dict())
     assert cfg["rope_scaling"]["rope_type"] == "llama3"
     # Our config.json loads back into transformers as the same architecture.

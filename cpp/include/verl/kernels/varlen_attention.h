@@ -46,8 +46,9 @@ struct VERL_API VarlenLayout {
 
 // q (heads, total, head_dim); k, v (kv_heads, total, head_dim) with heads % kv_heads == 0 (GQA:
 // kv head j serves query heads [j * heads/kv_heads, (j+1) * heads/kv_heads)), RoPE already applied.
-// Returns (heads, total, head_dim): softmax(q k^T * scale) v, causal within each sequence.
+// Returns (heads, total, head_dim): softmax(q k^T * scale) v, causal within each sequence; with `sliding_window` > 0
+// token i of a sequence sees only its tokens j > i - sliding_window (transformers' sliding-window attention).
 VERL_API torch::Tensor varlen_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                               const VarlenLayout& layout, double scale);
+                                               const VarlenLayout& layout, double scale, int64_t sliding_window = 0);
 
 }  // namespace verl::kernels

@@ -23,7 +23,7 @@ struct VERL_API RopeScaling {
 };
 
 struct VERL_API ModelConfig {
-  std::string model_type;  // "qwen2", "qwen3" or "llama"
+  std::string model_type;  // "qwen2", "qwen3", "llama" or "mistral"
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -42,6 +42,14 @@ struct VERL_API ModelConfig {
   bool o_bias = false;
   bool mlp_bias = false;   // llama's mlp_bias
   bool qk_norm = false;    // qwen3: per-head RMSNorm on q and k before RoPE
+  // Sliding-window attention, per decoder layer: a query attends to the `window` latest keys, itself included
+  // (transformers' kv_idx > q_idx - sliding_window); 0 = full causal attention. Empty: no layer has a window.
+  // Mistral: sliding_window on every layer; Qwen2 / Qwen3 with use_sliding_window: layer_types, else the layers
+  // from max_window_layers on.
+  std::vector<int64_t> sliding_windows;
+  int64_t sliding_window(int64_t layer) const {
+    return sliding_windows.empty() ? 0 : sliding_windows.at(static_cast<size_t>(layer));
+  }
   // Value head (score Linear(hidden, 1)) bias: transformers' token_classification_bias, default true.
   bool score_bias = true;
   std::optional<int64_t> bos_token_id;

@@ -44,14 +44,20 @@ class VERL_API AttentionCache {
   virtual ~AttentionCache() = default;
   // q (bs, heads, q, head_dim); k_new / v_new (bs, kv_heads, q, head_dim) for decoder `layer`.
   // Returns the attention output (bs, heads, q, head_dim).
+  // `sliding_window` > 0: the layer's queries see only the `sliding_window` latest positions (themselves included).
   virtual torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k_new,
-                               const torch::Tensor& v_new, const torch::Tensor& mask) = 0;
+                               const torch::Tensor& v_new, const torch::Tensor& mask, int64_t sliding_window) = 0;
 };
 
 // Scaled dot-product attention as the model runs it. q (bs, heads, q, d); k/v (bs, kv_heads, k, d);
 // mask (bs, 1, q, k) bool (true = attend) or undefined for plain causal attention (q == k).
 VERL_API torch::Tensor grouped_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                          const torch::Tensor& mask);
+
+// `mask` (as grouped_attention takes it, undefined = causal) narrowed to a sliding window of `window` keys for q == k
+// rows: query i sees key j only if j > i - window (transformers' sliding_window_overlay). window 0: `mask` itself.
+VERL_API torch::Tensor sliding_window_mask(const torch::Tensor& mask, int64_t length, int64_t window,
+                                           torch::Device device);
 
 class VERL_API RMSNorm : public torch::nn::Module {
  public:
@@ -71,7 +77,8 @@ class VERL_API RMSNorm : public torch::nn::Module {
 
 class VERL_API Attention : public torch::nn::Module {
  public:
-  explicit Attention(const ModelConfig& c);
+  // `layer`: which decoder layer (its sliding window, ModelConfig::sliding_window).
+  explicit Attention(const ModelConfig& c, int64_t layer = 0);
   // x (bs, q, hidden); cos/sin (bs, q, head_dim); mask (bs, 1, q, k) bool, true = attend, or
   // undefined for plain causal attention (q == k, no padding, no cache).
   // Without a cache k == q. With one, the new keys/values are handed to cache->attend(layer, ...),
@@ -79,7 +86,7 @@ class VERL_API Attention : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& mask, AttentionCache* cache = nullptr, int64_t layer = 0);
   // Packed sequences: x (1, total, hidden); cos/sin (1, total, head_dim); causal within each
-  // sequence of `layout` (verl/kernels/varlen_attention.h), no mask, no cache.
+  // sequence of `layout` (verl/kernels/varlen_attention.h; the layer's sliding window), no mask, no cache.
   torch::Tensor forward_varlen(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                const VarlenLayout& layout);
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, o_proj;
@@ -89,6 +96,7 @@ class VERL_API Attention : public torch::nn::Module {
 
  private:
   int64_t heads_, kv_heads_, head_dim_;
+  int64_t sliding_window_;  // 0: full causal attention
 };
 
 class VERL_API MLP : public torch::nn::Module {
@@ -103,7 +111,7 @@ class VERL_API MLP : public torch::nn::Module {
 
 class VERL_API DecoderLayer : public torch::nn::Module {
  public:
-  explicit DecoderLayer(const ModelConfig& c);
+  explicit DecoderLayer(const ModelConfig& c, int64_t layer = 0);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& mask, AttentionCache* cache = nullptr, int64_t layer = 0);
   torch::Tensor forward_varlen(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,

@@ -157,8 +157,10 @@ class VERL_API PagedKVCache : public model::AttentionCache {
   // Copies whole blocks src -> dst in every layer (copy-on-write).
   void copy_blocks(const std::vector<std::pair<int64_t, int64_t>>& copies);
 
+  // With `sliding_window` > 0, query t of row i sees positions (positions[i, t] - sliding_window, positions[i, t]]
+  // only, in every path (kernel, packed prefill, gathered under `mask`).
   torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
-                       const torch::Tensor& mask) override;
+                       const torch::Tensor& mask, int64_t sliding_window) override;
 
   const torch::Tensor& keys(int64_t layer) const { return k_.at(layer); }
   const torch::Tensor& values(int64_t layer) const { return v_.at(layer); }

@@ -24,7 +24,8 @@ namespace verl::kernels::aten {
 // PagedKVCache zero-fills its pools wherever this path can run.
 VERL_API torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& k_pool,
                                        const torch::Tensor& v_pool, const torch::Tensor& block_tables,
-                                       const torch::Tensor& positions, double scale, bool allow_simd);
+                                       const torch::Tensor& positions, double scale, bool allow_simd,
+                                       int64_t sliding_window);
 
 // One index_copy_ of the new tokens into their slots.
 VERL_API void kv_cache_write(torch::Tensor& pool, const torch::Tensor& slots, const torch::Tensor& x);

@@ -12,7 +12,7 @@ namespace verl::kernels::aten {
 
 torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& k_pool, const torch::Tensor& v_pool,
                               const torch::Tensor& block_tables, const torch::Tensor& positions, double scale,
-                              bool /*allow_simd: the CPU kernel's switch*/) {
+                              bool /*allow_simd: the CPU kernel's switch*/, int64_t sliding_window) {
   VERL_CHECK(q.dim() == 4 && k_pool.dim() == 4 && k_pool.sizes() == v_pool.sizes(),
              "paged_attention: q (bs, heads, q, d) and pools (blocks, block_size, kv_heads, d) expected");
   VERL_CHECK(q.scalar_type() == k_pool.scalar_type() && k_pool.scalar_type() == v_pool.scalar_type(),
@@ -30,7 +30,9 @@ torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& k_poo
   const torch::Tensor k = k_pool.index_select(0, flat).view({bs, ctx, kv_heads, d}).transpose(1, 2);
   const torch::Tensor v = v_pool.index_select(0, flat).view({bs, ctx, kv_heads, d}).transpose(1, 2);
   // Query t of row i sees context slots 0..positions[i, t]; as query rows (group, q) per kv head.
-  const torch::Tensor visible = torch::arange(ctx, pos.options()).view({1, 1, ctx}) <= pos.unsqueeze(-1);  // (bs, q, ctx)
+  const torch::Tensor slot = torch::arange(ctx, pos.options()).view({1, 1, ctx});
+  torch::Tensor visible = slot <= pos.unsqueeze(-1);  // (bs, q, ctx)
+  if (sliding_window > 0) visible = visible.logical_and(slot > pos.unsqueeze(-1) - sliding_window);
   const torch::Tensor mask = visible.unsqueeze(1).expand({bs, group, q_len, ctx}).reshape({bs, 1, group * q_len, ctx});
   const torch::Tensor qg = q.reshape({bs, kv_heads, group * q_len, d});
   const torch::Tensor out = at::scaled_dot_product_attention(qg, k, v, mask, 0.0, false, scale);

@@ -38,6 +38,7 @@ struct PagedArgs {
   scalar_t* out;             // (bs, q, heads, d)
   int64_t q_len, heads, kv_heads, group, d, block_size, max_blocks;
   double scale;
+  int64_t sliding_window;  // 0: every position up to the query's; else the last sliding_window of them
 
   int64_t token_stride() const { return kv_heads * d; }  // between consecutive slots of a block
 };
@@ -50,7 +51,10 @@ void paged_items_generic(const PagedArgs<scalar_t>& a, int64_t begin, int64_t en
   std::vector<acc_t> scores, acc(group * d), qv(group * d), kbuf(d), vbuf(d), inv(group);
   for (int64_t item = begin; item < end; ++item) {
     const int64_t t = item % a.q_len, kvh = (item / a.q_len) % a.kv_heads, i = item / (a.q_len * a.kv_heads);
-    const int64_t len = std::min(a.positions[i * a.q_len + t] + 1, a.max_blocks * block_size);
+    const int64_t end_pos = std::min(a.positions[i * a.q_len + t] + 1, a.max_blocks * block_size);
+    // The keys [first, end_pos): a sliding window drops the older ones.
+    const int64_t first = a.sliding_window > 0 ? std::max<int64_t>(0, end_pos - a.sliding_window) : 0;
+    const int64_t len = end_pos - first;
     for (int64_t g = 0; g < group; ++g) {
       const scalar_t* qrow = a.q + i * a.qs0 + (kvh * group + g) * a.qs1 + t * a.qs2;
       for (int64_t c = 0; c < d; ++c)
@@ -58,7 +62,8 @@ void paged_items_generic(const PagedArgs<scalar_t>& a, int64_t begin, int64_t en
     }
     scores.resize(group * len);
     const int64_t* table = a.tables + i * a.max_blocks;
-    auto row_of = [&](const scalar_t* pool, int64_t j, std::vector<acc_t>& buf) -> const acc_t* {
+    auto row_of = [&](const scalar_t* pool, int64_t key, std::vector<acc_t>& buf) -> const acc_t* {
+      const int64_t j = first + key;  // the key's position in the row
       const scalar_t* r = pool + (table[j / block_size] * block_size + j % block_size) * token_stride + kvh * d;
       if constexpr (std::is_same_v<scalar_t, acc_t>) {
         return reinterpret_cast<const acc_t*>(r);  // same type: no conversion
@@ -326,7 +331,7 @@ bool run_simd(const PagedArgs<scalar_t>& a, int64_t rows) {
 
 torch::Tensor paged_attention(const torch::Tensor& q_in, const torch::Tensor& k_pool, const torch::Tensor& v_pool,
                                   const torch::Tensor& block_tables_in, const torch::Tensor& positions_in,
-                                  double scale, bool allow_simd) {
+                                  double scale, bool allow_simd, int64_t sliding_window) {
   VERL_CHECK(q_in.device().is_cpu() && k_pool.device().is_cpu() && v_pool.device().is_cpu(),
              "paged_attention_cpu: q and the pools must all be CPU tensors");
   VERL_CHECK(q_in.dim() == 4 && k_pool.dim() == 4 && k_pool.sizes() == v_pool.sizes(),
@@ -352,8 +357,9 @@ torch::Tensor paged_attention(const torch::Tensor& q_in, const torch::Tensor& k_
     PagedArgs<scalar_t> a{q.data_ptr<scalar_t>(), q.stride(0), q.stride(1), q.stride(2), q.stride(3),
                           k_pool.data_ptr<scalar_t>(), v_pool.data_ptr<scalar_t>(), tables.data_ptr<int64_t>(),
                           positions.data_ptr<int64_t>(), out.data_ptr<scalar_t>(), q_len, heads, kv_heads,
-                          heads / kv_heads, d, block_size, max_blocks, scale};
-    if (allow_simd && run_simd(a, bs * q_len)) return;
+                          heads / kv_heads, d, block_size, max_blocks, scale, sliding_window};
+    // The AVX2 kernel reads whole contexts; a sliding window runs the portable loop, which starts at the window.
+    if (allow_simd && sliding_window == 0 && run_simd(a, bs * q_len)) return;
     at::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) { paged_items_generic(a, begin, end); });
   });
   return out.permute({0, 2, 1, 3});

@@ -3,6 +3,7 @@
 #include <torch/library.h>
 #include <torch/torch.h>
 
+#include "kernels/aten/compositions.h"
 #include "kernels/cuda/dtype.h"
 
 namespace verl::kernels::cuda {
@@ -10,7 +11,11 @@ namespace {
 
 torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& k_pool, const torch::Tensor& v_pool,
                               const torch::Tensor& block_tables, const torch::Tensor& positions, double scale,
-                              bool /*allow_simd: the CPU kernel's switch*/) {
+                              bool allow_simd, int64_t sliding_window) {
+  // The CUDA kernels read whole contexts: a sliding window runs the ATen composition (a masked SDPA over the
+  // gathered blocks; PagedKVCache zero-fills its CUDA pools, which that path needs).
+  if (sliding_window > 0)
+    return aten::paged_attention(q, k_pool, v_pool, block_tables, positions, scale, allow_simd, sliding_window);
   VERL_CHECK(q.dim() == 4 && k_pool.dim() == 4 && k_pool.sizes() == v_pool.sizes(),
              "paged_attention: q (bs, heads, q, d) and pools (blocks, block_size, kv_heads, d) expected");
   VERL_CHECK(k_pool.is_contiguous() && v_pool.is_contiguous(), "paged_attention: pools must be contiguous");
