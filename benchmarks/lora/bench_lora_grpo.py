@@ -9,6 +9,9 @@ architecture, 30 layers, hidden 576, vocab 49,152, tied embeddings). Each config
 other in one run:
 
     verl-lora        verl-cpp, actor_rollout_ref.model.lora_rank=32 lora_alpha=64 target_modules=all-linear, fp32
+    verl-lora-merge  verl-lora with actor_rollout_ref.model.lora.merge=true (verl's key): the rollout generates from
+                     a copy with the adapters folded in, refreshed at every hand-over (faster sampling, one more copy
+                     of the weights); verl-lora, the default, generates with the adapters unmerged
     verl-full        verl-cpp, full fine-tuning, fp32
     trl-lora         TRL GRPOTrainer + peft.LoraConfig(r=32, lora_alpha=64, target_modules="all-linear"), fp32
     trl-full         TRL GRPOTrainer, full fine-tuning, fp32 (not run by default: --configs ... trl-full)
@@ -64,6 +67,8 @@ SHAPES = dict(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hid
 
 CONFIGS = {
     "verl-lora": {"side": "verl", "lora": True, "dtype": "float32", "label": "verl-cpp LoRA r=32 (fp32)"},
+    "verl-lora-merge": {"side": "verl", "lora": True, "dtype": "float32", "merge": True,
+                        "label": "verl-cpp LoRA r=32, merged rollout (fp32)"},
     "verl-full": {"side": "verl", "lora": False, "dtype": "float32", "label": "verl-cpp full FT (fp32)"},
     "trl-lora": {"side": "trl", "lora": True, "dtype": "float32", "label": "TRL + PEFT LoRA r=32 (fp32)"},
     "trl-full": {"side": "trl", "lora": False, "dtype": "float32", "label": "TRL full FT (fp32)"},
@@ -71,7 +76,7 @@ CONFIGS = {
                        "label": "verl-cpp LoRA r=32 (default dtype auto)"},
 }
 #: run order: the two configurations of the main target next to each other
-DEFAULT_CONFIGS = ["verl-lora", "trl-lora", "verl-full", "verl-lora-auto"]
+DEFAULT_CONFIGS = ["verl-lora", "trl-lora", "verl-lora-merge", "verl-full", "verl-lora-auto"]
 STEP_TARGET = 2.0  # TRL-LoRA / verl-cpp-LoRA step time, from the issue
 
 QUESTIONS = [
@@ -118,65 +123,107 @@ def make_spec(args, config: str, checkpoint: str, texts: list[str]) -> dict:
         spec.update(lora_rank=args.rank, lora_alpha=args.alpha, target_modules="all-linear")
     if c["side"] == "verl":
         spec["compute_dtypes"] = [c["dtype"]]
+        if c.get("merge"):  # verl's key: the rollout generates from a merged copy, refreshed at every hand-over
+            spec["verl_overrides"] = ["actor_rollout_ref.model.lora.merge=true"]
     return spec
 
 
-def run_config(config: str, spec: dict, python: str, workdir: str) -> dict:
-    """One configuration in its own process (grpo_sides.py), its per-step lines streamed to the console."""
+def _busy_ticks(pid: int) -> tuple[int, int]:
+    """(all CPUs' busy clock ticks since boot, process ``pid``'s user + system ticks, all its threads; 0 once it
+    is gone)."""
+    with open("/proc/stat", encoding="utf-8") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    busy = sum(fields) - fields[3] - (fields[4] if len(fields) > 4 else 0)  # less idle and iowait
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            own = f.read().rsplit(")", 1)[1].split()
+        mine = int(own[11]) + int(own[12])  # utime, stime (fields 14 and 15 of proc(5))
+    except (OSError, IndexError, ValueError):
+        mine = 0
+    return busy, mine
+
+
+def others_cpu_share(before: tuple[float, int, int], after: tuple[float, int, int], cores: int) -> float:
+    """The share of the machine's CPU time that processes other than the measured one used between two readings
+    (time, busy ticks, the process's ticks): 0 on a quiet machine, 0.5 when a neighbour kept one of 2 cores busy."""
+    hz = os.sysconf("SC_CLK_TCK")
+    seconds = after[0] - before[0]
+    if seconds <= 0:
+        return 0.0
+    others = (after[1] - before[1]) - (after[2] - before[2])
+    return max(0.0, others / hz / seconds / cores)
+
+
+def run_config(config: str, spec: dict, python: str, workdir: str, tag: str | None = None) -> dict:
+    """One configuration in its own process (grpo_sides.py), its per-step lines streamed to the console. Each
+    step's record gets ``others_cpu``: the share of the CPUs the rest of the machine used during that step (between
+    its line and the one before it; the first step's window starts at the process's start)."""
     side = CONFIGS[config]["side"]
-    spec_path = os.path.join(workdir, f"{config}.spec.json")
-    out_path = os.path.join(workdir, f"{config}.out.json")
+    tag = tag or config
+    spec_path = os.path.join(workdir, f"{tag}.spec.json")
+    out_path = os.path.join(workdir, f"{tag}.out.json")
     with open(spec_path, "w", encoding="utf-8") as f:
         json.dump(spec, f)
     env = dict(os.environ, OMP_NUM_THREADS=str(spec["threads"]), TOKENIZERS_PARALLELISM="false",
                PYTHONWARNINGS="ignore", PYTHONUNBUFFERED="1")
+    cores = os.cpu_count() or 1
     load_before = load_average()
     t0 = time.perf_counter()
     tail: collections.deque = collections.deque(maxlen=60)
+    shares = []
     with subprocess.Popen([python, os.path.join(BENCH, "grpo_step", "grpo_sides.py"), side, spec_path, out_path],
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        reading = (time.perf_counter(), *_busy_ticks(proc.pid))
         for line in proc.stdout:
             tail.append(line)
             if line.startswith(("[verl-cpp", "[TRL]")):
-                print(f"  {config}: {line.strip()}", flush=True)
+                now = (time.perf_counter(), *_busy_ticks(proc.pid))
+                shares.append(others_cpu_share(reading, now, cores))
+                reading = now
+                print(f"  {tag}: {line.strip()} (others used {100 * shares[-1]:.0f}% of the CPUs)", flush=True)
     if proc.returncode != 0:
-        raise RuntimeError(f"{config} failed (exit {proc.returncode}):\n{''.join(tail)}")
+        raise RuntimeError(f"{tag} failed (exit {proc.returncode}):\n{''.join(tail)}")
     with open(out_path, encoding="utf-8") as f:
         result = json.load(f)
+    for step, share in zip(result["steps"], shares):
+        step["others_cpu"] = share
     result["wall_s"] = time.perf_counter() - t0
     result["load_before"], result["load_after"] = load_before, load_average()
-    print(f"  {config}: done in {result['wall_s']:.0f} s (load average {load_before} -> {result['load_after']})",
+    print(f"  {tag}: done in {result['wall_s']:.0f} s (load average {load_before} -> {result['load_after']})",
           flush=True)
     return result
 
 
-def summarize_config(result: dict, spec: dict, prompt_tokens: list[int]) -> dict:
-    """Medians (min-max) over the measured steps: step time, phases, generated tokens (counted from the side's own
-    records), tokens/s, peak RSS, trainable parameters and AdamW state."""
+def summarize_config(results: list[dict], spec: dict, prompt_tokens: list[int]) -> dict:
+    """Medians (min-max) over the measured steps of every round (each round's process: ``warmup`` steps, then the
+    measured ones): step time, phases, generated tokens (counted from the side's own records), tokens/s, the other
+    processes' CPU share, the highest peak RSS of the rounds, trainable parameters and AdamW state."""
     P, n = spec["prompts_per_step"], spec["n"]
-    if result["prompt_tokens"] != prompt_tokens[:len(result["prompt_tokens"])]:
-        raise RuntimeError(f"{result['side']}: prompt token counts {result['prompt_tokens']} differ from the checked "
-                           f"ids' {prompt_tokens}")
-    measured = result["steps"][spec["warmup"]:]
-    first = spec["warmup"]
-    phases, generated = [], []
-    for k, s in enumerate(measured, start=first):
-        phases.append(common.phase_split(s["step_s"], s["generation_s"], s["log_prob_s"], s["update_s"]))
-        # the step's P prompts, each n times (both sides keep the prompts in order, n samples each)
-        generated.append(sum(s["seqlens"]) - n * sum(prompt_tokens[k * P:(k + 1) * P]))
+    phases, generated, others = [], [], []
+    for result in results:
+        if result["prompt_tokens"] != prompt_tokens[:len(result["prompt_tokens"])]:
+            raise RuntimeError(f"{result['side']}: prompt token counts {result['prompt_tokens']} differ from the "
+                               f"checked ids' {prompt_tokens}")
+        for k, s in enumerate(result["steps"]):
+            if k < spec["warmup"]:
+                continue
+            phases.append(common.phase_split(s["step_s"], s["generation_s"], s["log_prob_s"], s["update_s"]))
+            # the step's P prompts, each n times (both sides keep the prompts in order, n samples each)
+            generated.append(sum(s["seqlens"]) - n * sum(prompt_tokens[k * P:(k + 1) * P]))
+            others.append(s.get("others_cpu", 0.0))
     out = {name: common.summarize([p[name] for p in phases]) for name in common.PHASES + ("step",)}
     out["generated_tokens"] = common.summarize(generated)
     out["full_length"] = all(g == P * n * spec["max_tokens"] for g in generated)
     out["tokens_per_s"] = common.summarize([g / p["step"] for g, p in zip(generated, phases)])
     out["generation_tokens_per_s"] = common.summarize([g / p["generation"] for g, p in zip(generated, phases)])
-    out["train_flops"] = common.verl_flops(SHAPES, measured[0]["seqlens"])
-    out["peak_rss_mb"] = result["peak_rss_mb"]
-    out["trainable_params"] = result.get("trainable_params")
-    out["optimizer_state_bytes"] = result.get("optimizer_state_bytes")
-    out["reward_mean"] = [s["reward_mean"] for s in result["steps"]]
-    out["load"] = [result["load_before"], result["load_after"]]
-    out["wall_s"] = result["wall_s"]
-    out["steps"] = [{k: v for k, v in s.items() if k != "seqlens"} for s in result["steps"]]
+    out["others_cpu"] = common.summarize(others)
+    out["peak_rss_mb"] = max(r["peak_rss_mb"] for r in results)
+    out["trainable_params"] = results[0].get("trainable_params")
+    out["optimizer_state_bytes"] = results[0].get("optimizer_state_bytes")
+    out["reward_mean"] = [[s["reward_mean"] for s in r["steps"]] for r in results]
+    out["load"] = [results[0]["load_before"], results[-1]["load_after"]]
+    out["wall_s"] = sum(r["wall_s"] for r in results)
+    out["rounds"] = [[{k: v for k, v in s.items() if k != "seqlens"} for s in r["steps"]] for r in results]
     return out
 
 
@@ -190,6 +237,10 @@ def ratios(rows: dict) -> dict:
         out["rss_verl_lora_over_trl_lora"] = rows["verl-lora"]["peak_rss_mb"] / rows["trl-lora"]["peak_rss_mb"]
         out["step_met"] = out["trl_lora_over_verl_lora"]["step"] >= STEP_TARGET
         out["rss_met"] = rows["verl-lora"]["peak_rss_mb"] <= rows["trl-lora"]["peak_rss_mb"]
+    if "verl-lora-merge" in rows and "trl-lora" in rows:
+        out["trl_lora_over_verl_lora_merge"] = {k: med("trl-lora", k) / med("verl-lora-merge", k) for k in
+                                                ("step", "generation", "update")}
+        out["rss_verl_lora_merge_over_trl_lora"] = rows["verl-lora-merge"]["peak_rss_mb"] / rows["trl-lora"]["peak_rss_mb"]
     if "verl-lora" in rows and "verl-full" in rows:
         out["verl_full_over_verl_lora"] = {k: med("verl-full", k) / med("verl-lora", k) for k in
                                            ("step", "generation", "update")}
@@ -210,6 +261,16 @@ def ratios(rows: dict) -> dict:
 
 def _mmm(s: dict, fmt: str = "{:.2f}") -> str:
     return f"{fmt.format(s['median'])} ({fmt.format(s['min'])}-{fmt.format(s['max'])})"
+
+
+def _rounds(w: dict) -> str:
+    rounds = w.get("rounds", 1)
+    return "" if rounds == 1 else f"{rounds} rounds round-robin (the measured steps of all pooled), "
+
+
+def _others(row: dict) -> str:
+    o = row.get("others_cpu")
+    return "-" if o is None else f"{100 * o['median']:.0f} ({100 * o['min']:.0f}-{100 * o['max']:.0f})"
 
 
 def _omp(env: dict) -> str:
@@ -243,17 +304,21 @@ def report(results: dict) -> str:
              f"{w['max_tokens']} new tokens per step (EOS ignored on both sides: every sample is exactly "
              f"{w['max_tokens']} tokens, counted from each side's records), prompts of {w['prompt_tokens_min']}-"
              f"{w['prompt_tokens_max']} tokens (chat-rendered questions, the same ids on both sides), {w['warmup']} "
-             f"warm-up + {w['steps']} measured steps, micro-batches of {w['micro_batch']}, LoRA r = {w['rank']}, "
+             f"warm-up + {w['steps']} measured steps per process, {_rounds(w)}micro-batches of {w['micro_batch']}, "
+             f"LoRA r = {w['rank']}, "
              f"alpha = {w['alpha']} on all linears of the decoder (q/k/v/o/gate/up/down, 30 layers; lm_head is "
              f"not adapted on either side), lr {w['lora_lr']:g} (LoRA) / {w['lr']:g} (full), fp32 unless said. "
              "GRPO, temperature 1, beta = 0, clip 0.2, one update per batch, token-mean loss (TRL "
              "`loss_type=\"dapo\"`). Each configuration is its own process, run one after the other.", "",
+             "Others' CPU = the share of the machine's CPU time that processes other than the measured one used "
+             "during its measured steps (from /proc/stat less the process's own ticks; 50% = a neighbour kept one of "
+             "2 cores busy): the contention each number was measured under.", "",
              "Phases (benchmarks/grpo_step/grpo_sides.py): generation = sampling; update = loss forward + backward + "
              "optimizer (TRL: the step minus `_generate_and_score_completions`); other = reward, advantages, "
              "batching. Neither side runs a separate old-log-prob pass (on-policy: both reuse the update's forward). "
              "Seconds, median (min-max) over the measured steps.", "",
              "| configuration | step s | generation s | update s | other s | generated tok/s (step) | "
-             "peak RSS MB | trainable params | AdamW state MB | load avg before -> after |",
+             "peak RSS MB | trainable params | AdamW state MB | others' CPU % |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, row in rows.items():
         opt = row.get("optimizer_state_bytes")
@@ -262,7 +327,7 @@ def report(results: dict) -> str:
             f"| {CONFIGS[name]['label']} | {_mmm(row['step'])} | {_mmm(row['generation'])} | {_mmm(row['update'])} | "
             f"{_mmm(row['other'])} | {_mmm(row['tokens_per_s'], '{:.0f}')} | {row['peak_rss_mb']:.0f} | "
             f"{'-' if params is None else f'{params / 1e6:.2f}M'} | "
-            f"{'-' if opt is None else f'{opt / 2**20:.0f}'} | {row['load'][0]} -> {row['load'][1]} |")
+            f"{'-' if opt is None else f'{opt / 2**20:.0f}'} | {_others(row)} |")
     short = [name for name, row in rows.items() if not row["full_length"]]
     lines += ["", ("Every configuration generated exactly P x n x max_tokens tokens per step." if not short else
                    f"NOT full length (EOS ended samples early, the workloads differ): {', '.join(short)}."), ""]
@@ -279,6 +344,10 @@ def report(results: dict) -> str:
         lines.append(f"| peak RSS verl-cpp LoRA / TRL LoRA | | | | **{r['rss_verl_lora_over_trl_lora']:.2f}x** "
                      f"({rows['verl-lora']['peak_rss_mb']:.0f} vs {rows['trl-lora']['peak_rss_mb']:.0f} MB) | <= 1x | "
                      f"{_met(r['rss_met'])} |")
+    if "trl_lora_over_verl_lora_merge" in r:
+        t = r["trl_lora_over_verl_lora_merge"]
+        lines.append(f"| TRL LoRA / verl-cpp LoRA with lora.merge=true | {fmt(t['step'])} | {fmt(t['generation'])} | "
+                     f"{fmt(t['update'])} | {r['rss_verl_lora_merge_over_trl_lora']:.2f}x | reported | |")
     if "verl_full_over_verl_lora" in r:
         t = r["verl_full_over_verl_lora"]
         lines.append(f"| verl-cpp full FT / verl-cpp LoRA | {fmt(t['step'])} | {fmt(t['generation'])} | "
@@ -311,6 +380,9 @@ def targets(results: dict) -> list[dict]:
                                        r["trl_lora_over_verl_lora"]["step"], f">= {STEP_TARGET:g}x", r["step_met"]))
         out.append(results_json.target("peak RSS verl-cpp LoRA / TRL + PEFT LoRA, SmolLM2-135M",
                                        r["rss_verl_lora_over_trl_lora"], "<= 1x", r["rss_met"]))
+    if "trl_lora_over_verl_lora_merge" in r:
+        out.append(results_json.target(f"GRPO step speedup vs TRL + PEFT, LoRA with lora.merge=true ({work})",
+                                       r["trl_lora_over_verl_lora_merge"]["step"], "reported", None))
     if "verl_full_over_verl_lora" in r:
         out.append(results_json.target("GRPO step time full FT / LoRA (verl-cpp, SmolLM2-135M)",
                                        r["verl_full_over_verl_lora"]["step"], "reported", None))
@@ -350,7 +422,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=128, help="new tokens per sample (EOS ignored)")
     ap.add_argument("--micro-batch", type=int, default=16, help="sequences per forward/backward micro-batch")
     ap.add_argument("--warmup", type=int, default=1)
-    ap.add_argument("--steps", type=int, default=3, help="measured steps per configuration")
+    ap.add_argument("--steps", type=int, default=3, help="measured steps per configuration (and round)")
+    ap.add_argument("--rounds", type=int, default=1, help="run the configurations round-robin this many times, "
+                    "each run a fresh process with its warm-up; the measured steps of all rounds are pooled (on a "
+                    "shared machine, so that a neighbour's load touches every configuration alike)")
     ap.add_argument("--rank", type=int, default=32, help="LoRA rank on both sides")
     ap.add_argument("--alpha", type=int, default=64, help="LoRA alpha on both sides")
     ap.add_argument("--lr", type=float, default=1e-6, help="AdamW lr of full fine-tuning (both sides)")
@@ -399,13 +474,14 @@ def main(argv: list[str] | None = None) -> int:
     texts = prompt_texts(checkpoint, (args.warmup + args.steps) * args.prompts)
     prompt_tokens = check_same_prompt_ids(checkpoint, texts)
     workload = dict(prompts_per_step=args.prompts, n=args.n, max_tokens=args.max_tokens, warmup=args.warmup,
-                    steps=args.steps, micro_batch=min(args.micro_batch, args.prompts * args.n), rank=args.rank,
+                    steps=args.steps, rounds=args.rounds, micro_batch=min(args.micro_batch, args.prompts * args.n), rank=args.rank,
                     alpha=args.alpha, lr=args.lr, lora_lr=args.lora_lr, threads=args.threads,
                     prompt_tokens_min=min(prompt_tokens), prompt_tokens_max=max(prompt_tokens))
     print(f"{MODEL} ({checkpoint}); {env['cpu']}, {args.threads} threads, load average {env['load_start']}; "
           f"torch.mm peak fp32 {peaks['float32'] / 1e9:.0f} GFLOP/s, bf16 {peaks['bfloat16'] / 1e9:.0f} GFLOP/s", flush=True)
     print(f"workload: {args.prompts} prompts x {args.n} x {args.max_tokens} tokens (prompts {min(prompt_tokens)}-"
-          f"{max(prompt_tokens)} tokens), {args.warmup} warm-up + {args.steps} measured steps, micro-batch "
+          f"{max(prompt_tokens)} tokens), {args.warmup} warm-up + {args.steps} measured steps x {args.rounds} "
+          f"round(s), micro-batch "
           f"{workload['micro_batch']}, LoRA r={args.rank} alpha={args.alpha} all-linear; configurations: "
           f"{' '.join(args.configs)}", flush=True)
 
@@ -415,12 +491,15 @@ def main(argv: list[str] | None = None) -> int:
         tmp = tempfile.TemporaryDirectory(prefix="lora-grpo-bench-")
         workdir = tmp.name
     os.makedirs(workdir, exist_ok=True)
-    rows = {}
-    for config in args.configs:
-        print(f"{config}: {CONFIGS[config]['label']}", flush=True)
-        spec = make_spec(args, config, checkpoint, texts)
-        rows[config] = summarize_config(run_config(config, spec, python[CONFIGS[config]["side"]], workdir), spec,
-                                        prompt_tokens)
+    specs = {config: make_spec(args, config, checkpoint, texts) for config in args.configs}
+    runs: dict[str, list] = {config: [] for config in args.configs}
+    for r in range(args.rounds):  # round-robin: a neighbour that comes and goes touches every configuration alike
+        for config in args.configs:
+            print(f"{config}: {CONFIGS[config]['label']}" + (f", round {r + 1}/{args.rounds}" if args.rounds > 1
+                                                             else ""), flush=True)
+            runs[config].append(run_config(config, specs[config], python[CONFIGS[config]["side"]], workdir,
+                                           tag=f"{config}-r{r + 1}"))
+    rows = {config: summarize_config(runs[config], specs[config], prompt_tokens) for config in args.configs}
     env["load_end"] = load_average()
     results = {"environment": env, "peaks": peaks, "workload": workload, "command": command, "configs": rows,
                "ratios": ratios(rows), "seconds": time.perf_counter() - start,

@@ -40,7 +40,7 @@ def test_the_spec_keys_for_lora_and_real_models_leave_the_grpo_step_specs_alone(
 
 def test_the_configurations_differ_only_in_lora_dtype_and_lr():
     args = argparse.Namespace(
-        prompts=2, n=8, max_tokens=128, micro_batch=16, warmup=1, steps=3, lr=1e-6, lora_lr=1e-5, seed=0, threads=2,
+        prompts=2, n=8, max_tokens=128, micro_batch=16, warmup=1, steps=3, rounds=1, lr=1e-6, lora_lr=1e-5, seed=0, threads=2,
         rank=32, alpha=64)
     specs = {c: bench_lora_grpo.make_spec(args, c, "/ckpt", ["a", "b"]) for c in bench_lora_grpo.CONFIGS}
     common = {"checkpoint", "prompts", "prompts_per_step", "n", "max_tokens", "micro_batch", "warmup", "steps",
@@ -89,7 +89,8 @@ def _row(step, gen, rss, params=9_768_960):
     s = lambda v: {"median": v, "min": v, "max": v, "n": 3}  # noqa: E731
     return {"step": s(step), "generation": s(gen), "update": s(step - gen), "other": s(0.0), "log_prob": s(0.0),
             "tokens_per_s": s(2048 / step), "peak_rss_mb": rss, "trainable_params": params,
-            "optimizer_state_bytes": 8 * params, "full_length": True, "load": ["0.1", "0.2"]}
+            "optimizer_state_bytes": 8 * params, "full_length": True, "load": ["0.1", "0.2"],
+            "others_cpu": s(0.05)}
 
 
 @pytest.mark.parametrize("trl_step, trl_rss, step_met, rss_met", [(50.0, 6000.0, True, True),
@@ -116,3 +117,28 @@ def test_ratios_targets_and_report(trl_step, trl_rss, step_met, rss_met):
     assert f"**{trl_step / 20.0:.2f}x**" in text
     assert text.count("NOT MET") == (not step_met) + (not rss_met)
     assert "Every configuration generated exactly" in text
+
+
+def test_others_cpu_share_is_the_rest_of_the_machine():
+    hz = os.sysconf("SC_CLK_TCK")
+    # 2 s on 2 cores: the machine was busy 3 core-seconds, the measured process 2 of them -> others 1 of 4
+    assert bench_lora_grpo.others_cpu_share((10.0, 0, 0), (12.0, 3 * hz, 2 * hz), cores=2) == pytest.approx(0.25)
+    assert bench_lora_grpo.others_cpu_share((10.0, 0, 0), (12.0, 2 * hz, 2 * hz), cores=2) == 0.0
+    assert bench_lora_grpo.others_cpu_share((10.0, 5, 0), (10.0, 9, 0), cores=2) == 0.0  # no time elapsed
+    busy, mine = bench_lora_grpo._busy_ticks(os.getpid())
+    assert busy > 0 and 0 < mine <= busy
+    assert bench_lora_grpo._busy_ticks(2 ** 22 + 12345)[1] == 0  # a process that is gone
+
+
+def test_rounds_pool_their_measured_steps_and_keep_the_highest_rss():
+    spec = {"prompts_per_step": 1, "n": 2, "max_tokens": 3, "warmup": 1}
+    step = lambda t, others: {"step_s": t, "generation_s": t / 2, "log_prob_s": 0.0, "update_s": t / 2,  # noqa: E731
+                              "seqlens": [5 + 3, 5 + 3], "reward_mean": 0.5, "others_cpu": others}
+    result = lambda rss, *steps: {"side": "verl", "prompt_tokens": [5, 5], "peak_rss_mb": rss, "wall_s": 1.0,  # noqa: E731
+                                  "load_before": "a", "load_after": "b", "steps": list(steps),
+                                  "trainable_params": 7, "optimizer_state_bytes": 56}
+    row = bench_lora_grpo.summarize_config([result(100.0, step(99.0, 0.9), step(2.0, 0.1)),
+                                            result(120.0, step(98.0, 0.9), step(4.0, 0.3))], spec, [5, 5])
+    assert row["step"] == {"median": 3.0, "min": 2.0, "max": 4.0, "n": 2}  # each round's warm-up left out
+    assert row["others_cpu"]["median"] == pytest.approx(0.2)
+    assert row["peak_rss_mb"] == 120.0 and row["full_length"] and row["generated_tokens"]["median"] == 6
