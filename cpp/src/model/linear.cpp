@@ -26,8 +26,14 @@ torch::Tensor Linear::forward(const torch::Tensor& x) {
   // transformers' bf16 numbers are made of.
   torch::Tensor y = torch::linear(x, weight, bias);
   if (lora_A.is_empty() || !adapter_enabled_) return y;
-  // PEFT: result = result + lora_B(lora_A(dropout(x))) * scaling (no dropout: verl's adapters have none).
-  return y + torch::linear(torch::linear(x, lora_A->weight), lora_B->weight) * scaling_;
+  // PEFT: result = result + lora_B(lora_A(dropout(x))) * scaling (no dropout: verl's adapters have none), with its
+  // roundings in every dtype -- the product, then its scaling, then the sum -- but the scaling and the sum in place:
+  // two (tokens, out) tensors instead of four. Autograd allows it: neither linear's backward reads its output, and the
+  // scaling's backward reads only the scalar. (One addmm with alpha = scaling would round once in bf16: other numbers
+  // than PEFT's, which verl-cpp keeps.)
+  torch::Tensor delta = torch::linear(torch::linear(x, lora_A->weight), lora_B->weight);
+  delta.mul_(scaling_);
+  return y.add_(delta);
 }
 
 void Linear::add_adapter(int64_t rank, double scaling, const torch::Tensor& a_init) {

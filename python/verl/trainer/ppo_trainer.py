@@ -42,6 +42,7 @@ from .agent_rollout import AgentRollout, agent_rollout_enabled, check_agent_roll
 from .batch_defaults import fill_batch_defaults
 from .checkpointing import (CheckpointDirectory, read_json, restore_lora_adapter, save_lora_adapter, tokenizer_dir,
                             write_json)
+from .peft_config import peft_lora_settings
 from .ppo.metric_utils import validation_metric_dict
 from .ppo.reward import compute_reward, get_custom_reward_fn_path, load_reward_manager, reward_max_concurrent
 from .rl_config import RLConfig
@@ -185,6 +186,8 @@ class PPOTrainer:
             any form ``reward_fn`` takes, or a sequence classifier (a ``verl.models`` ValueModel or its checkpoint
             directory) scored as the reward model worker scores. ``cost_critic_model``: the cost critic's value model
             (default: the actor's backbone with a new value head, as the critic).
+        peft_config: a ``peft.LoraConfig`` (TRL's ``peft_config=``): LoRA on the actor, its fields on verl's
+            ``actor_rollout_ref.model.lora_*`` keys over the config's (``verl.trainer.peft_config``).
         tools: tools the agent loops may call (``actor_rollout_ref.rollout.multi_turn.enable``): plain Python functions
             (their signature and docstring are the schema) or ``verl.tools.BaseTool`` objects, besides those of
             ``multi_turn.tool_config_path`` / ``function_tool_path``. With ``multi_turn.enable`` every generation
@@ -199,11 +202,14 @@ class PPOTrainer:
                  tokenizer: Any = None, *, model: Any = None, ref_model: Any = None, critic_model: Any = None,
                  val_reward_fn: Any = None, actor: Any = None, env: Any = None, rollout_batch_size: int | None = None,
                  num_epochs: int | None = None, cost_fn: Any = None, cost_model: Any = None,
-                 cost_critic_model: Any = None, tools: Any = None) -> None:
+                 cost_critic_model: Any = None, tools: Any = None, peft_config: Any = None) -> None:
         self.config = as_config(config)
         cfg = self.config
         for key, value in (("data.train_batch_size", rollout_batch_size), ("trainer.total_epochs", num_epochs)):
             if value is not None:
+                cfg[key] = value
+        if peft_config is not None:  # over the config's LoRA keys, as TRL's trainers take it over their args
+            for key, value in peft_lora_settings(peft_config).items():
                 cfg[key] = value
         cfg.validate()
         resolve_gguf_paths(cfg, MODEL_PATH_KEYS)

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..config import Config, load_config
 from ..errors import ConfigError
+from .peft_config import LORA_KEYS, peft_lora_settings
 from .tutorial_config import adv_estimator_of, is_tutorial_shape, translate
 
 __all__ = ["RLConfig", "SHORT_NAMES"]
@@ -102,6 +103,8 @@ SHORT_NAMES: dict[str, tuple[str, ...]] = {
     "target_modules": ("actor_rollout_ref.model.target_modules",),
     "exclude_modules": ("actor_rollout_ref.model.exclude_modules",),
     "lora_adapter_path": ("actor_rollout_ref.model.lora_adapter_path",),
+    # a peft.LoraConfig (TRL's peft_config=): its r / lora_alpha / target_modules / exclude_modules (peft_config.py)
+    "peft_config": tuple(LORA_KEYS.values()),
     # trainer
     "epochs": ("trainer.total_epochs",),
     "total_epochs": ("trainer.total_epochs",),
@@ -220,7 +223,15 @@ class RLConfig:
 
     @staticmethod
     def _apply_short_names(cfg: Config, values: Mapping[str, Any]) -> None:
+        if "peft_config" in values:
+            both = sorted(set(values) & {"lora_rank", "lora_alpha", "target_modules", "exclude_modules"})
+            if both and values["peft_config"] is not None:
+                raise ConfigError(f"RLConfig: peft_config and {', '.join(both)} both set the actor's LoRA; give one")
         for name, value in values.items():
+            if name == "peft_config":
+                for key, setting in (peft_lora_settings(value) if value is not None else {}).items():
+                    _set_tree(cfg, key, setting)
+                continue
             if name == "algorithm":  # the tutorials' names: "ppo" is GAE with a critic (adv_estimator= is verl's)
                 value = adv_estimator_of(value)
             for key in SHORT_NAMES[name]:
@@ -239,6 +250,8 @@ class RLConfig:
             raise AttributeError(f"RLConfig has no setting '{name}'{_suggest(name)}")
         if name in self.values:
             return self.values[name]
+        if name == "peft_config":  # a setting, not a key of the tree
+            return None
         return self.to_config()[SHORT_NAMES[name][0]]
 
     def __setattr__(self, name: str, value: Any) -> None:

@@ -34,7 +34,10 @@ _ROLLOUT = "actor_rollout_ref.rollout"
 #: ``model.<key>`` -> RLConfig short name or dotted verl key
 MODEL_KEYS = {"name_or_path": "model", "path": "model", "tokenizer_name_or_path": "tokenizer",
               "torch_dtype": f"{_ACTOR}.fsdp_config.model_dtype", "dtype": f"{_ACTOR}.fsdp_config.model_dtype",
-              "enable_gradient_checkpointing": "actor_rollout_ref.model.enable_gradient_checkpointing"}
+              "enable_gradient_checkpointing": "actor_rollout_ref.model.enable_gradient_checkpointing",
+              # LoRA (verl's keys; a top-level peft_config: mapping takes PEFT's field names instead)
+              "lora_rank": "lora_rank", "lora_alpha": "lora_alpha", "target_modules": "target_modules",
+              "exclude_modules": "exclude_modules", "lora_adapter_path": "lora_adapter_path"}
 
 #: ``algorithm.<name>.<key>`` -> short name / verl key (``beta`` is handled on its own: the KL loss coefficient,
 #: with the KL loss on when it is > 0, as TRL's GRPO ``beta``)
