@@ -15,7 +15,7 @@ STAMP     := $(VENV)/.verl-cpp-setup
 # when verl is imported: python/verl/__init__.py), while the C++ tests and pytest's process load torch before verl.
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: all setup build models wheel test test-cpp test-install test-python test-fuzz fuzz fuzz-build test-asan demo bench bench-core-algos bench-rollout bench-model bench-grpo-step bench-dpo clean
+.PHONY: all setup build models wheel test test-cpp test-install test-python test-fuzz fuzz fuzz-build test-asan demo demo-arith bench bench-core-algos bench-rollout bench-model bench-grpo-step bench-dpo clean
 
 all: build
 
@@ -128,10 +128,15 @@ test-compat: setup
 	COMPAT_VENV=$(COMPAT_VENV) COMPAT_TORCH=$(COMPAT_TORCH) PYTHON=$(PYTHON) bash tools/setup_compat_venv.sh
 	JOBS=$(JOBS) bash tools/test_alt_build.sh $(COMPAT_VENV)/bin/python $(COMPAT_DIR)
 
-# SFT warm start + GRPO on the arithmetic task (examples/arith/demo.py); writes build/demo/.
+# The main job: GRPO through verl's CLI on a real instruct model, SmolLM2-135M-Instruct, on held-out mental arithmetic
+# (examples/smollm2_arith/run.py; ~10 min on 2 shared cores, the model is prepared on first use); writes build/demo/.
+# demo-arith: the tiny-model demo, SFT warm start + GRPO on the arithmetic task (examples/arith/demo.py, ~2 min).
 DEMO_ARGS ?=
 demo: build
-	$(PY) examples/arith/demo.py --workdir build/demo $(DEMO_ARGS)
+	$(PY) examples/smollm2_arith/run.py --workdir build/demo $(DEMO_ARGS)
+
+demo-arith: build
+	$(PY) examples/arith/demo.py --workdir build/demo-arith $(DEMO_ARGS)
 
 # Every benchmark below, rolled up into benchmarks/RESULTS.md (benchmarks/bench_all.py; < 1 h on 2 cores).
 BENCH_ALL_ARGS ?=

@@ -10,7 +10,7 @@ The SFT demonstrations can come from an imperfect teacher: ``teacher_period_rate
 with a period ("85."), which the exact-answer score rejects, the way distilled data carry a teacher's
 formatting habits. ``sft_copies`` demonstrations per problem are drawn independently (deterministically
 from the seed), so imitation learns the habit as a probability rather than memorising it per problem.
-`make demo` uses this to show what RL with a verifiable reward adds on top of imitation.
+`make demo-arith` uses this to show what RL with a verifiable reward adds on top of imitation.
 """
 
 from __future__ import annotations

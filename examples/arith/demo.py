@@ -1,4 +1,4 @@
-"""`make demo`: SFT warm start, then GRPO, on the built-in arithmetic task, with a tiny Qwen2 model on the CPU.
+"""`make demo-arith`: SFT warm start, then GRPO, on the built-in arithmetic task, with a tiny Qwen2 model on the CPU.
 
 1. task   -- 4,000 training and 400 held-out problems "Compute a+b." / "Compute a-b." with operands 0..49
              (examples/arith/arith_task.py, verl's dataset schema, disjoint splits).

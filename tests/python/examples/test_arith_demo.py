@@ -1,4 +1,4 @@
-"""`make demo` end to end at toy size (examples/arith/demo.py): data, SFT warm start, GRPO with validation before and
+"""`make demo-arith` end to end at toy size (examples/arith/demo.py): data, SFT warm start, GRPO with validation before and
 after, the report and summary.json. The real run's numbers are in the README; here the pipeline must work."""
 
 from __future__ import annotations
