@@ -25,6 +25,18 @@ void SamplingParams::validate() const {
 
 namespace {
 
+// The window every decoder layer attends within (Mistral's and Phi-3's sliding_window on every layer), or 0 when
+// some layer sees the whole context: only then can a sequence's early blocks be given back (SchedulerConfig).
+int64_t window_of_every_layer(const model::ModelConfig& mc) {
+  int64_t window = 0;
+  for (int64_t layer = 0; layer < mc.num_hidden_layers; ++layer) {
+    const int64_t w = mc.sliding_window(layer);
+    if (w <= 0) return 0;
+    window = layer == 0 ? w : std::min(window, w);
+  }
+  return window;
+}
+
 uint64_t mix_seed(uint64_t a, uint64_t b) {
   uint64_t z = a * 0x9e3779b97f4a7c15ULL + b + 0x632be59bd9b4e019ULL;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -71,7 +83,7 @@ Engine::Engine(std::shared_ptr<model::CausalLM> model, EngineConfig config)
   runner_ = std::make_unique<detail::ModelRunner>(model_, config_, max_model_len_);
   const int64_t num_blocks = runner_->num_blocks();
   scheduler_ = std::make_unique<Scheduler>(SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens,
-                                                           config_.enable_prefix_caching},
+                                                           config_.enable_prefix_caching, window_of_every_layer(mc)},
                                            num_blocks, config_.block_size);
   async_scheduling_ = config_.async_scheduling.value_or(model_->device().type() != torch::kCPU &&
                                                         model_->tensor_parallel_size() == 1);

@@ -137,6 +137,7 @@ std::vector<int64_t> BlockManager::append_slots(std::vector<int64_t>& table, int
 
 void BlockManager::share(const std::vector<int64_t>& table) {
   for (int64_t b : table) {
+    if (b == 0) continue;  // released by a sliding window
     auto at = evictable_at_.find(b);
     if (at != evictable_at_.end()) {
       evictable_.erase(at->second);
@@ -147,8 +148,20 @@ void BlockManager::share(const std::vector<int64_t>& table) {
 }
 
 void BlockManager::release(std::vector<int64_t>& table) {
-  for (int64_t b : table) drop_reference(b);
+  for (int64_t b : table)
+    if (b != 0) drop_reference(b);  // 0: released by a sliding window already
   table.clear();
+}
+
+int64_t BlockManager::release_leading(std::vector<int64_t>& table, int64_t count) {
+  // Released entries form a prefix: walk back from the last one to release until one is released already.
+  int64_t released = 0;
+  for (int64_t i = std::min<int64_t>(count, static_cast<int64_t>(table.size())) - 1; i >= 0 && table[i] != 0; --i) {
+    drop_reference(table[i]);
+    table[i] = 0;
+    ++released;
+  }
+  return released;
 }
 
 // ---- PagedKVCache ----------------------------------------------------------------------------

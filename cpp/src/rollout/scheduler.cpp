@@ -20,6 +20,7 @@ const char* finish_reason_name(FinishReason r) {
 Scheduler::Scheduler(SchedulerConfig config, int64_t num_blocks, int64_t block_size)
     : config_(config), blocks_(num_blocks, block_size, config.enable_prefix_caching) {
   VERL_CHECK(config.max_num_seqs >= 1, "max_num_seqs must be >= 1, got ", config.max_num_seqs);
+  VERL_CHECK(config.sliding_window >= 0, "sliding_window must be >= 0, got ", config.sliding_window);
   VERL_CHECK(config.max_num_batched_tokens >= 1, "max_num_batched_tokens must be >= 1, got ",
              config.max_num_batched_tokens);
 }
@@ -53,6 +54,7 @@ ScheduleOutput Scheduler::schedule() {
   for (size_t i = 0; i < running_.size(); ++i) {
     Sequence* seq = running_[i];
     if (seq->num_pending() != 1 || seq->num_computed == 0) continue;
+    release_out_of_window(seq);
     bool self_preempted = false;
     while (blocks_.blocks_needed(seq->block_table, seq->num_computed, 1) > blocks_.num_free_blocks()) {
       Sequence* victim = running_.back();
@@ -145,6 +147,15 @@ void Scheduler::take_cached_prefix(Sequence* seq) {
     num_cached_tokens_ += bs;
     previous = key;
   }
+}
+
+void Scheduler::release_out_of_window(Sequence* seq) {
+  // Positions before num_computed - window are read by no later step: the next one reads num_computed - window + 1
+  // on, a step computed again (Engine::recompute_in_flight) num_computed - window. Block k holds positions
+  // [k * bs, (k + 1) * bs).
+  const int64_t keep_from = seq->num_computed - config_.sliding_window;
+  if (config_.sliding_window <= 0 || keep_from <= 0) return;
+  blocks_.release_leading(seq->block_table, keep_from / blocks_.block_size());
 }
 
 void Scheduler::remember_full_blocks(Sequence* seq) {

@@ -106,6 +106,78 @@ TEST_CASE("BlockManager: allocation, sharing, copy-on-write, release", "[rollout
   CHECK_THROWS_AS(BlockManager(1, 4), verl::InvalidArgument);
 }
 
+TEST_CASE("BlockManager: a sliding window releases a table's leading blocks, its entries the scratch block",
+          "[rollout]") {
+  BlockManager bm(8, 4);
+  std::vector<int64_t> a;
+  std::vector<std::pair<int64_t, int64_t>> copies;
+  bm.append_slots(a, 0, 14, copies);  // 4 blocks
+  std::vector<int64_t> b = a;
+  bm.share(b);
+  CHECK(bm.num_free_blocks() == 3);
+  CHECK(bm.release_leading(a, 2) == 2);
+  CHECK(a[0] == 0);
+  CHECK(a[1] == 0);
+  CHECK(bm.num_free_blocks() == 3);  // b still holds them
+  CHECK(bm.release_leading(a, 3) == 1);  // only the newly left block
+  CHECK(bm.release_leading(a, 3) == 0);
+  std::vector<int64_t> c = a;
+  bm.share(c);  // the scratch entries are not references
+  CHECK(bm.release_leading(b, 9) == 4);  // past the end: the whole table; a's first 3 blocks are free now
+  CHECK(bm.num_free_blocks() == 6);
+  bm.release(a);
+  bm.release(c);
+  CHECK(bm.num_free_blocks() == 7);
+}
+
+TEST_CASE("a window on every layer bounds each sequence's KV blocks; tokens as the full forward's", "[rollout]") {
+  // Mistral with a 5-token window on every layer: a sequence keeps the blocks of its last 6 positions (one more for a
+  // step computed again) plus the one it writes, whatever its length -- and generates what the full forward does.
+  verl::Json j = {{"model_type", "mistral"},        {"vocab_size", 61},          {"hidden_size", 32},
+                  {"intermediate_size", 48},        {"num_hidden_layers", 2},    {"num_attention_heads", 4},
+                  {"num_key_value_heads", 2},       {"rms_norm_eps", 1e-6},      {"rope_theta", 10000.0},
+                  {"max_position_embeddings", 128}, {"tie_word_embeddings", false}, {"sliding_window", 5}};
+  torch::manual_seed(3);
+  auto model = std::make_shared<CausalLM>(ModelConfig::from_json(j));
+  {
+    torch::NoGradGuard ng;
+    for (auto& p : model->parameters()) p.mul_(3.0);
+  }
+  model->to(torch::kDouble);
+  EngineConfig c = config();
+  c.block_size = 2;
+  Engine engine(model, c);
+  const std::vector<std::vector<int64_t>> ps = {{5, 9, 2}, {7, 1, 30, 4, 8, 11, 3, 2, 19}};
+  SamplingParams greedy;
+  greedy.temperature = 0.0;
+  greedy.max_tokens = 40;
+  greedy.ignore_eos = true;
+  auto outs = engine.generate(ps, {greedy});
+  // Each of the 2 rows holds at most ceil(6 / 2) + 1 = 4 blocks at a time (and its prompt's when it starts).
+  CHECK(engine.stats().peak_used_blocks <= 2 * 5 + 1);
+  CHECK(engine.stats().num_free_blocks == engine.stats().num_blocks);  // everything given back
+  torch::NoGradGuard ng;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    std::vector<int64_t> seq = ps[i];
+    std::vector<int64_t> expect;
+    for (int t = 0; t < 40; ++t) {
+      torch::Tensor ids = torch::tensor(seq, torch::kLong).unsqueeze(0);
+      const int64_t next = model->forward(ids).select(1, -1).argmax(-1).item<int64_t>();
+      expect.push_back(next);
+      seq.push_back(next);
+    }
+    CHECK(outs[i].outputs[0].token_ids == expect);
+  }
+  // Without a window on every layer nothing is released: the rows hold their whole contexts.
+  j["sliding_window"] = nullptr;
+  torch::manual_seed(3);
+  auto full = std::make_shared<CausalLM>(ModelConfig::from_json(j));
+  full->to(torch::kDouble);
+  Engine unbounded(full, c);
+  unbounded.generate(ps, {greedy});
+  CHECK(unbounded.stats().peak_used_blocks >= (3 + 40) / 2 + (9 + 40) / 2);
+}
+
 TEST_CASE("greedy decoding equals step-by-step full-forward argmax (mixed prompt lengths)", "[rollout]") {
   auto model = tiny_model(torch::kDouble);
   Engine engine(model, config());

@@ -19,7 +19,8 @@
 namespace verl::rollout {
 
 // Block bookkeeping, no tensors. Block 0 is a scratch block that is never handed out: padding
-// tokens write there and padding entries of block tables point there, so every index is valid.
+// tokens write there and padding entries of block tables point there, so every index is valid; so do the entries
+// of blocks a sliding window released (release_leading), which nothing reads again.
 // Blocks are shared by reference count (the n samples of a prompt hold the prompt's blocks);
 // a shared block is copied before it is written (copy-on-write).
 //
@@ -53,6 +54,9 @@ class VERL_API BlockManager {
   void share(const std::vector<int64_t>& table);
   // Drops this holder's references; blocks nobody holds return to the free list. Clears `table`.
   void release(std::vector<int64_t>& table);
+  // Drops this holder's references to table[0, count) -- blocks a sliding window has left behind -- and points
+  // those entries at the scratch block, so the table keeps its positions. Returns the blocks released now.
+  int64_t release_leading(std::vector<int64_t>& table, int64_t count);
 
   // Prefix caching (no-ops when it is off). The key of a full block: the key of the block before it (0 for the
   // first) and its block_size tokens.

@@ -61,6 +61,10 @@ struct VERL_API SchedulerConfig {
   int64_t max_num_batched_tokens = 2048;  // tokens computed per step (decodes + prefill chunks)
   // A new sequence starts from the cached blocks of its longest cached prefix (BlockManager's prefix caching).
   bool enable_prefix_caching = false;
+  // The window every layer of the model attends within (0: some layer sees the whole context). A running sequence
+  // then gives back the blocks wholly before its window (the next token at position p reads p - window + 1 on; one
+  // position more is kept for a step computed again), so its cache holds about the window, not the sequence.
+  int64_t sliding_window = 0;
 };
 
 struct VERL_API ScheduleOutput {
@@ -107,6 +111,8 @@ class VERL_API Scheduler {
   void take_cached_prefix(Sequence* seq);
   // Prefix caching: the sequence's newly completed full blocks are remembered.
   void remember_full_blocks(Sequence* seq);
+  // SchedulerConfig::sliding_window: the blocks the sequence's window has left behind go back to the pool.
+  void release_out_of_window(Sequence* seq);
 
   SchedulerConfig config_;
   BlockManager blocks_;
