@@ -45,6 +45,7 @@ import argparse
 import collections
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -223,8 +224,14 @@ def summarize_config(results: list[dict], spec: dict, prompt_tokens: list[int]) 
     out["reward_mean"] = [[s["reward_mean"] for s in r["steps"]] for r in results]
     out["load"] = [results[0]["load_before"], results[-1]["load_after"]]
     out["wall_s"] = sum(r["wall_s"] for r in results)
-    out["rounds"] = [[{k: v for k, v in s.items() if k != "seqlens"} for s in r["steps"]] for r in results]
+    out["rounds"] = [[dict({k: v for k, v in s.items() if k != "seqlens"}, measured=k >= spec["warmup"])
+                      for k, s in enumerate(r["steps"])] for r in results]
     return out
+
+
+def _round_step(steps: list[dict]) -> float:
+    """The median step time of one round's measured steps (its records carry ``measured``)."""
+    return statistics.median(s["step_s"] for s in steps if s.get("measured", True))
 
 
 def ratios(rows: dict) -> dict:
@@ -236,6 +243,10 @@ def ratios(rows: dict) -> dict:
                                           else None for k in ("step", "generation", "update")}
         out["rss_verl_lora_over_trl_lora"] = rows["verl-lora"]["peak_rss_mb"] / rows["trl-lora"]["peak_rss_mb"]
         out["step_met"] = out["trl_lora_over_verl_lora"]["step"] >= STEP_TARGET
+        # each round's pair alone (adjacent processes: under the same neighbour's load, when it comes and goes)
+        out["trl_lora_over_verl_lora_by_round"] = [
+            _round_step(t) / _round_step(v) for v, t in zip(rows["verl-lora"].get("rounds", []),
+                                                            rows["trl-lora"].get("rounds", []))]
         out["rss_met"] = rows["verl-lora"]["peak_rss_mb"] <= rows["trl-lora"]["peak_rss_mb"]
     if "verl-lora-merge" in rows and "trl-lora" in rows:
         out["trl_lora_over_verl_lora_merge"] = {k: med("trl-lora", k) / med("verl-lora-merge", k) for k in
@@ -341,6 +352,9 @@ def report(results: dict) -> str:
         t = r["trl_lora_over_verl_lora"]
         lines.append(f"| TRL LoRA / verl-cpp LoRA (time: higher = verl-cpp faster) | **{fmt(t['step'])}** | "
                      f"{fmt(t['generation'])} | {fmt(t['update'])} | | >= {STEP_TARGET:g}x | {_met(r['step_met'])} |")
+        if len(r.get("trl_lora_over_verl_lora_by_round", [])) > 1:
+            lines.append("| the same, each round's adjacent pair alone | "
+                         + ", ".join(f"{x:.2f}x" for x in r["trl_lora_over_verl_lora_by_round"]) + " | | | | | |")
         lines.append(f"| peak RSS verl-cpp LoRA / TRL LoRA | | | | **{r['rss_verl_lora_over_trl_lora']:.2f}x** "
                      f"({rows['verl-lora']['peak_rss_mb']:.0f} vs {rows['trl-lora']['peak_rss_mb']:.0f} MB) | <= 1x | "
                      f"{_met(r['rss_met'])} |")
@@ -365,9 +379,50 @@ def report(results: dict) -> str:
         lines.append(f"| verl-cpp LoRA default dtype (auto) / fp32 | {fmt(t['step'])} | {fmt(t['generation'])} | "
                      f"{fmt(t['update'])} | | reported | |")
     lines.append("")
-    if results.get("notes"):
-        lines += [f"- {note}" for note in results["notes"]] + [""]
+    notes = observations(results) + list(results.get("notes", []))
+    if notes:
+        lines += ["## Observations (computed from the numbers above)", ""] + [f"- {note}" for note in notes] + [""]
     return "\n".join(lines)
+
+
+def observations(results: dict) -> list[str]:
+    """What the table says about contention, where verl-cpp's LoRA step goes and what sets the peak RSS, computed
+    from the measurements (so a rerun keeps them true)."""
+    rows, w = results["configs"], results["workload"]
+    med = lambda c, k: rows[c][k]["median"]  # noqa: E731
+    out = []
+    others = [row["others_cpu"]["median"] for row in rows.values() if row.get("others_cpu")]
+    if others and max(others) > 0.1:
+        out.append(f"Measured on a shared machine: other processes used {100 * min(others):.0f}-"
+                   f"{100 * max(others):.0f}% of the CPUs during the configurations' measured steps (median per "
+                   "configuration; the others' CPU column). Absolute seconds do not carry over to a quiet machine; "
+                   "compare configurations measured under similar others' CPU (adjacent ones, or each round's pair).")
+    if "verl-lora" in rows and "verl-full" in rows:
+        text = (f"verl-cpp LoRA vs its own full fine-tuning: generation {med('verl-lora', 'generation') / med('verl-full', 'generation'):.2f}x "
+                "the time (the rollout runs the adapters unmerged by default: two more small GEMMs per adapted "
+                "linear per token")
+        if "verl-lora-merge" in rows:
+            text += (f"; with lora.merge=true {med('verl-lora-merge', 'generation') / med('verl-full', 'generation'):.2f}x, "
+                     f"peak RSS {rows['verl-lora-merge']['peak_rss_mb'] - rows['verl-lora']['peak_rss_mb']:+.0f} MB "
+                     "for the merged copy")
+        text += (f"), update {med('verl-lora', 'update') / med('verl-full', 'update'):.2f}x the time of full "
+                 "fine-tuning's")
+        if "trl-lora" in rows and "trl-full" in rows:
+            text += (f" (TRL + PEFT: generation {med('trl-lora', 'generation') / med('trl-full', 'generation'):.2f}x, "
+                     f"update {med('trl-lora', 'update') / med('trl-full', 'update'):.2f}x)")
+        out.append(text + ".")
+    if "verl-lora" in rows and rows["verl-lora"].get("optimizer_state_bytes"):
+        tokens = w["micro_batch"] * (w["prompt_tokens_max"] + w["max_tokens"])
+        logits_mb = tokens * SHAPES["vocab_size"] * 4 / 2**20
+        text = (f"AdamW's state is {rows['verl-lora']['optimizer_state_bytes'] / 2**20:.0f} MB with LoRA")
+        if "verl-full" in rows:
+            text += (f" vs {rows['verl-full']['optimizer_state_bytes'] / 2**20:.0f} MB in full fine-tuning, yet peak RSS "
+                     f"differs by {rows['verl-full']['peak_rss_mb'] - rows['verl-lora']['peak_rss_mb']:+.0f} MB only")
+        out.append(text + f": the peak comes from the update's activations, a micro-batch of {w['micro_batch']} "
+                   f"sequences of up to {w['prompt_tokens_max'] + w['max_tokens']} tokens through 30 layers, whose "
+                   f"fp32 logits alone are {logits_mb:.0f} MB per copy ({SHAPES['vocab_size']:,}-token vocabulary); "
+                   "smaller micro-batches lower it on both sides.")
+    return out
 
 
 def targets(results: dict) -> list[dict]:

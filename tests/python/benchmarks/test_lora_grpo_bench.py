@@ -104,6 +104,11 @@ def test_ratios_targets_and_report(trl_step, trl_rss, step_met, rss_met):
     assert r["rss_verl_lora_over_trl_lora"] == pytest.approx(5000.0 / trl_rss)
     assert (r["step_met"], r["rss_met"]) == (step_met, rss_met)
     assert r["verl_full_over_verl_lora"]["step"] == pytest.approx(1.2)
+    assert r["trl_lora_over_verl_lora_by_round"] == []  # one round: nothing per round
+    rounds = lambda *ts: [[{"step_s": 99.0, "measured": False}] + [{"step_s": t, "measured": True} for t in ts]]  # noqa: E731
+    two = dict(rows, **{"verl-lora": dict(rows["verl-lora"], rounds=rounds(10.0, 12.0) + rounds(20.0)),
+                        "trl-lora": dict(rows["trl-lora"], rounds=rounds(33.0) + rounds(30.0, 50.0))})
+    assert bench_lora_grpo.ratios(two)["trl_lora_over_verl_lora_by_round"] == pytest.approx([3.0, 2.0])
     results = {"environment": {"date": "d", "cpu": "c", "cores": 2, "threads": 2, "load_start": "1", "load_end": "2",
                                "torch_version": "t"},
                "peaks": {"float32": 1e11, "bfloat16": 1e12}, "seconds": 1.0, "command": "python x",
