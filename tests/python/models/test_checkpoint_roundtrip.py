@@ -174,6 +174,24 @@ def test_value_head_round_trip(tmp_path, family):
         load_model(tmp_path / "hf")  # a critic checkpoint is not a causal LM
 
 
+def test_phi3_reward_model_round_trip(tmp_path):
+    """A Phi3ForSequenceClassification (a reward model: bias-free score head, last-token pooling) loads as a value model
+    whose last-token value is transformers' score, and saves back as Phi3ForSequenceClassification."""
+    torch.manual_seed(0)
+    hf = transformers.Phi3ForSequenceClassification(hf_config("phi3", num_labels=1)).eval()
+    hf.save_pretrained(tmp_path / "hf")
+    rm = load_model(tmp_path / "hf", value_head=True)
+    assert "score.bias" not in rm.state_dict()
+    ids = IDS[:, :20].clamp(min=3)  # no pad token (0): transformers pools the last token
+    ref = hf_out(hf, ids)[:, 0]
+    assert (our_out(rm, ids)[:, -1] - ref).abs().max().item() <= 1e-5
+    rm.save_pretrained(tmp_path / "ours")
+    assert json.loads((tmp_path / "ours" / "config.json").read_text())["architectures"] == [
+        "Phi3ForSequenceClassification"]
+    back = transformers.Phi3ForSequenceClassification.from_pretrained(tmp_path / "ours", dtype=torch.float32).eval()
+    assert torch.equal(hf_out(back, ids), hf_out(hf, ids))
+
+
 def test_tokenizer_files_copied(tmp_path):
     hf = hf_model("qwen3")
     hf.save_pretrained(tmp_path / "hf")
