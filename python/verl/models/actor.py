@@ -152,8 +152,8 @@ class HFActor(CausalLM):
     def __init__(self, hf_model: Any, *, device: str | torch.device | None = None,
                  dtype: torch.dtype | None = None) -> None:
         if not _is_transformers_model(hf_model):
-            raise InvalidArgumentError(f"HFActor needs a transformers PreTrainedModel (Qwen2 / Qwen3 / Llama / Mistral / "
-                                       f"Phi-3 *ForCausalLM), got {type(hf_model).__name__}")
+            raise InvalidArgumentError(f"HFActor needs a transformers PreTrainedModel (Qwen2 / Qwen3 / Llama / "
+                                       f"Mistral / Phi-3 *ForCausalLM), got {type(hf_model).__name__}")
         super().__init__(hf_model.config)
         first = next(iter(hf_model.parameters()), None)
         device = device if device is not None else (first.device if first is not None else None)

@@ -1,7 +1,8 @@
-"""Tensor-parallel generation (issue 18 item 4): rollout.tensor_model_parallel_size = t splits each rollout replica
-over t ranks in Megatron's layout (Phi-3's fused projections segment by segment). A tensor-parallel model computes what the whole model computes (logits to 1e-5),
-the engine on it gives exactly the tokens of the engine on the whole model (greedy and seeded sampling), and a GRPO
-run with t = 2 equals the one-process run. Layouts that do not fit are ConfigErrors before any process group."""
+"""Tensor-parallel generation (issue 18 item 4): rollout.tensor_model_parallel_size = t splits each rollout replica over
+t ranks in Megatron's layout (Phi-3's fused projections segment by segment). A tensor-parallel model computes what
+the whole model computes (logits to 1e-5), the engine on it gives exactly the tokens of the engine on the whole model
+(greedy and seeded sampling), and a GRPO run with t = 2 equals the one-process run. Layouts that do not fit are
+ConfigErrors before any process group."""
 
 from __future__ import annotations
 
