@@ -101,7 +101,7 @@ void receive_units(dist::Communicator& pool, rollout::Engine& engine, int64_t tp
       try {
         const std::string name = entry.at("name").get<std::string>();
         if (tp > 1) {
-          engine.update_weight_shards({{name, model::tensor_parallel_shard(name, whole, tp_rank, tp)}});
+          engine.update_weight_shards({{name, model::tensor_parallel_shard(model.config(), name, whole, tp_rank, tp)}});
         } else {
           engine.update_weights({{name, whole}});
         }

@@ -50,6 +50,7 @@ std::string architecture_prefix(const std::string& model_type) {
   if (model_type == "qwen3") return "Qwen3";
   if (model_type == "llama") return "Llama";
   if (model_type == "mistral") return "Mistral";
+  if (model_type == "phi3") return "Phi3";
   VERL_FAIL(InvalidArgument, "no transformers architecture for model_type '", model_type, "'");
 }
 

@@ -87,12 +87,23 @@ std::vector<LinearModule> decoder_linear_modules(const ModelConfig& c) {
   std::vector<LinearModule> out;
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string layer = "model.layers." + std::to_string(i) + ".";
-    out.push_back({layer + "self_attn.q_proj", c.hidden_size, c.q_size()});
-    out.push_back({layer + "self_attn.k_proj", c.hidden_size, c.kv_size()});
-    out.push_back({layer + "self_attn.v_proj", c.hidden_size, c.kv_size()});
-    out.push_back({layer + "self_attn.o_proj", c.q_size(), c.hidden_size});
-    out.push_back({layer + "mlp.gate_proj", c.hidden_size, c.intermediate_size});
-    out.push_back({layer + "mlp.up_proj", c.hidden_size, c.intermediate_size});
+    // Phi-3's fused projections are one module each, as in PEFT (target_modules qkv_proj / gate_up_proj), after o_proj
+    // as Phi3Attention registers them.
+    if (c.fused_projections) {
+      out.push_back({layer + "self_attn.o_proj", c.q_size(), c.hidden_size});
+      out.push_back({layer + "self_attn.qkv_proj", c.hidden_size, c.q_size() + 2 * c.kv_size()});
+    } else {
+      out.push_back({layer + "self_attn.q_proj", c.hidden_size, c.q_size()});
+      out.push_back({layer + "self_attn.k_proj", c.hidden_size, c.kv_size()});
+      out.push_back({layer + "self_attn.v_proj", c.hidden_size, c.kv_size()});
+      out.push_back({layer + "self_attn.o_proj", c.q_size(), c.hidden_size});
+    }
+    if (c.fused_projections) {
+      out.push_back({layer + "mlp.gate_up_proj", c.hidden_size, 2 * c.intermediate_size});
+    } else {
+      out.push_back({layer + "mlp.gate_proj", c.hidden_size, c.intermediate_size});
+      out.push_back({layer + "mlp.up_proj", c.hidden_size, c.intermediate_size});
+    }
     out.push_back({layer + "mlp.down_proj", c.intermediate_size, c.hidden_size});
   }
   return out;
@@ -115,8 +126,10 @@ std::vector<std::string> lora_target_modules(const ModelConfig& config, const Lo
   if (!lora.target_modules.all_linear) {
     for (const std::string& other : other_module_names(config)) {
       VERL_CHECK_AS(ConfigError, !selected(other), lora.key, ".target_modules = ", lora.target_modules.describe(),
-                    " selects '", other, "': verl-cpp puts adapters on the decoder layers' linear modules only "
-                    "(q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj)");
+                    " selects '", other, "': verl-cpp puts adapters on the decoder layers' linear modules only (",
+                    config.fused_projections ? "qkv_proj, o_proj, gate_up_proj, down_proj"
+                                             : "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj",
+                    ")");
     }
   }
   std::vector<std::string> out;
@@ -125,8 +138,10 @@ std::vector<std::string> lora_target_modules(const ModelConfig& config, const Lo
   }
   VERL_CHECK_AS(ConfigError, !out.empty(), lora.key, ".target_modules = ", lora.target_modules.describe(),
                 " (exclude_modules = ", lora.exclude_modules.describe(), ") selects no module of the model; the "
-                "decoder's linear modules are named model.layers.N.self_attn.{q,k,v,o}_proj and "
-                "model.layers.N.mlp.{gate,up,down}_proj");
+                "decoder's linear modules are named ",
+                config.fused_projections
+                    ? "model.layers.N.self_attn.{qkv,o}_proj and model.layers.N.mlp.{gate_up,down}_proj (Phi-3)"
+                    : "model.layers.N.self_attn.{q,k,v,o}_proj and model.layers.N.mlp.{gate,up,down}_proj");
   return out;
 }
 

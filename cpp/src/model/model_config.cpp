@@ -148,8 +148,20 @@ void parse_rope(const Json& r, const char* field, const std::string& source, Mod
                 "' must be an object, got ", untrusted::type_name(r));
   Reader rd{r, source, std::string(field) + "."};
   if (rd.has("rope_theta")) c.rope_theta = rd.number("rope_theta");
+  // transformers 5 writes partial_rotary_factor 1.0 into every Phi-3 rope_parameters; RoPE on part of a head is not
+  // implemented.
+  const double partial = rd.number("partial_rotary_factor", 1.0);
+  VERL_CHECK_AS(ConfigError, partial == 1.0, "model config ", source, ": ", field, ".partial_rotary_factor = ",
+                partial, " is not supported (RoPE over the whole head only: 1.0)");
   std::string type = rd.string("rope_type", rd.string("type", "default"));
   if (type == "default") return;
+  // Phi-3's long-context RoPE (Phi-3-mini-128k, Phi-3.5; transformers maps "su" and "yarn" to it for phi3).
+  const bool longrope = type == "longrope" || (c.model_type == "phi3" && (type == "su" || type == "yarn"));
+  VERL_CHECK_AS(ConfigError, !longrope, "model config ", source, ": ", field, ".rope_type ",
+                untrusted::quote(Json(type)), " (longrope: short_factor / long_factor) is not supported yet; a Phi-3 "
+                "checkpoint with the default RoPE (rope_scaling null: Phi-3-mini-4k, Phi-3-medium-4k) loads");
+  VERL_CHECK_AS(ConfigError, c.model_type != "phi3", "model config ", source, ": ", field, ".rope_type ",
+                untrusted::quote(Json(type)), " is not a Phi-3 RoPE (Phi3Config: default, longrope)");
   VERL_CHECK_AS(ConfigError, type == "llama3", "model config ", source, ": ", field, ".rope_type ",
                 untrusted::quote(Json(type)), " is not supported (supported: default, llama3)");
   RopeScaling s;
@@ -166,9 +178,12 @@ void parse_rope(const Json& r, const char* field, const std::string& source, Mod
 // The layers' sliding windows as transformers' MistralConfig / Qwen2Config / Qwen3Config decide them. Mistral: every
 // layer has sliding_window (absent: MistralConfig's 4096; null: none). Qwen2 / Qwen3: none unless use_sliding_window;
 // then sliding_window (absent: 4096; null: none) on the layers layer_types calls "sliding_attention", or without
-// layer_types on the layers from max_window_layers (default 28) on. Llama has no window.
+// layer_types on the layers from max_window_layers (default 28) on. Phi-3: every layer has sliding_window (absent or
+// null: none). Llama has no window.
 void parse_sliding_windows(const Json& j, const Reader& rd, const std::string& source, ModelConfig& c) {
-  const bool mistral = c.model_type == "mistral";
+  // Phi-3: sliding_window on every layer as Mistral's, but Phi3Config's default is none (absent = null).
+  if (c.model_type == "phi3" && !rd.has("sliding_window")) return;
+  const bool mistral = c.model_type == "mistral" || c.model_type == "phi3";
   if (!mistral && !(c.model_type == "qwen2" || c.model_type == "qwen3")) return;
   if (!mistral && !rd.boolean("use_sliding_window", false)) return;
   const auto window = j.find("sliding_window");  // null (no window) differs from absent (4096) here
@@ -207,9 +222,10 @@ ModelConfig ModelConfig::from_json(const Json& j, const std::string& source_name
   c.model_type = rd.string("model_type");
   VERL_CHECK_AS(ConfigError,
                 c.model_type == "qwen2" || c.model_type == "qwen3" || c.model_type == "llama" ||
-                    c.model_type == "mistral",
+                    c.model_type == "mistral" || c.model_type == "phi3",
                 "model config ", source, ": unknown model_type ", untrusted::quote(Json(c.model_type)),
-                " (supported: qwen2, qwen3, llama, mistral)");
+                " (supported: qwen2, qwen3, llama, mistral, phi3)");
+  const bool phi3 = c.model_type == "phi3";
   c.vocab_size = rd.bounded(kVocabSize);
   c.hidden_size = rd.bounded(kHiddenSize);
   c.intermediate_size = rd.bounded(kIntermediateSize);
@@ -226,9 +242,12 @@ ModelConfig ModelConfig::from_json(const Json& j, const std::string& source_name
                 ": head_dim must be positive and even for RoPE, got ", c.head_dim,
                 rd.has(kHeadDim.name) ? "" : " (hidden_size / num_attention_heads)");
   check_total_size(c, source);
-  c.rms_norm_eps = rd.number("rms_norm_eps", 1e-6, /*allow_zero=*/true);
-  // transformers' defaults: LlamaConfig 2048, MistralConfig 4096 * 32, Qwen2/Qwen3Config 32768.
-  const int64_t default_positions = c.model_type == "llama" ? 2048 : c.model_type == "mistral" ? 131072 : 32768;
+  c.rms_norm_eps = rd.number("rms_norm_eps", phi3 ? 1e-5 : 1e-6, /*allow_zero=*/true);  // Phi3Config's 1e-5
+  // transformers' defaults: LlamaConfig 2048, MistralConfig 4096 * 32, Phi3Config 4096, Qwen2/Qwen3Config 32768.
+  const int64_t default_positions = c.model_type == "llama"     ? 2048
+                                    : c.model_type == "mistral" ? 131072
+                                    : phi3                      ? 4096
+                                                                : 32768;
   c.max_position_embeddings = rd.integer("max_position_embeddings", 1, kMaxPositions, default_positions);
   c.rope_theta = rd.number("rope_theta", 10000.0);
   if (rd.has("rope_parameters")) parse_rope(rd.at("rope_parameters"), "rope_parameters", source, c);
@@ -244,6 +263,21 @@ ModelConfig ModelConfig::from_json(const Json& j, const std::string& source_name
   }
   if (c.model_type == "llama") c.mlp_bias = rd.boolean("mlp_bias", false);
   if (c.model_type == "mistral") c.qkv_bias = c.o_bias = false;  // Llama's decoder without biases
+  if (phi3) {
+    // Mistral's decoder with fused projections and no biases. Its dropouts act in training only, and verl-cpp trains
+    // without dropout: a non-zero one would train a different model than the config describes.
+    c.qkv_bias = c.o_bias = false;
+    c.fused_projections = true;
+    for (const char* key : {"resid_pdrop", "embd_pdrop", "attention_dropout"}) {
+      const double p = rd.number(key, 0.0, /*allow_zero=*/true);
+      VERL_CHECK_AS(ConfigError, p == 0.0, "model config ", source, ": ", key, " = ", p,
+                    " is not supported (verl-cpp has no dropout): use 0.0");
+    }
+    // Phi3Config reads partial_rotary_factor at the top level too.
+    const double partial = rd.number("partial_rotary_factor", 1.0);
+    VERL_CHECK_AS(ConfigError, partial == 1.0, "model config ", source, ": partial_rotary_factor = ", partial,
+                  " is not supported (RoPE over the whole head only: 1.0)");
+  }
   parse_sliding_windows(j, rd, source, c);
   if (c.model_type == "qwen3") c.qk_norm = true;
   // transformers' XForSequenceClassification (reward models) has score = Linear(hidden, num_labels, bias=False);
@@ -286,7 +320,7 @@ ModelConfig ModelConfig::from_file(const std::string& path) {
 Json ModelConfig::to_json() const {
   static const std::map<std::string, std::string> architectures = {
       {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}, {"llama", "LlamaForCausalLM"},
-      {"mistral", "MistralForCausalLM"}};
+      {"mistral", "MistralForCausalLM"}, {"phi3", "Phi3ForCausalLM"}};
   Json j = source_json.is_object() ? source_json : Json::object();
   if (!j.contains("architectures") || !j["architectures"].is_array() || j["architectures"].empty())
     j["architectures"] = Json::array({architectures.at(model_type)});
@@ -320,7 +354,7 @@ Json ModelConfig::to_json() const {
   if (model_type == "llama") j["mlp_bias"] = mlp_bias;
   const auto windowed = std::find_if(sliding_windows.begin(), sliding_windows.end(), [](int64_t w) { return w > 0; });
   const Json window = windowed == sliding_windows.end() ? Json(nullptr) : Json(*windowed);
-  if (model_type == "mistral") j["sliding_window"] = window;
+  if (model_type == "mistral" || model_type == "phi3") j["sliding_window"] = window;
   if (model_type == "qwen2" || model_type == "qwen3") {
     j["use_sliding_window"] = !window.is_null();
     if (!window.is_null()) {

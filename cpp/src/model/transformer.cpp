@@ -1,5 +1,5 @@
-// The decoder of transformers' modeling_qwen2 / modeling_qwen3 / modeling_llama, re-expressed in
-// LibTorch with the same parameter names and the same numerics (float32 RMSNorm and RoPE tables).
+// The decoder of transformers' modeling_qwen2 / modeling_qwen3 / modeling_llama / modeling_mistral / modeling_phi3,
+// re-expressed in LibTorch with the same parameter names and the same numerics (float32 RMSNorm and RoPE tables).
 #include "verl/model/transformer.h"
 
 #include <cmath>
@@ -191,23 +191,44 @@ Attention::Attention(const ModelConfig& c, int64_t layer)
       kv_heads_(c.num_key_value_heads),
       head_dim_(c.head_dim),
       sliding_window_(c.sliding_window(layer)) {
-  q_proj = register_module("q_proj", linear(c.hidden_size, c.q_size(), c.qkv_bias));
-  k_proj = register_module("k_proj", linear(c.hidden_size, c.kv_size(), c.qkv_bias));
-  v_proj = register_module("v_proj", linear(c.hidden_size, c.kv_size(), c.qkv_bias));
-  o_proj = register_module("o_proj", linear(c.q_size(), c.hidden_size, c.o_bias));
+  if (c.fused_projections) {
+    // Phi3Attention's order (o_proj first): state dicts, checkpoint shards and PEFT's module lists follow it.
+    o_proj = register_module("o_proj", linear(c.q_size(), c.hidden_size, c.o_bias));
+    qkv_proj = register_module("qkv_proj", linear(c.hidden_size, c.q_size() + 2 * c.kv_size(), c.qkv_bias));
+  } else {
+    q_proj = register_module("q_proj", linear(c.hidden_size, c.q_size(), c.qkv_bias));
+    k_proj = register_module("k_proj", linear(c.hidden_size, c.kv_size(), c.qkv_bias));
+    v_proj = register_module("v_proj", linear(c.hidden_size, c.kv_size(), c.qkv_bias));
+    o_proj = register_module("o_proj", linear(c.q_size(), c.hidden_size, c.o_bias));
+  }
   if (c.qk_norm) {
     q_norm = register_module("q_norm", std::make_shared<RMSNorm>(c.head_dim, c.rms_norm_eps));
     k_norm = register_module("k_norm", std::make_shared<RMSNorm>(c.head_dim, c.rms_norm_eps));
   }
 }
 
+std::array<torch::Tensor, 3> Attention::project(const torch::Tensor& x) {
+  const int64_t bs = x.size(0), q_len = x.size(1);
+  // (bs, q, heads * d) -> (bs, q, heads, d)
+  if (qkv_proj) {
+    // Views of the one output's column ranges, as Phi3Attention slices qkv[..., :query_pos] and views it.
+    const torch::Tensor qkv = qkv_proj->forward(x);
+    const int64_t q_size = heads_ * head_dim_, kv_size = kv_heads_ * head_dim_;
+    return {qkv.narrow(-1, 0, q_size).view({bs, q_len, heads_, head_dim_}),
+            qkv.narrow(-1, q_size, kv_size).view({bs, q_len, kv_heads_, head_dim_}),
+            qkv.narrow(-1, q_size + kv_size, kv_size).view({bs, q_len, kv_heads_, head_dim_})};
+  }
+  return {q_proj->forward(x).view({bs, q_len, heads_, head_dim_}),
+          k_proj->forward(x).view({bs, q_len, kv_heads_, head_dim_}),
+          v_proj->forward(x).view({bs, q_len, kv_heads_, head_dim_})};
+}
+
 torch::Tensor Attention::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                  const torch::Tensor& mask, AttentionCache* cache, int64_t layer) {
   const int64_t bs = x.size(0), q_len = x.size(1);
-  // (bs, q, heads * d) -> (bs, q, heads, d); q/k norm act per head before the transpose, as HF.
-  torch::Tensor q = q_proj->forward(x).view({bs, q_len, heads_, head_dim_});
-  torch::Tensor k = k_proj->forward(x).view({bs, q_len, kv_heads_, head_dim_});
-  torch::Tensor v = v_proj->forward(x).view({bs, q_len, kv_heads_, head_dim_}).transpose(1, 2);
+  // q/k norm act per head before the transpose, as HF.
+  auto [q, k, v] = project(x);
+  v = v.transpose(1, 2);
   if (q_norm) {
     q = norm_for(*q_norm, q, cache);
     k = norm_for(*k_norm, k, cache);
@@ -225,9 +246,8 @@ torch::Tensor Attention::forward(const torch::Tensor& x, const torch::Tensor& co
 torch::Tensor Attention::forward_varlen(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                         const VarlenLayout& layout) {
   const int64_t total = x.size(1);
-  torch::Tensor q = q_proj->forward(x).view({1, total, heads_, head_dim_});
-  torch::Tensor k = k_proj->forward(x).view({1, total, kv_heads_, head_dim_});
-  torch::Tensor v = v_proj->forward(x).view({1, total, kv_heads_, head_dim_}).transpose(1, 2);
+  auto [q, k, v] = project(x);
+  v = v.transpose(1, 2);
   if (q_norm) {
     q = q_norm->forward(q);
     k = k_norm->forward(k);
@@ -243,13 +263,25 @@ torch::Tensor Attention::forward_varlen(const torch::Tensor& x, const torch::Ten
 }
 
 MLP::MLP(const ModelConfig& c) {
-  gate_proj = register_module("gate_proj", linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
-  up_proj = register_module("up_proj", linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
+  if (c.fused_projections) {
+    gate_up_proj = register_module("gate_up_proj", linear(c.hidden_size, 2 * c.intermediate_size, c.mlp_bias));
+  } else {
+    gate_proj = register_module("gate_proj", linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
+    up_proj = register_module("up_proj", linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
+  }
   down_proj = register_module("down_proj", linear(c.intermediate_size, c.hidden_size, c.mlp_bias));
 }
 
 torch::Tensor MLP::forward(const torch::Tensor& x) {
-  torch::Tensor out = down_proj->forward(F::silu(gate_proj->forward(x)) * up_proj->forward(x));
+  torch::Tensor hidden;
+  if (gate_up_proj) {
+    // Phi3MLP: gate, up = gate_up_proj(x).chunk(2); up * silu(gate) (the product is the same either way round).
+    const std::vector<torch::Tensor> gate_up = gate_up_proj->forward(x).chunk(2, -1);
+    hidden = gate_up[1] * F::silu(gate_up[0]);
+  } else {
+    hidden = F::silu(gate_proj->forward(x)) * up_proj->forward(x);
+  }
+  torch::Tensor out = down_proj->forward(hidden);
   if (tensor_parallel) tensor_parallel->all_reduce_sum_(out);
   return out;
 }
@@ -305,16 +337,25 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> parameter_shapes(const
   out.push_back({"model.embed_tokens.weight", {c.vocab_size, c.hidden_size}});
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string layer = "model.layers." + std::to_string(i) + ".";
-    linear_shapes(layer + "self_attn.q_proj", c.hidden_size, c.q_size(), c.qkv_bias);
-    linear_shapes(layer + "self_attn.k_proj", c.hidden_size, c.kv_size(), c.qkv_bias);
-    linear_shapes(layer + "self_attn.v_proj", c.hidden_size, c.kv_size(), c.qkv_bias);
-    linear_shapes(layer + "self_attn.o_proj", c.q_size(), c.hidden_size, c.o_bias);
+    if (c.fused_projections) {  // o_proj first, as Phi3Attention registers it
+      linear_shapes(layer + "self_attn.o_proj", c.q_size(), c.hidden_size, c.o_bias);
+      linear_shapes(layer + "self_attn.qkv_proj", c.hidden_size, c.q_size() + 2 * c.kv_size(), c.qkv_bias);
+    } else {
+      linear_shapes(layer + "self_attn.q_proj", c.hidden_size, c.q_size(), c.qkv_bias);
+      linear_shapes(layer + "self_attn.k_proj", c.hidden_size, c.kv_size(), c.qkv_bias);
+      linear_shapes(layer + "self_attn.v_proj", c.hidden_size, c.kv_size(), c.qkv_bias);
+      linear_shapes(layer + "self_attn.o_proj", c.q_size(), c.hidden_size, c.o_bias);
+    }
     if (c.qk_norm) {
       out.push_back({layer + "self_attn.q_norm.weight", {c.head_dim}});
       out.push_back({layer + "self_attn.k_norm.weight", {c.head_dim}});
     }
-    linear_shapes(layer + "mlp.gate_proj", c.hidden_size, c.intermediate_size, c.mlp_bias);
-    linear_shapes(layer + "mlp.up_proj", c.hidden_size, c.intermediate_size, c.mlp_bias);
+    if (c.fused_projections) {
+      linear_shapes(layer + "mlp.gate_up_proj", c.hidden_size, 2 * c.intermediate_size, c.mlp_bias);
+    } else {
+      linear_shapes(layer + "mlp.gate_proj", c.hidden_size, c.intermediate_size, c.mlp_bias);
+      linear_shapes(layer + "mlp.up_proj", c.hidden_size, c.intermediate_size, c.mlp_bias);
+    }
     linear_shapes(layer + "mlp.down_proj", c.intermediate_size, c.hidden_size, c.mlp_bias);
     out.push_back({layer + "input_layernorm.weight", {c.hidden_size}});
     out.push_back({layer + "post_attention_layernorm.weight", {c.hidden_size}});
@@ -596,7 +637,7 @@ void CausalLM::load_state_dict(const std::map<std::string, torch::Tensor>& state
   for (auto& item : params) {
     auto it = state.find(item.key());
     if (it == state.end()) continue;
-    item.value().copy_(t == 1 ? it->second : tensor_parallel_shard(item.key(), it->second, rank, t));
+    item.value().copy_(t == 1 ? it->second : tensor_parallel_shard(config_, item.key(), it->second, rank, t));
   }
 }
 
@@ -610,14 +651,18 @@ std::vector<std::pair<std::string, Linear*>> decoder_linears(const DecoderModel&
   for (size_t i = 0; i < body.layer_ptrs.size(); ++i) {
     const std::string layer = "model.layers." + std::to_string(i) + ".";
     const DecoderLayer& l = *body.layer_ptrs[i];
+    // A family has either the separate or the fused projections (phi3: o_proj, then qkv_proj, as Phi3Attention
+    // registers them); the absent ones are null.
     for (const auto& [name, linear] : {std::pair<const char*, Linear*>{"self_attn.q_proj", l.self_attn->q_proj.get()},
                                        {"self_attn.k_proj", l.self_attn->k_proj.get()},
                                        {"self_attn.v_proj", l.self_attn->v_proj.get()},
                                        {"self_attn.o_proj", l.self_attn->o_proj.get()},
+                                       {"self_attn.qkv_proj", l.self_attn->qkv_proj.get()},
                                        {"mlp.gate_proj", l.mlp->gate_proj.get()},
                                        {"mlp.up_proj", l.mlp->up_proj.get()},
+                                       {"mlp.gate_up_proj", l.mlp->gate_up_proj.get()},
                                        {"mlp.down_proj", l.mlp->down_proj.get()}}) {
-      out.emplace_back(layer + name, linear);
+      if (linear != nullptr) out.emplace_back(layer + name, linear);
     }
   }
   return out;
@@ -643,7 +688,7 @@ std::vector<std::string> CausalLM::add_adapters(const LoraConfig& lora, uint64_t
     const int64_t in = row_parallel ? linear->weight.size(1) * t : linear->weight.size(1);
     const double bound = 1.0 / std::sqrt(static_cast<double>(in));
     torch::Tensor a = at::empty({lora.rank, in}, torch::kFloat32).uniform_(-bound, bound, gen);
-    if (t > 1) a = tensor_parallel_shard(name + ".lora_A.weight", a, rank, t);
+    if (t > 1) a = tensor_parallel_shard(config_, name + ".lora_A.weight", a, rank, t);
     linear->add_adapter(lora.rank, scaling, a);
   }
   for (auto& item : named_parameters(true)) {

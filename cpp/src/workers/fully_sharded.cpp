@@ -28,7 +28,7 @@ int64_t checked_world_size(const std::shared_ptr<dist::Communicator>& communicat
 std::vector<ShardedParameter> parameter_specs(const model::CausalLM& model) {
   std::vector<ShardedParameter> out;
   for (const auto& item : model.named_parameters(/*recurse=*/true))
-    out.push_back({item.key(), item.value().sizes().vec()});
+    out.push_back({item.key(), item.value().sizes().vec(), model::fused_row_segments(model.config(), item.key())});
   return out;
 }
 

@@ -84,6 +84,7 @@ ShardLayout::ShardLayout(std::vector<ShardedParameter> parameters, int64_t world
     piece.parameter = i;
     piece.name = p.name;
     piece.shape = p.shape;
+    piece.segments = p.segments;
     piece.offset = u.numel;
     piece.numel = numel_of(p.shape);
     VERL_CHECK_AS(InvalidArgument, u.numel <= kMaxNumel, "ShardLayout: unit of parameter '", p.name,
@@ -105,6 +106,17 @@ ShardLayout::ShardLayout(std::vector<ShardedParameter> parameters, int64_t world
       } else {
         VERL_CHECK_AS(InvalidArgument, piece.shape[axis] % tp_ == 0, "ShardLayout: parameter '", p.name,
                       "' of shape ", c10::IntArrayRef(p.shape), " does not split ", tp_, " ways");
+        const bool fused = model::is_fused_projection(p.name);
+        VERL_CHECK_AS(InvalidArgument, fused == !p.segments.empty(), "ShardLayout: parameter '", p.name, "' ",
+                      fused ? "is a fused projection without its row segments" : "has row segments but is not fused");
+        int64_t rows = 0;
+        for (int64_t seg : p.segments) {
+          VERL_CHECK_AS(InvalidArgument, seg > 0 && seg % tp_ == 0 && seg <= kMaxNumel, "ShardLayout: parameter '",
+                        p.name, "' has a row segment of ", seg, " that does not split ", tp_, " ways");
+          rows += seg;
+        }
+        VERL_CHECK_AS(InvalidArgument, !fused || rows == piece.shape[0], "ShardLayout: parameter '", p.name,
+                      "' has ", piece.shape[0], " rows, its segments ", rows);
         piece.slice_shape[axis] /= tp_;
       }
     } else if (piece.chunked) {
@@ -140,7 +152,7 @@ torch::Tensor ShardLayout::pack(size_t unit, const std::function<torch::Tensor(c
         slice = torch::zeros({c}, w.options());
         if (end > begin) slice.narrow(0, 0, end - begin).copy_(w.reshape(-1).narrow(0, begin, end - begin));
       } else {
-        slice = model::tensor_parallel_shard(piece.name, w, k, tp_).reshape(-1);
+        slice = model::tensor_parallel_shard(piece.name, w, k, tp_, piece.segments).reshape(-1);
       }
       for_each_run(piece, S, tp_, k, [&](int64_t at, int64_t from, int64_t len) {
         image.narrow(0, at, len).copy_(slice.narrow(0, from, len));
@@ -174,7 +186,7 @@ void ShardLayout::unpack(size_t unit, const torch::Tensor& image,
         const int64_t c = piece.slice_numel, begin = std::min(piece.numel, k * c), end = std::min(piece.numel, begin + c);
         if (end > begin) w.view(-1).narrow(0, begin, end - begin).copy_(slice.narrow(0, 0, end - begin));
       } else if (piece.dim == model::ShardDim::kColumn) {
-        w.narrow(0, k * piece.slice_shape[0], piece.slice_shape[0]).copy_(slice.view(piece.slice_shape));
+        model::tensor_parallel_unshard_column(w, slice.view(piece.slice_shape), k, tp_, piece.segments);
       } else if (piece.dim == model::ShardDim::kRow) {
         w.narrow(1, k * piece.slice_shape[1], piece.slice_shape[1]).copy_(slice.view(piece.slice_shape));
       } else {  // vocab rows, the last rank's padded
@@ -222,7 +234,9 @@ std::vector<torch::Tensor> ShardLayout::join(const std::function<torch::Tensor(i
 
 Json ShardLayout::to_json() const {
   Json params = Json::array();
-  for (const ShardedParameter& p : parameters_) params.push_back(Json::array({p.name, p.shape}));
+  for (const ShardedParameter& p : parameters_) {
+    params.push_back(p.segments.empty() ? Json::array({p.name, p.shape}) : Json::array({p.name, p.shape, p.segments}));
+  }
   return Json{{"world_size", world_size_}, {"generation_tp", tp_}, {"parameters", std::move(params)}};
 }
 
@@ -240,12 +254,19 @@ ShardLayout ShardLayout::from_json(const Json& j, const std::string& source) {
   if (static_cast<int64_t>(j["parameters"].size()) > kMaxParameters) return fail("too many parameters");
   std::vector<ShardedParameter> parameters;
   for (const Json& p : j["parameters"]) {
-    if (!p.is_array() || p.size() != 2 || !p[0].is_string() || !p[1].is_array() || p[1].size() > 8)
-      return fail("a parameter is not [name, [shape]]");
+    if (!p.is_array() || (p.size() != 2 && p.size() != 3) || !p[0].is_string() || !p[1].is_array() ||
+        p[1].size() > 8 || (p.size() == 3 && (!p[2].is_array() || p[2].size() > 8)))
+      return fail("a parameter is not [name, [shape]] or [name, [shape], [segments]]");
     ShardedParameter sp{p[0].get<std::string>(), {}};
     for (const Json& d : p[1]) {
       if (!d.is_number_integer()) return fail("parameter '" + sp.name + "' has a non-integer dimension");
       sp.shape.push_back(d.get<int64_t>());
+    }
+    if (p.size() == 3) {
+      for (const Json& d : p[2]) {
+        if (!d.is_number_integer()) return fail("parameter '" + sp.name + "' has a non-integer row segment");
+        sp.segments.push_back(d.get<int64_t>());
+      }
     }
     parameters.push_back(std::move(sp));
   }

@@ -28,6 +28,9 @@ namespace verl::workers::detail {
 struct VERL_API ShardedParameter {
   std::string name;  // HF name
   std::vector<int64_t> shape;
+  // A fused column-parallel weight's row segments (model::fused_row_segments: Phi-3's qkv_proj, gate_up_proj), each
+  // split t ways on its own; empty for the others. Part of the layout (to_json) so that the merger splits alike.
+  std::vector<int64_t> segments = {};
   bool operator==(const ShardedParameter&) const = default;
 };
 
@@ -37,6 +40,7 @@ class VERL_API ShardLayout {
     size_t parameter = 0;  // index in parameters()
     std::string name;
     std::vector<int64_t> shape;
+    std::vector<int64_t> segments;  // ShardedParameter::segments
     int64_t offset = 0;  // in the unit's natural (parameter after parameter) image
     int64_t numel = 0;
     model::ShardDim dim = model::ShardDim::kReplicated;
@@ -78,7 +82,8 @@ class VERL_API ShardLayout {
   // read a unit at a time through narrow).
   std::vector<torch::Tensor> join(const std::function<torch::Tensor(int64_t rank)>& rank_state) const;
 
-  // {"world_size", "generation_tp", "parameters": [[name, [shape...]], ...]}: enough to rebuild the layout.
+  // {"world_size", "generation_tp", "parameters": [[name, [shape...]] or [name, [shape...], [segments...]], ...]}:
+  // enough to rebuild the layout.
   Json to_json() const;
   // The layout `j` describes (untrusted: a checkpoint file); CheckpointError naming `source` when it is malformed.
   static ShardLayout from_json(const Json& j, const std::string& source);

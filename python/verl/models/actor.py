@@ -126,7 +126,7 @@ def get_actor_model(model_name: str | os.PathLike, device_map: Any = None, torch
     ``trust_remote_code`` and ``attn_implementation`` are accepted for transformers compatibility and do not change
     anything (the decoder is verl-cpp's own); any other keyword is an ``InvalidArgumentError``. Raises
     ``verl.CheckpointError`` for a missing or unreadable checkpoint and ``verl.ConfigError`` for an architecture
-    other than Qwen2 / Qwen3 / Llama / Mistral."""
+    other than Qwen2 / Qwen3 / Llama / Mistral / Phi-3."""
     unknown = sorted(set(kwargs) - {"trust_remote_code", "attn_implementation"})
     if unknown:
         raise InvalidArgumentError(f"get_actor_model: unexpected keyword argument(s) {unknown}")
@@ -141,7 +141,8 @@ def _is_transformers_model(model: Any) -> bool:
 
 
 class HFActor(CausalLM):
-    """A transformers ``PreTrainedModel`` (``Qwen2ForCausalLM``, ``Qwen3ForCausalLM``, ``LlamaForCausalLM``) as
+    """A transformers ``PreTrainedModel`` (``Qwen2ForCausalLM``, ``Qwen3ForCausalLM``, ``LlamaForCausalLM``,
+    ``MistralForCausalLM``, ``Phi3ForCausalLM``) as
     verl-cpp's decoder: the same config and a copy of its weights, on the model's device and in its dtype (or
     ``device`` / ``dtype``). Later changes to either model do not reach the other.
 
@@ -151,8 +152,8 @@ class HFActor(CausalLM):
     def __init__(self, hf_model: Any, *, device: str | torch.device | None = None,
                  dtype: torch.dtype | None = None) -> None:
         if not _is_transformers_model(hf_model):
-            raise InvalidArgumentError(f"HFActor needs a transformers PreTrainedModel (Qwen2 / Qwen3 / Llama / Mistral "
-                                       f"*ForCausalLM), got {type(hf_model).__name__}")
+            raise InvalidArgumentError(f"HFActor needs a transformers PreTrainedModel (Qwen2 / Qwen3 / Llama / "
+                                       f"Mistral / Phi-3 *ForCausalLM), got {type(hf_model).__name__}")
         super().__init__(hf_model.config)
         first = next(iter(hf_model.parameters()), None)
         device = device if device is not None else (first.device if first is not None else None)

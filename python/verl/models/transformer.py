@@ -1,4 +1,4 @@
-"""The LibTorch decoder (Qwen2 / Qwen3 / Llama / Mistral) of verl-cpp, with Hugging Face parameter names.
+"""The LibTorch decoder (Qwen2 / Qwen3 / Llama / Mistral / Phi-3) of verl-cpp, with Hugging Face parameter names.
 
 ``CausalLM`` is the policy / reference model (next-token logits); ``ValueModel`` is the critic
 (``score`` head, as ``AutoModelForTokenClassification(num_labels=1)``). Both take HF ``config.json``

@@ -171,7 +171,7 @@ TEST_CASE("bug 11: numbers out of range and invalid bytes in config.json text ar
 }
 
 TEST_CASE("parameter_shapes lists CausalLM's parameters in order without allocating them", "[model]") {
-  for (const std::string type : {"qwen2", "qwen3", "llama"}) {
+  for (const std::string type : {"qwen2", "qwen3", "llama", "phi3"}) {
     for (bool tied : {false, true}) {
       for (HeadKind head : {HeadKind::kLanguageModel, HeadKind::kValue}) {
         verl::Json j = tiny_json(type);

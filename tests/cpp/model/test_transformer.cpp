@@ -259,6 +259,18 @@ TEST_CASE("CausalLM parameter names are the HF state-dict names", "[model]") {
   CHECK(names(*tiny_model("qwen2")) ==
         expected({"self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"}));
   CHECK(names(*tiny_model("qwen3")) == expected({"self_attn.q_norm.weight", "self_attn.k_norm.weight"}));
+  // Phi-3: transformers' fused modules in place of q/k/v_proj and gate/up_proj.
+  std::set<std::string> phi3 = expected({"self_attn.qkv_proj.weight", "mlp.gate_up_proj.weight"});
+  for (const char* separate : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "mlp.gate_proj",
+                               "mlp.up_proj"}) {
+    for (const char* layer : {"model.layers.0.", "model.layers.1."})
+      phi3.erase(std::string(layer) + separate + ".weight");
+  }
+  CHECK(names(*tiny_model("phi3")) == phi3);
+  CHECK(tiny_model("phi3")->named_state().at("model.layers.0.self_attn.qkv_proj.weight").sizes() ==
+        torch::IntArrayRef{32 + 2 * 16, 32});
+  CHECK(tiny_model("phi3")->named_state().at("model.layers.0.mlp.gate_up_proj.weight").sizes() ==
+        torch::IntArrayRef{2 * 48, 32});
   auto tied = names(*tiny_model("llama", true));
   CHECK(tied.count("lm_head.weight") == 0);
   CausalLM value(ModelConfig::from_json(tiny_json("qwen2")), HeadKind::kValue);
@@ -294,7 +306,7 @@ TEST_CASE("CausalLM strict load lists missing, unexpected and mismatched names",
 }
 
 TEST_CASE("CausalLM packed, left-padded and paged-KV-cache forwards agree", "[model]") {
-  for (const std::string type : {"qwen2", "qwen3", "llama"}) {
+  for (const std::string type : {"qwen2", "qwen3", "llama", "phi3"}) {
     SECTION(type) {
       auto m = tiny_model(type);
       torch::NoGradGuard ng;

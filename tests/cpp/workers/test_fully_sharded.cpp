@@ -37,8 +37,9 @@ namespace {
 
 constexpr int64_t kVocab = 40, kRows = 8, kSeq = 7;
 
-std::shared_ptr<CausalLM> tiny_model(bool tied, torch::Dtype dtype, int64_t seed = 5) {
-  verl::Json j = {{"model_type", "qwen2"},         {"vocab_size", kVocab},      {"hidden_size", 24},
+// phi3: the same sizes with Phi-3's fused qkv_proj / gate_up_proj, whose tensor-parallel slices are not row ranges.
+std::shared_ptr<CausalLM> tiny_model(bool tied, torch::Dtype dtype, int64_t seed = 5, bool phi3 = false) {
+  verl::Json j = {{"model_type", phi3 ? "phi3" : "qwen2"}, {"vocab_size", kVocab}, {"hidden_size", 24},
                   {"intermediate_size", 40},       {"num_hidden_layers", 3},    {"num_attention_heads", 4},
                   {"num_key_value_heads", 2},      {"rms_norm_eps", 1e-6},      {"rope_theta", 10000.0},
                   {"max_position_embeddings", 64}, {"tie_word_embeddings", tied}};
@@ -304,9 +305,9 @@ TEST_CASE("HSDP (fsdp_size < N): sharded within groups, replicated across them, 
 TEST_CASE("3D-HybridEngine hand-over: each rank gets its tensor-parallel shards from its slice group alone",
           "[dist][workers]") {
   constexpr int kWorld = 4, kTp = 2, kG = kWorld / kTp;
-  for (bool tied : {false, true}) {
-    INFO("tied " << tied);
-    auto initial = tiny_model(tied, torch::kDouble);
+  for (auto [tied, phi3] : {std::pair{false, false}, std::pair{true, false}, std::pair{false, true}}) {
+    INFO("tied " << tied << ", phi3 " << phi3);
+    auto initial = tiny_model(tied, torch::kDouble, 5, phi3);
     const auto whole = initial->named_state();
     std::vector<std::shared_ptr<CausalLM>> models;
     for (int r = 0; r < kWorld; ++r) models.push_back(copy_of(*initial));
@@ -316,11 +317,16 @@ TEST_CASE("3D-HybridEngine hand-over: each rank gets its tensor-parallel shards 
     for (int j = 0; j < kG; ++j) tp_hubs.push_back(std::make_shared<verl::testing::ThreadExchange>(kTp));
     std::vector<std::map<std::string, torch::Tensor>> shards(kWorld);
     std::vector<int64_t> received(kWorld), naive(kWorld), largest_unit(kWorld);
+    std::vector<char> layout_round_trips(kWorld, 0);
+    std::vector<std::map<std::string, torch::Tensor>> whole_again(kWorld);
     verl::testing::on_thread_ranks(kWorld, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
       const int k = static_cast<int>(rank) % kTp, j = static_cast<int>(rank) / kTp;
       auto slice_group = verl::testing::thread_communicator(j, kG, slice_hubs[static_cast<size_t>(k)]);
       auto tensor_parallel = verl::testing::thread_communicator(k, kTp, tp_hubs[static_cast<size_t>(j)]);
       auto sharded = FullyShardedModel::shard(models[static_cast<size_t>(rank)], comm, torch::kDouble, {}, kTp);
+      // The layout as a checkpoint stores it (the fused projections' row segments included) reads back the same.
+      layout_round_trips[static_cast<size_t>(rank)] =
+          verl::workers::detail::ShardLayout::from_json(sharded->layout().to_json(), "layout") == sharded->layout();
       auto& mine = shards[static_cast<size_t>(rank)];
       received[static_cast<size_t>(rank)] = sharded->for_each_unit_tp_shard(
           torch::kDouble, *slice_group, *tensor_parallel, [&](const std::map<std::string, torch::Tensor>& unit) {
@@ -331,17 +337,30 @@ TEST_CASE("3D-HybridEngine hand-over: each rank gets its tensor-parallel shards 
             }
             largest_unit[static_cast<size_t>(rank)] = std::max(largest_unit[static_cast<size_t>(rank)], bytes);
           });
-      naive[static_cast<size_t>(rank)] = sharded->for_each_unit_state(torch::kDouble, [](const auto&) {});
+      // The whole weights back from the TP-slice image (unpack: a fused projection's parts put back in place).
+      auto& gathered = whole_again[static_cast<size_t>(rank)];
+      naive[static_cast<size_t>(rank)] = sharded->for_each_unit_state(torch::kDouble, [&](const auto& unit) {
+        for (const auto& [name, t] : unit) gathered[name] = t.clone();
+      });
     });
     int64_t weight_bytes = 0;
     for (const auto& [name, w] : whole) weight_bytes += static_cast<int64_t>(w.nbytes());
     for (int r = 0; r < kWorld; ++r) {
       INFO("rank " << r);
       const auto& mine = shards[static_cast<size_t>(r)];
+      CHECK(layout_round_trips[static_cast<size_t>(r)]);
+      REQUIRE(whole_again[static_cast<size_t>(r)].size() == whole.size());
+      for (const auto& [name, w] : whole) CHECK(torch::equal(whole_again[static_cast<size_t>(r)].at(name), w));
       REQUIRE(mine.size() == whole.size());
       for (const auto& [name, w] : whole) {
         INFO(name);
-        CHECK(torch::equal(mine.at(name), verl::model::tensor_parallel_shard(name, w, r % kTp, kTp)));  // bitwise
+        const auto expected = verl::model::tensor_parallel_shard(initial->config(), name, w, r % kTp, kTp);
+        CHECK(torch::equal(mine.at(name), expected));  // bitwise
+        if (phi3 && name == "model.layers.0.self_attn.qkv_proj.weight") {  // [q rows of k; k rows of k; v rows of k]
+          const int64_t k = r % kTp;
+          CHECK(torch::equal(expected, torch::cat({w.narrow(0, 12 * k, 12), w.narrow(0, 24 + 6 * k, 6),
+                                                   w.narrow(0, 36 + 6 * k, 6)})));
+        }
       }
       // DESIGN.md section 8: (1/t - 1/N) of the weights' bytes, plus the padding of each unit's pieces and the
       // replicated weights' chunks (norms; a few hundred bytes here) -- against (N - 1)/N for a full all-gather.
@@ -726,5 +745,40 @@ TEST_CASE("ZeRO-3 checkpoints: every rank writes its shard; they load at any N a
                            verl::model::NamedTensors{{"weights", saved.masters[0]}}, meta);
     CHECK_THROWS_AS(verl::workers::load_sharded_weights(dir), verl::CheckpointError);
   }
+  verl::remove_tree(dir);
+}
+
+TEST_CASE("ZeRO-3 checkpoints of Phi-3 laid out for a tensor-parallel rollout merge whole and load at t = 1",
+          "[dist][workers]") {
+  // The fused projections' TP slices are not row ranges: the files record the row segments, and the merger puts each
+  // part back where it came from.
+  auto initial = tiny_model(false, torch::kDouble, 5, /*phi3=*/true);
+  const auto whole = initial->named_state();
+  const auto dir = std::filesystem::temp_directory_path() / ("verl_fsdp_phi3_" + std::to_string(::getpid()));
+  verl::remove_tree(dir);
+  verl::model::SaveOptions config_only;
+  config_only.write_weights = false;
+  config_only.config_dtype = torch::kDouble;
+  verl::model::save_pretrained(*initial, dir, config_only);
+  constexpr int kWorld = 2;
+  std::vector<std::shared_ptr<CausalLM>> models;
+  for (int r = 0; r < kWorld; ++r) models.push_back(copy_of(*initial));
+  verl::testing::on_thread_ranks(kWorld, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
+    std::shared_ptr<CausalLM> m = models[static_cast<size_t>(rank)];
+    Optimizer opt(m->parameters(), adamw(1e-2));
+    auto sharded = FullyShardedModel::shard(m, comm, torch::kDouble, {}, /*generation_tp=*/2);
+    opt.shard_over(sharded);
+    verl::workers::detail::save_shard(dir, *sharded, opt);
+  });
+  const auto joined = verl::workers::load_sharded_weights(dir);
+  REQUIRE(joined.size() == whole.size());
+  for (const auto& [name, w] : whole) {
+    INFO(name);
+    CHECK(torch::equal(joined.at(name), w));
+  }
+  auto one = tiny_model(false, torch::kDouble, 99, /*phi3=*/true);
+  Optimizer opt(one->parameters(), adamw(1e-2));
+  verl::workers::detail::load_shard(dir, *one, opt);
+  for (const auto& [name, w] : one->named_state()) CHECK(torch::equal(w, whole.at(name)));
   verl::remove_tree(dir);
 }

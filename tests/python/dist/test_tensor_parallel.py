@@ -1,7 +1,8 @@
-"""Tensor-parallel generation (issue 18 item 4): rollout.tensor_model_parallel_size = t splits each rollout replica
-over t ranks in Megatron's layout. A tensor-parallel model computes what the whole model computes (logits to 1e-5),
-the engine on it gives exactly the tokens of the engine on the whole model (greedy and seeded sampling), and a GRPO
-run with t = 2 equals the one-process run. Layouts that do not fit are ConfigErrors before any process group."""
+"""Tensor-parallel generation (issue 18 item 4): rollout.tensor_model_parallel_size = t splits each rollout replica over
+t ranks in Megatron's layout (Phi-3's fused projections segment by segment). A tensor-parallel model computes what
+the whole model computes (logits to 1e-5), the engine on it gives exactly the tokens of the engine on the whole model
+(greedy and seeded sampling), and a GRPO run with t = 2 equals the one-process run. Layouts that do not fit are
+ConfigErrors before any process group."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def test_tensor_parallel_model_and_engine_equal_one_copy(tmp_path, world, t):
     for r in range(world):
         with open(f"{out}.rank{r}") as f:
             checked = json.load(f)
-        assert set(checked) == {f"{m}/{s}" for m in ("qwen2_tied", "llama_biased") for s in ("greedy", "sampled")}
+        assert set(checked) == {f"{m}/{s}" for m in ("qwen2_tied", "llama_biased", "phi3_fused")
+                                for s in ("greedy", "sampled")}
         assert all(n >= 5 * 12 for n in checked.values()), checked  # every prompt generated its 12 tokens
 
 

@@ -28,11 +28,24 @@ CONFIGS = {
                      "num_key_value_heads": 2, "max_position_embeddings": 128, "rms_norm_eps": 1e-6,
                      "rope_theta": 10000.0, "tie_word_embeddings": False, "attention_bias": True,
                      "mlp_bias": True, "torch_dtype": "float32"},
+    # Phi-3: fused qkv_proj ([q; k; v]) and gate_up_proj ([gate; up]), split segment by segment; a sliding window
+    # shorter than the prompts plus their generations.
+    "phi3_fused": {"architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "vocab_size": 256, "hidden_size": 32,
+                   "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
+                   "num_key_value_heads": 2, "max_position_embeddings": 128, "rms_norm_eps": 1e-5,
+                   "rope_theta": 10000.0, "sliding_window": 6, "tie_word_embeddings": False,
+                   "torch_dtype": "float32"},
 }
 
 
-def expected_shard(name: str, whole: torch.Tensor, rank: int, size: int) -> torch.Tensor:
+def expected_shard(config: dict, name: str, whole: torch.Tensor, rank: int, size: int) -> torch.Tensor:
     """Megatron's layout, written out independently of the C++ one."""
+    if ".qkv_proj." in name or ".gate_up_proj." in name:
+        # A fused projection: the rank's q, k and v heads (gate and up rows), each part split on its own.
+        head_dim = config["hidden_size"] // config["num_attention_heads"]
+        q, kv = config["num_attention_heads"] * head_dim, config["num_key_value_heads"] * head_dim
+        parts = whole.split([q, kv, kv] if ".qkv_proj." in name else [config["intermediate_size"]] * 2)
+        return torch.cat([part.chunk(size, 0)[rank] for part in parts])
     if name in ("model.embed_tokens.weight", "lm_head.weight"):
         rows = -(-whole.shape[0] // size)
         out = torch.zeros(rows, whole.shape[1], dtype=whole.dtype)
@@ -66,7 +79,7 @@ def main() -> None:
         # Each rank holds exactly its slice of every tensor.
         full_state = whole.state_dict()
         for name, shard in sharded.state_dict().items():
-            assert torch.equal(shard, expected_shard(name, full_state[name], rank % t, t)), (label, name)
+            assert torch.equal(shard, expected_shard(config, name, full_state[name], rank % t, t)), (label, name)
 
         gen = torch.Generator().manual_seed(1)
         ids = torch.randint(0, config["vocab_size"], (3, 9), generator=gen)

@@ -1,7 +1,7 @@
 """The tutorials' policy constructors (issue 16): ``verl.models.HFActor(hf_model)`` gives verl-cpp's decoder with the
-transformers model's weights (fp32 logits equal within 1e-4 for Qwen2 / Qwen3 / Llama / Mistral), ``get_actor_model`` loads a
-local checkpoint in transformers' ``from_pretrained`` vocabulary, and a Hub name is found in the local cache or
-refused with a download hint."""
+transformers model's weights (fp32 logits equal within 1e-4 for Qwen2 / Qwen3 / Llama / Mistral / Phi-3),
+``get_actor_model`` loads a local checkpoint in transformers' ``from_pretrained`` vocabulary, and a Hub name is found in
+the local cache or refused with a download hint."""
 
 
 import pytest
@@ -21,7 +21,8 @@ def hf_model(family: str, seed: int = 0):
                   num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6, initializer_range=0.1,
                   pad_token_id=0)
     config = {"qwen2": transformers.Qwen2Config, "qwen3": transformers.Qwen3Config,
-              "llama": transformers.LlamaConfig, "mistral": transformers.MistralConfig}[family](**common)
+              "llama": transformers.LlamaConfig, "mistral": transformers.MistralConfig,
+              "phi3": transformers.Phi3Config}[family](**common)
     model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa").eval()
     with torch.no_grad():  # norms and biases away from 1 / 0 so that their copy is checked too
         for name, p in model.named_parameters():
@@ -36,7 +37,7 @@ def max_logit_diff(ours, hf, seq_len: int = 40) -> float:
         return (ours(ids).float() - hf(input_ids=ids).logits.float()).abs().max().item()
 
 
-@pytest.mark.parametrize("family", ["qwen2", "qwen3", "llama", "mistral"])
+@pytest.mark.parametrize("family", ["qwen2", "qwen3", "llama", "mistral", "phi3"])
 def test_hf_actor_has_the_transformers_weights(family):
     hf = hf_model(family)
     actor = HFActor(hf)

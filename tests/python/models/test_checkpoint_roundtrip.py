@@ -1,5 +1,6 @@
 """verl.models.load_model / save_pretrained against transformers' save_pretrained / from_pretrained:
-identical logits both ways for Qwen2 / Qwen3 / Llama / Mistral (llama3 rope), tied and untied, sharded, bf16,
+identical logits both ways for Qwen2 / Qwen3 / Llama / Mistral / Phi-3 (llama3 rope; Phi-3's fused qkv_proj and
+gate_up_proj under their own names), tied and untied, sharded, bf16,
 the value head (AutoModelForTokenClassification), tokenizer files, errors and atomic replacement."""
 
 import json
@@ -16,7 +17,7 @@ from verl.models.checkpoint import parse_shard_size  # noqa: E402
 from verl.models.safetensors import safe_open  # noqa: E402
 
 VOCAB = 96
-FAMILIES = ["qwen2", "qwen3", "llama", "mistral", "mistral_window", "qwen2_window"]
+FAMILIES = ["qwen2", "qwen3", "llama", "mistral", "mistral_window", "qwen2_window", "phi3", "phi3_window"]
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 # A real tokenizer directory that ships with the repository (so this test never depends on fixtures).
 TOKENIZER_DIR = os.path.join(REPO_ROOT, "examples", "arith", "tokenizer")
@@ -38,6 +39,10 @@ def hf_config(family, tied=False, **extra):
     if family == "qwen2_window":
         return transformers.Qwen2Config(num_key_value_heads=2, rope_theta=10000.0, use_sliding_window=True,
                                         sliding_window=5, max_window_layers=1, **common)
+    if family == "phi3":  # fused qkv_proj / gate_up_proj, GQA 4:2, no window (Phi3Config's default)
+        return transformers.Phi3Config(num_key_value_heads=2, rope_theta=10000.0, **common)
+    if family == "phi3_window":  # every layer windowed (Phi-3-mini-4k's 2047, shortened)
+        return transformers.Phi3Config(num_key_value_heads=2, rope_theta=10000.0, sliding_window=6, **common)
     return transformers.LlamaConfig(
         num_key_value_heads=1, rope_theta=500000.0,
         rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
@@ -103,12 +108,16 @@ def test_round_trip_both_ways(tmp_path, family, tied):
     assert diff == 0.0
     cfg = json.loads((tmp_path / "ours" / "config.json").read_text())
     assert cfg["initializer_range"] == 0.1  # a key we do not model, kept from the loaded config
+    if family.startswith("phi3"):
+        assert "model.layers.0.self_attn.qkv_proj.weight" in ours.state_dict()
+        assert "model.layers.0.mlp.gate_up_proj.weight" in ours.state_dict()
+        assert back.config.sliding_window == hf.config.sliding_window
     if family == "llama":
         assert back.config.rope_parameters["rope_type"] == "llama3"
         assert back.config.rope_parameters["original_max_position_embeddings"] == 64
 
 
-@pytest.mark.parametrize("family", ["qwen2", "llama"])
+@pytest.mark.parametrize("family", ["qwen2", "llama", "phi3"])
 def test_sharded_round_trip(tmp_path, family):
     hf = hf_model(family)
     hf.save_pretrained(tmp_path / "hf", max_shard_size="40KB")
@@ -163,6 +172,24 @@ def test_value_head_round_trip(tmp_path, family):
     assert torch.equal(hf_out(back), hf_out(hf))
     with pytest.raises(verl.CheckpointError, match="unexpected.*score"):
         load_model(tmp_path / "hf")  # a critic checkpoint is not a causal LM
+
+
+def test_phi3_reward_model_round_trip(tmp_path):
+    """A Phi3ForSequenceClassification (a reward model: bias-free score head, last-token pooling) loads as a value model
+    whose last-token value is transformers' score, and saves back as Phi3ForSequenceClassification."""
+    torch.manual_seed(0)
+    hf = transformers.Phi3ForSequenceClassification(hf_config("phi3", num_labels=1)).eval()
+    hf.save_pretrained(tmp_path / "hf")
+    rm = load_model(tmp_path / "hf", value_head=True)
+    assert "score.bias" not in rm.state_dict()
+    ids = IDS[:, :20].clamp(min=3)  # no pad token (0): transformers pools the last token
+    ref = hf_out(hf, ids)[:, 0]
+    assert (our_out(rm, ids)[:, -1] - ref).abs().max().item() <= 1e-5
+    rm.save_pretrained(tmp_path / "ours")
+    assert json.loads((tmp_path / "ours" / "config.json").read_text())["architectures"] == [
+        "Phi3ForSequenceClassification"]
+    back = transformers.Phi3ForSequenceClassification.from_pretrained(tmp_path / "ours", dtype=torch.float32).eval()
+    assert torch.equal(hf_out(back, ids), hf_out(hf, ids))
 
 
 def test_tokenizer_files_copied(tmp_path):

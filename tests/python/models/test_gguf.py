@@ -447,14 +447,15 @@ def test_reader_api(tmp_path):
 # ---- refusals --------------------------------------------------------------------------------------------------------
 
 
-def test_unsupported_architecture(tmp_path):
-    writer = gguf.GGUFWriter(str(tmp_path / "g.gguf"), "gemma")
+@pytest.mark.parametrize("arch", ["gemma", "phi3"])  # Phi-3 loads from Hugging Face checkpoints, not GGUF yet
+def test_unsupported_architecture(tmp_path, arch):
+    writer = gguf.GGUFWriter(str(tmp_path / "g.gguf"), arch)
     writer.add_block_count(1)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    with pytest.raises(verl.ConfigError, match=r"general\.architecture.*'gemma'.*llama, qwen2, qwen3"):
+    with pytest.raises(verl.ConfigError, match=rf"general\.architecture.*'{arch}'.*llama, qwen2, qwen3"):
         convert_gguf(tmp_path / "g.gguf", tmp_path / "out")
 
 

@@ -1,4 +1,5 @@
-"""LoRA adapters (verl/model/lora.h) against PEFT on tiny Qwen2 / Qwen3 / Llama checkpoints: the modules
+"""LoRA adapters (verl/model/lora.h) against PEFT on tiny Qwen2 / Qwen3 / Llama / Mistral / Phi-3 checkpoints (Phi-3's
+fused qkv_proj / gate_up_proj adapted whole, as PEFT adapts them): the modules
 target_modules / exclude_modules select, logits and adapter gradients in float64 and float32, the fresh adapter's
 bit-exact no-op, disabled adapters, merging, and PEFT's adapter files both ways."""
 
@@ -65,9 +66,24 @@ SELECTIONS = [
     dict(target_modules=["q_proj", "gate_proj", "up_proj"], exclude_modules=r".*layers\.0\..*"),
 ]
 
+# Phi-3's fused projections are one linear each, for PEFT as for verl-cpp: its selections name qkv_proj / gate_up_proj.
+PHI3_FAMILIES = [f for f in FAMILIES if f.startswith("phi3")]
+SEPARATE_FAMILIES = [f for f in FAMILIES if f not in PHI3_FAMILIES]
+PHI3_SELECTIONS = [
+    dict(target_modules="all-linear"),
+    dict(target_modules=["qkv_proj", "gate_up_proj"]),
+    dict(target_modules=r"model\.layers\.1\..*_proj"),
+    dict(target_modules="all-linear", exclude_modules=["down_proj", "model.layers.0.self_attn.qkv_proj"]),
+]
+FAMILY_SELECTIONS = ([(f, s) for f in SEPARATE_FAMILIES for s in SELECTIONS] +
+                     [(f, s) for f in PHI3_FAMILIES for s in PHI3_SELECTIONS])
 
-@pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("selection", SELECTIONS, ids=lambda s: json.dumps(s))
+
+def selection_id(value):
+    return json.dumps(value) if isinstance(value, dict) else str(value)
+
+
+@pytest.mark.parametrize("family, selection", FAMILY_SELECTIONS, ids=selection_id)
 def test_target_and_exclude_modules_select_what_peft_selects(family, selection):
     hf = hf_model(family)
     expected = peft_selected(hf, **selection)
@@ -130,9 +146,11 @@ def test_a_fresh_adapter_changes_nothing_bit_for_bit_and_freezes_the_base(family
     assert all(torch.equal(state[k], v) for k, v in again.adapter_state_dict().items())
 
 
-@pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("dtype, tol", [(torch.float64, 1e-12), (torch.float32, 2e-5)])
-@pytest.mark.parametrize("selection", [SELECTIONS[0], SELECTIONS[5]], ids=["all-linear", "excluded"])
+@pytest.mark.parametrize("family, selection",
+                         [(f, s) for f in SEPARATE_FAMILIES for s in (SELECTIONS[0], SELECTIONS[5])] +
+                         [(f, s) for f in PHI3_FAMILIES for s in (PHI3_SELECTIONS[0], PHI3_SELECTIONS[3])],
+                         ids=selection_id)
 def test_logits_and_adapter_gradients_equal_peft(family, dtype, tol, selection):
     hf = hf_model(family, dtype)
     ours = ours_like(hf, dtype)
@@ -196,7 +214,8 @@ def test_disabled_adapters_compute_the_base_and_merging_folds_them_in(family):
     hf = hf_model(family, torch.float64)
     base = ours_like(hf, torch.float64)
     ours = ours_like(hf, torch.float64)
-    ours.add_adapters(RANK, ALPHA, target_modules=["q_proj", "o_proj", "down_proj"])
+    targets = ["qkv_proj", "o_proj", "down_proj"] if family in PHI3_FAMILIES else ["q_proj", "o_proj", "down_proj"]
+    ours.add_adapters(RANK, ALPHA, target_modules=targets)
     randomise_adapters_(ours)
     ids = torch.randint(0, 96, (2, 7), generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
@@ -212,8 +231,7 @@ def test_disabled_adapters_compute_the_base_and_merging_folds_them_in(family):
         merged.load_state_dict(merged_state)
         torch.testing.assert_close(merged(ids), adapted, rtol=1e-12, atol=1e-12)
         # transformers with the merged weights computes base + adapter (PEFT's merge_and_unload does the same).
-        pm = peft.get_peft_model(hf, peft.LoraConfig(r=RANK, lora_alpha=ALPHA,
-                                                     target_modules=["q_proj", "o_proj", "down_proj"]))
+        pm = peft.get_peft_model(hf, peft.LoraConfig(r=RANK, lora_alpha=ALPHA, target_modules=targets))
         copy_adapters_to_peft_(pm, ours)
         merged_hf = pm.merge_and_unload()
         torch.testing.assert_close(merged_hf(input_ids=ids).logits, adapted, rtol=1e-12, atol=1e-12)
@@ -235,13 +253,16 @@ def test_rslora_scales_by_the_square_root_of_the_rank():
 def test_our_adapter_files_load_in_peft_with_the_same_logits(family, tmp_path):
     hf = hf_model(family)
     ours = ours_like(hf)
-    ours.add_adapters(RANK, ALPHA, target_modules="all-linear", exclude_modules=["gate_proj"])
+    phi3 = family in PHI3_FAMILIES
+    excluded = "gate_up_proj" if phi3 else "gate_proj"
+    ours.add_adapters(RANK, ALPHA, target_modules="all-linear", exclude_modules=[excluded])
     randomise_adapters_(ours)
     files = ours.save_adapter(tmp_path / "adapter", base_model_name_or_path="tiny-base")
     assert sorted(p.rsplit("/", 1)[1] for p in files) == ["adapter_config.json", "adapter_model.safetensors"]
     config = json.loads((tmp_path / "adapter" / "adapter_config.json").read_text())
     assert config["r"] == RANK and config["lora_alpha"] == ALPHA and config["peft_type"] == "LORA"
-    assert sorted(config["target_modules"]) == ["down_proj", "k_proj", "o_proj", "q_proj", "up_proj", "v_proj"]
+    assert sorted(config["target_modules"]) == (["down_proj", "o_proj", "qkv_proj"] if phi3 else
+                                                ["down_proj", "k_proj", "o_proj", "q_proj", "up_proj", "v_proj"])
 
     pm = peft.PeftModel.from_pretrained(hf, tmp_path / "adapter")
     ids = torch.randint(0, 96, (2, 10), generator=torch.Generator().manual_seed(4))
@@ -253,8 +274,8 @@ def test_our_adapter_files_load_in_peft_with_the_same_logits(family, tmp_path):
 def test_peft_adapter_files_load_into_ours_with_the_same_logits(family, tmp_path):
     hf = hf_model(family)
     base = ours_like(hf)
-    pm = peft.get_peft_model(hf, peft.LoraConfig(r=RANK, lora_alpha=ALPHA, target_modules=["q_proj", "v_proj",
-                                                                                              "down_proj"]))
+    targets = ["qkv_proj", "gate_up_proj"] if family in PHI3_FAMILIES else ["q_proj", "v_proj", "down_proj"]
+    pm = peft.get_peft_model(hf, peft.LoraConfig(r=RANK, lora_alpha=ALPHA, target_modules=targets))
     with torch.no_grad():
         g = torch.Generator().manual_seed(8)
         for n, p in pm.named_parameters():

@@ -1,4 +1,4 @@
-"""verl.models.transformer against transformers' Qwen2 / Qwen3 / Llama / Mistral with the same weights:
+"""verl.models.transformer against transformers' Qwen2 / Qwen3 / Llama / Mistral / Phi-3 with the same weights:
 fp32 logits, bf16 argmax, left padding, packing, decoding in the rollout engine, the value head, tied
 embeddings."""
 
@@ -34,6 +34,12 @@ def hf_config(family: str, tied: bool = False, vocab: int = VOCAB, **extra):
         return transformers.Qwen3Config(num_key_value_heads=2, head_dim=24, rope_theta=1000000.0,
                                         use_sliding_window=True, sliding_window=4,
                                         layer_types=["sliding_attention", "full_attention"], **common)
+    if family == "phi3":  # fused qkv_proj ([q; k; v]) and gate_up_proj ([gate; up]), GQA 4:2, no window
+        return transformers.Phi3Config(num_key_value_heads=2, rope_theta=10000.0, bos_token_id=1, eos_token_id=2,
+                                       **common)
+    if family == "phi3_window":  # Phi-3-mini-4k's form (sliding_window 2047 on every layer), shortened
+        return transformers.Phi3Config(num_key_value_heads=2, rope_theta=10000.0, sliding_window=5, bos_token_id=1,
+                                       eos_token_id=2, **common)
     if family == "llama":  # llama3 rope scaling (original context short enough to hit all bands), GQA 4:1
         return transformers.LlamaConfig(
             num_key_value_heads=1, rope_theta=500000.0,
@@ -68,7 +74,8 @@ def hf_logits(hf, ids, mask=None, pos=None):
         return hf(input_ids=ids, attention_mask=mask, position_ids=pos).logits
 
 
-FAMILIES = ["qwen2", "qwen3", "llama", "mistral", "mistral_window", "qwen2_window", "qwen3_window"]
+FAMILIES = ["qwen2", "qwen3", "llama", "mistral", "mistral_window", "qwen2_window", "qwen3_window", "phi3",
+            "phi3_window"]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -193,8 +200,9 @@ def test_value_head_matches_token_classification(family):
     assert diff <= 1e-4
 
 
-def test_gradients_and_checkpointing():
-    hf, ours = make_pair("qwen3")
+@pytest.mark.parametrize("family", ["qwen3", "phi3"])
+def test_gradients_and_checkpointing(family):
+    hf, ours = make_pair(family)
     ids = torch.randint(VOCAB, (2, 16), generator=torch.Generator().manual_seed(7))
     ours(ids).logsumexp(-1).mean().backward()
     ref = hf(input_ids=ids).logits.logsumexp(-1).mean()
@@ -239,3 +247,37 @@ def test_errors():
     # Our config.json loads back into transformers as the same architecture.
     back = transformers.AutoConfig.for_model(**{k: v for k, v in cfg.items() if k != "architectures"})
     assert back.num_key_value_heads == 1 and back.head_dim == 16
+
+
+def test_phi3_config():
+    """Phi-3 as Phi3Config reads it: fused projections under transformers' names, no window unless sliding_window,
+    RMSNorm eps 1e-5 by default; what verl-cpp does not implement (partial RoPE, longrope, dropout) is refused by
+    name."""
+    cfg = hf_config("phi3").to_dict()
+    names = set(CausalLM(cfg).state_dict())
+    assert {"model.layers.1.self_attn.qkv_proj.weight", "model.layers.1.mlp.gate_up_proj.weight"} <= names
+    assert not any(n.endswith(("q_proj.weight", ".gate_proj.weight", ".up_proj.weight")) for n in names)
+    assert tuple(CausalLM(cfg).state_dict()["model.layers.0.self_attn.qkv_proj.weight"].shape) == (64 + 2 * 32, 64)
+    bare = {k: v for k, v in cfg.items() if k not in ("sliding_window", "rms_norm_eps", "max_position_embeddings")}
+    read = load_model_config(bare)
+    assert read["sliding_window"] is None and read["rms_norm_eps"] == 1e-5 and read["max_position_embeddings"] == 4096
+    assert read["architectures"] == ["Phi3ForCausalLM"]
+    assert load_model_config(hf_config("phi3_window").to_dict())["sliding_window"] == 5
+    for key in ("resid_pdrop", "embd_pdrop", "attention_dropout"):
+        with pytest.raises(verl.ConfigError, match=f"{key} = 0.1 is not supported"):
+            CausalLM({**cfg, key: 0.1})
+    with pytest.raises(verl.ConfigError, match=r"rope_parameters.partial_rotary_factor = 0.5"):
+        CausalLM({**cfg, "rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 0.5}})
+    with pytest.raises(verl.ConfigError, match=r"^.*partial_rotary_factor = 0.75"):
+        CausalLM({**cfg, "partial_rotary_factor": 0.75})
+    longrope = {"rope_type": "longrope", "short_factor": [1.0] * 4, "long_factor": [2.0] * 4,
+                "original_max_position_embeddings": 64}
+    for field in ("rope_parameters", "rope_scaling"):
+        with pytest.raises(verl.ConfigError, match=rf"{field}.rope_type \"longrope\" .*not supported yet"):
+            CausalLM({**cfg, field: longrope})
+    with pytest.raises(verl.ConfigError, match=r"rope_scaling.rope_type \"su\""):  # Phi-3-mini-128k's spelling
+        CausalLM({**cfg, "rope_scaling": {**longrope, "type": "su", "rope_type": None}})
+    # Our config.json is a Phi3Config transformers builds the same model from.
+    back = transformers.AutoConfig.for_model(**{k: v for k, v in load_model_config(cfg).items()
+                                                if k != "architectures"})
+    assert type(back).__name__ == "Phi3Config" and back.sliding_window is None and back.num_key_value_heads == 2

@@ -1,4 +1,4 @@
-// verl::model::ModelConfig: the architecture of a Qwen2 / Qwen3 / Llama / Mistral decoder, read from and
+// verl::model::ModelConfig: the architecture of a Qwen2 / Qwen3 / Llama / Mistral / Phi-3 decoder, read from and
 // written to a Hugging Face config.json. Used by CausalLM (transformer.h), checkpoint I/O and rollout.
 #pragma once
 
@@ -23,7 +23,7 @@ struct VERL_API RopeScaling {
 };
 
 struct VERL_API ModelConfig {
-  std::string model_type;  // "qwen2", "qwen3", "llama" or "mistral"
+  std::string model_type;  // "qwen2", "qwen3", "llama", "mistral" or "phi3"
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -42,6 +42,9 @@ struct VERL_API ModelConfig {
   bool o_bias = false;
   bool mlp_bias = false;   // llama's mlp_bias
   bool qk_norm = false;    // qwen3: per-head RMSNorm on q and k before RoPE
+  // phi3: one self_attn.qkv_proj (rows [q; k; v]) instead of q/k/v_proj, and one mlp.gate_up_proj (rows [gate; up])
+  // instead of gate/up_proj, under Hugging Face's names, each computed as one GEMM whose output is split.
+  bool fused_projections = false;
   // Sliding-window attention, per decoder layer: a query attends to the `window` latest keys, itself included
   // (transformers' kv_idx > q_idx - sliding_window); 0 = full causal attention. Empty: no layer has a window.
   // Mistral: sliding_window on every layer; Qwen2 / Qwen3 with use_sliding_window: layer_types, else the layers

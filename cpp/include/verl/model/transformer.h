@@ -1,7 +1,8 @@
-// verl::model::CausalLM: the Qwen2 / Qwen3 / Llama / Mistral decoder in LibTorch, with HF state-dict names,
+// verl::model::CausalLM: the Qwen2 / Qwen3 / Llama / Mistral / Phi-3 decoder in LibTorch, with HF state-dict names,
 // used by training (padded / packed forward, value head) and by rollout (KV-cache decode) alike.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -89,12 +90,16 @@ class VERL_API Attention : public torch::nn::Module {
   // sequence of `layout` (verl/kernels/varlen_attention.h; the layer's sliding window), no mask, no cache.
   torch::Tensor forward_varlen(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                const VarlenLayout& layout);
-  std::shared_ptr<Linear> q_proj, k_proj, v_proj, o_proj;
+  // q/k/v_proj, or (ModelConfig::fused_projections, phi3) qkv_proj alone: its rows are [q; k; v].
+  std::shared_ptr<Linear> q_proj, k_proj, v_proj, qkv_proj, o_proj;
   std::shared_ptr<RMSNorm> q_norm, k_norm;  // qwen3 only
   // Tensor parallelism (verl/model/tensor_parallel.h): o_proj's partial outputs are summed over this group.
   std::shared_ptr<dist::Communicator> tensor_parallel;
 
  private:
+  // q (bs, q, heads, d), k and v (bs, q, kv_heads, d) of x (bs, q, hidden): three GEMMs, or qkv_proj's one split
+  // as transformers' Phi3Attention splits it.
+  std::array<torch::Tensor, 3> project(const torch::Tensor& x);
   int64_t heads_, kv_heads_, head_dim_;
   int64_t sliding_window_;  // 0: full causal attention
 };
@@ -102,9 +107,10 @@ class VERL_API Attention : public torch::nn::Module {
 class VERL_API MLP : public torch::nn::Module {
  public:
   explicit MLP(const ModelConfig& c);
-  // SwiGLU: down(silu(gate(x)) * up(x)).
+  // SwiGLU: down(silu(gate(x)) * up(x)); with gate_up_proj, gate and up are the two halves of its one output.
   torch::Tensor forward(const torch::Tensor& x);
-  std::shared_ptr<Linear> gate_proj, up_proj, down_proj;
+  // gate/up_proj, or (ModelConfig::fused_projections, phi3) gate_up_proj alone: its rows are [gate; up].
+  std::shared_ptr<Linear> gate_proj, up_proj, gate_up_proj, down_proj;
   // Tensor parallelism: down_proj's partial outputs are summed over this group.
   std::shared_ptr<dist::Communicator> tensor_parallel;
 };
