@@ -5,6 +5,7 @@ oracle predicts (real sandbox runs, a handful). The full run's numbers are in ex
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -17,7 +18,12 @@ CODE_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples",
 sys.path.insert(0, CODE_DIR)
 import code_reward  # noqa: E402
 import code_task  # noqa: E402
-import run  # noqa: E402
+# Loaded under its own name: several examples have a run.py, and the first "import run" of a pytest process
+# would shadow the others.
+run = importlib.util.module_from_spec(
+    _spec := importlib.util.spec_from_file_location("code_example_run", os.path.join(CODE_DIR, "run.py")))
+sys.modules["code_example_run"] = run
+_spec.loader.exec_module(run)
 
 
 def run_in_process(source: str, fn: str, x: int):

@@ -8,6 +8,7 @@ says, and its ``custom_reward_function`` loads the task's ``compute_score`` from
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -17,7 +18,12 @@ import pytest
 EXAMPLE_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples", "smollm2_arith")
 sys.path.insert(0, EXAMPLE_DIR)
 import mental_arith  # noqa: E402
-import run  # noqa: E402
+# Loaded under its own name: several examples have a run.py, and the first "import run" of a pytest process
+# would shadow the others.
+run = importlib.util.module_from_spec(
+    _spec := importlib.util.spec_from_file_location("smollm2_arith_run", os.path.join(EXAMPLE_DIR, "run.py")))
+sys.modules["smollm2_arith_run"] = run
+_spec.loader.exec_module(run)
 
 from verl.config import load_config  # noqa: E402
 from verl.trainer.ppo.reward import get_custom_reward_fn  # noqa: E402
