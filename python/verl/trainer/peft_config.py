@@ -16,6 +16,7 @@ initialisations, modules trained in full, some layers only): a ``verl.ConfigErro
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,7 +53,9 @@ def _fields(peft_config: Any) -> dict[str, Any]:
                       f"form), got {type(peft_config).__name__}")
 
 
+@functools.lru_cache(maxsize=1)
 def _defaults() -> dict[str, Any] | None:
+    """LoraConfig()'s fields (read only), once per process: RLConfig rebuilds its tree on every read of a setting."""
     try:
         from peft import LoraConfig
     except ImportError:
